@@ -1,0 +1,64 @@
+"""The one small error hierarchy of hloscope.
+
+Library code raises these; only the CLI catches them, prints `str(error)` on one line and
+exits with `error.exit_code`. Messages say what went wrong and what to do next.
+"""
+
+from __future__ import annotations
+
+
+class HloscopeError(Exception):
+    """Base class of every error hloscope raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(HloscopeError):
+    """The user asked for something that cannot be done as asked (bad path, option)."""
+
+    exit_code = 2
+
+
+class HloParseError(HloscopeError):
+    """HLO text that hloscope cannot read.
+
+    Attributes:
+        message: What is wrong.
+        path: The file, or None for text passed in directly.
+        line: 1-based line of the problem.
+        column: 1-based column of the problem.
+        text: The offending text (shortened).
+    """
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int = 0,
+        column: int = 0,
+        text: str = "",
+    ) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
+        self.text = text
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.path or "<text>"
+        if self.line:
+            where += f":{self.line}:{self.column}" if self.column else f":{self.line}"
+        shown = self.text.strip()
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        return f"{where}: {self.message}" + (f": {shown!r}" if shown else "")
+
+
+class MissingDependencyError(HloscopeError):
+    """An optional dependency (TensorFlow, JAX, the `dot` binary, a browser) is missing."""
+
+    exit_code = 3

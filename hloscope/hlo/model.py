@@ -1,0 +1,405 @@
+"""The parsed HLO module: immutable dataclasses that every later stage reads.
+
+The parser (`hloscope.hlo.parser`) is the only producer of these objects; analyses and
+renderers only read them. Attributes are kept verbatim as text next to the few fields
+that are parsed (shape, operands, called computations, metadata, backend_config), so
+nothing in the input is lost even when hloscope does not understand it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+# Bits per element of every XLA primitive type (xla_data.proto); `None` for types with
+# no fixed size (token, opaque). Sub-byte types are counted in bits, then rounded up.
+ELEMENT_BITS: Mapping[str, int | None] = {
+    "pred": 8,
+    "s1": 1, "s2": 2, "s4": 4, "s8": 8, "s16": 16, "s32": 32, "s64": 64,
+    "u1": 1, "u2": 2, "u4": 4, "u8": 8, "u16": 16, "u32": 32, "u64": 64,
+    "f4e2m1fn": 4, "f8e3m4": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3b11fnuz": 8,
+    "f8e4m3fnuz": 8, "f8e5m2": 8, "f8e5m2fnuz": 8, "f8e8m0fnu": 8,
+    "bf16": 16, "f16": 16, "f32": 32, "f64": 64,
+    "c64": 64, "c128": 128,
+    "token": None, "opaque": None,
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The `{...}` after an array shape's dimensions.
+
+    Attributes:
+        minor_to_major: Dimension numbers, most minor first, as printed.
+        tiles: Each `T(...)` tile as a tuple of sizes (`*` printed for a combined
+            dimension is kept as -1).
+        memory_space: The `S(n)` memory space, or None for the default one.
+        text: The layout exactly as printed, without the braces.
+    """
+
+    minor_to_major: tuple[int, ...]
+    tiles: tuple[tuple[int, ...], ...] = ()
+    memory_space: int | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """An HLO shape: an array, a tuple of shapes, or a token.
+
+    Attributes:
+        element_type: `f32`, `bf16`, `pred`, ..., `token`, or `tuple` for tuples.
+        dimensions: Size of each dimension (the bound, for a dynamic dimension).
+        dynamic: For each dimension, whether it is dynamic (`<=8` or `?`).
+        layout: The layout when the text has one.
+        tuple_shapes: The element shapes of a tuple; empty for arrays.
+        text: The shape exactly as printed.
+    """
+
+    element_type: str
+    dimensions: tuple[int, ...] = ()
+    dynamic: tuple[bool, ...] = ()
+    layout: Layout | None = None
+    tuple_shapes: tuple[Shape, ...] = ()
+    text: str = ""
+
+    @property
+    def is_tuple(self) -> bool:
+        """Whether this is a tuple shape."""
+        return self.element_type == "tuple"
+
+    @property
+    def is_token(self) -> bool:
+        """Whether this is the `token[]` shape."""
+        return self.element_type == "token"
+
+    @property
+    def num_elements(self) -> int:
+        """Number of array elements (1 for a scalar); 0 for tuples and tokens."""
+        if self.is_tuple or self.is_token:
+            return 0
+        n = 1
+        for d in self.dimensions:
+            n *= d
+        return n
+
+    @property
+    def byte_size(self) -> int:
+        """Bytes the array (or, for a tuple, all its leaves) occupies, without padding."""
+        if self.is_tuple:
+            return sum(s.byte_size for s in self.tuple_shapes)
+        bits = ELEMENT_BITS.get(self.element_type)
+        if bits is None:
+            return 0
+        return (self.num_elements * bits + 7) // 8
+
+    def leaves(self) -> Iterator[Shape]:
+        """Yield the array and token shapes inside this shape, depth first."""
+        if self.is_tuple:
+            for s in self.tuple_shapes:
+                yield from s.leaves()
+        else:
+            yield self
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """Where in the user's program an instruction came from.
+
+    Attributes:
+        file: Source file path as recorded by the framework.
+        line: 1-based line number, or None when unknown.
+        function: Function name, when the stack-frame tables give it.
+        column: 1-based column, when known.
+    """
+
+    file: str
+    line: int | None = None
+    function: str | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        text = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{text} ({self.function})" if self.function else text
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrame:
+    """One row of the `StackFrames` table, resolved through the other tables.
+
+    Attributes:
+        id: The frame id used by `metadata={... stack_frame_id=N}`.
+        location: File, line and function of this frame.
+        parent_id: The caller's frame id, or 0 at the outermost frame.
+    """
+
+    id: int
+    location: SourceLocation
+    parent_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """The parsed `metadata={...}` of an instruction.
+
+    Attributes:
+        op_type: TensorFlow op type (`MatMul`, `Relu`), when present.
+        op_name: TensorFlow op name or JAX op path (`jit(mlp)/dot_general`).
+        source_file: Inline `source_file=`, when present.
+        source_line: Inline `source_line=`, when present.
+        stack_frame_id: Index into the module's stack frames, when present.
+        fields: Every `key=value` pair exactly as printed (strings unquoted).
+    """
+
+    op_type: str | None = None
+    op_name: str | None = None
+    source_file: str | None = None
+    source_line: int | None = None
+    stack_frame_id: int | None = None
+    fields: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CalledComputation:
+    """A reference from an instruction to a computation.
+
+    Attributes:
+        role: The attribute it came from: `calls`, `to_apply`, `condition`, `body`,
+            `branch_computations`, `true_computation`, `false_computation`,
+            `called_computations`, `select`, `scatter`, ...
+        name: The called computation's name (no sigil).
+    """
+
+    role: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One HLO instruction.
+
+    Attributes:
+        name: Instruction name without sigil, unique within its computation.
+        opcode: `add`, `fusion`, `custom-call`, ... (unknown opcodes are kept too).
+        shape: The result shape.
+        operands: Operand instruction names, in order.
+        attributes: Every attribute after the operand list, verbatim, in order.
+        called: Computations this instruction calls, with their roles, in order.
+        metadata: The parsed `metadata={...}`, or None.
+        is_root: Whether it is its computation's `ROOT`.
+        literal: For `constant`, the literal text; for `parameter`, the number; for
+            `iota`/`rng`/..., the raw text between the parentheses when it names no
+            operands. Empty otherwise.
+        line: 1-based line in the source text where the instruction starts.
+    """
+
+    name: str
+    opcode: str
+    shape: Shape
+    operands: tuple[str, ...]
+    attributes: Mapping[str, str]
+    called: tuple[CalledComputation, ...]
+    metadata: Metadata | None
+    is_root: bool
+    literal: str
+    line: int
+
+    @property
+    def parameter_number(self) -> int | None:
+        """The `parameter(N)` number, or None for other opcodes."""
+        return int(self.literal) if self.opcode == "parameter" else None
+
+    @property
+    def fusion_kind(self) -> str | None:
+        """`kLoop`, `kInput`, `kOutput` or `kCustom` for fusions, else None."""
+        return self.attributes.get("kind") if self.opcode == "fusion" else None
+
+    @property
+    def custom_call_target(self) -> str | None:
+        """The unquoted `custom_call_target`, or None."""
+        raw = self.attributes.get("custom_call_target")
+        return _unquote(raw) if raw is not None else None
+
+    @cached_property
+    def backend_config(self) -> Any:
+        """The backend_config parsed as JSON, or None when absent or not JSON.
+
+        XLA prints it either as a JSON object (`backend_config={...}`) or as a quoted,
+        escaped string (`backend_config="{...}"`); both forms are accepted.
+        """
+        raw = self.attributes.get("backend_config")
+        if raw is None:
+            return None
+        text = _unquote(raw) if raw.startswith('"') else raw
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    def calls(self, role: str | None = None) -> list[str]:
+        """Names of the called computations, optionally only those of one role."""
+        return [c.name for c in self.called if role is None or c.role == role]
+
+
+@dataclass(frozen=True)
+class Computation:
+    """One HLO computation.
+
+    Attributes:
+        name: Name without sigil.
+        instructions: Instructions in text order.
+        is_entry: Whether it is the module's `ENTRY` computation.
+        execution_thread: The `execution_thread="..."` of the computation, if printed.
+        line: 1-based line of its header in the source text.
+    """
+
+    name: str
+    instructions: tuple[Instruction, ...]
+    is_entry: bool = False
+    execution_thread: str | None = None
+    line: int = 0
+
+    @cached_property
+    def by_name(self) -> Mapping[str, Instruction]:
+        """Instructions by name."""
+        return {i.name: i for i in self.instructions}
+
+    @property
+    def root(self) -> Instruction:
+        """The `ROOT` instruction (the last one when none is marked, as XLA does)."""
+        for inst in reversed(self.instructions):
+            if inst.is_root:
+                return inst
+        return self.instructions[-1]
+
+    @property
+    def parameters(self) -> list[Instruction]:
+        """Parameter instructions ordered by parameter number."""
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        return sorted(params, key=lambda i: i.parameter_number or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ParseStats:
+    """What the tolerant parser kept without understanding it.
+
+    Attributes:
+        unknown_opcodes: Opcodes not in XLA's opcode list, with their counts.
+        unparsed: One `line: text` entry per piece kept verbatim and not understood.
+    """
+
+    unknown_opcodes: Mapping[str, int] = field(default_factory=dict)
+    unparsed: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """How many things were not understood."""
+        return sum(self.unknown_opcodes.values()) + len(self.unparsed)
+
+
+@dataclass(frozen=True)
+class HloModule:
+    """A parsed `HloModule`.
+
+    Attributes:
+        name: The module name from the `HloModule` line.
+        attributes: Header attributes verbatim (`is_scheduled`,
+            `entry_computation_layout`, `num_partitions`, `input_output_alias`, ...).
+        computations: Computations in text order.
+        stack_frames: Resolved `StackFrames` table rows by id (empty when absent).
+        stats: What the tolerant parser did not understand.
+        path: The file the module was read from, when it came from a file.
+    """
+
+    name: str
+    attributes: Mapping[str, str]
+    computations: tuple[Computation, ...]
+    stack_frames: Mapping[int, StackFrame] = field(default_factory=dict)
+    stats: ParseStats = field(default_factory=ParseStats)
+    path: str | None = None
+
+    @cached_property
+    def computation_map(self) -> Mapping[str, Computation]:
+        """Computations by name."""
+        return {c.name: c for c in self.computations}
+
+    @property
+    def entry(self) -> Computation:
+        """The entry computation (the last one when none is marked `ENTRY`, as XLA does)."""
+        for comp in self.computations:
+            if comp.is_entry:
+                return comp
+        return self.computations[-1]
+
+    @property
+    def is_scheduled(self) -> bool:
+        """Whether the header says `is_scheduled=true` (after-optimization modules do)."""
+        return self.attributes.get("is_scheduled") == "true"
+
+    @property
+    def instruction_count(self) -> int:
+        """Instructions in all computations, fused ones included."""
+        return sum(len(c.instructions) for c in self.computations)
+
+    def instructions(self) -> Iterator[tuple[Computation, Instruction]]:
+        """Yield every (computation, instruction) pair in text order."""
+        for comp in self.computations:
+            for inst in comp.instructions:
+                yield comp, inst
+
+    @cached_property
+    def fused_computations(self) -> frozenset[str]:
+        """Names of computations called by a fusion instruction (`calls=`)."""
+        return frozenset(
+            c.name
+            for _, inst in self.instructions()
+            if inst.opcode == "fusion"
+            for c in inst.called
+        )
+
+    def source_location(self, inst: Instruction) -> SourceLocation | None:
+        """Where `inst` came from: its stack frame, else its inline source_file/line."""
+        md = inst.metadata
+        if md is None:
+            return None
+        if md.stack_frame_id is not None:
+            frame = self.stack_frames.get(md.stack_frame_id)
+            if frame is not None:
+                return frame.location
+        if md.source_file is not None:
+            return SourceLocation(md.source_file, md.source_line)
+        return None
+
+    def stack(self, inst: Instruction) -> list[SourceLocation]:
+        """The full call stack of `inst`, innermost frame first (may be empty)."""
+        md = inst.metadata
+        out: list[SourceLocation] = []
+        frame_id = md.stack_frame_id if md is not None else None
+        seen: set[int] = set()
+        while frame_id and frame_id not in seen:
+            seen.add(frame_id)
+            frame = self.stack_frames.get(frame_id)
+            if frame is None:
+                break
+            out.append(frame.location)
+            frame_id = frame.parent_id
+        return out
+
+
+def _unquote(raw: str) -> str:
+    """Undo HLO's C-style string quoting (`"a\\"b"` -> `a"b`)."""
+    if len(raw) >= 2 and raw[0] == '"' and raw[-1] == '"':
+        body = raw[1:-1]
+        if "\\" not in body:
+            return body
+        try:
+            return str(json.loads(raw))
+        except ValueError:
+            return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return raw
