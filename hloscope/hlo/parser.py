@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
 
@@ -349,6 +348,7 @@ class _Parser:
         self.i = 0  # index of the next line to read
         self.unknown_opcodes: dict[str, int] = {}
         self.unparsed: list[str] = []
+        self.last_joined = 0  # first line of the last statement that spanned lines
 
     # -- errors and tolerance ---------------------------------------------------------
 
@@ -374,15 +374,14 @@ class _Parser:
         while self.i < n:
             number = self.i + 1
             line = lines[self.i]
-            self.i += 1
+            self.i = number
+            m = full(line)
+            if m is not None:
+                yield number, line, m
+                continue
             stripped = line.strip()
             if not stripped or stripped.startswith("//"):
                 continue
-            if stripped[0] != "}":
-                m = full(line)
-                if m is not None:
-                    yield number, line, m
-                    continue
             if "/*" in line:
                 line = _COMMENT.sub("", line)
                 if not line.strip():
@@ -411,6 +410,7 @@ class _Parser:
                         joined[at : at + 60],
                     )
                 line = " ".join(p.strip() for p in parts)
+                self.last_joined = number
             yield number, line, full(line)
 
     # -- top level --------------------------------------------------------------------
@@ -514,6 +514,16 @@ class _Parser:
             instructions.append(inst)
             scope[inst.name] = inst
         else:
+            if self.last_joined > number:
+                # A statement with an unclosed bracket swallowed the closing '}'.
+                line = self.lines[self.last_joined - 1]
+                at, why = _bracket_error(line) or (0, "unbalanced brackets")
+                raise self.error(
+                    f"{why}: the statement runs on to the end of computation '{name}'",
+                    self.last_joined,
+                    at + 1,
+                    line[at : at + 60],
+                )
             raise self.error(
                 f"computation '{name}' is not closed with '}}' (truncated file?)", number, 1, header
             )
@@ -535,10 +545,12 @@ class _Parser:
         """Parse an instruction the fast path could not match (the general, slow path)."""
         m = _INSTRUCTION.match(text)
         if m is None:
-            problem = _bracket_error(text)
+            # For a statement joined from several lines, its first line says most.
+            first = self.lines[line - 1] if line == self.last_joined else text
+            problem = _bracket_error(first) or _bracket_error(text)
             if problem is not None:
                 at, why = problem
-                raise self.error(why, line, at + 1, text[at : at + 60])
+                raise self.error(why, line, at + 1, first[at : at + 60])
             raise self.error(
                 "expected an instruction 'name = shape opcode(operands)'", line, 1, text
             )
@@ -598,10 +610,16 @@ class _Parser:
             self.unknown_opcodes[opcode] = self.unknown_opcodes.get(opcode, 0) + 1
         if shape is None:
             shape = self.infer_shape(opcode, operands, scope, line, m.string)
-        return _new_instruction(
-            name, opcode, shape, operands, attributes, called, metadata,
-            is_root is not None, literal, line,
-        )  # fmt: skip
+        # What Instruction(...) makes, without the frozen dataclass's per-field
+        # object.__setattr__: filling __dict__ at once is several times faster, which
+        # matters at tens of thousands of instructions. The result is an equal instance.
+        inst = _object_new(Instruction)
+        _object_setattr(inst, "__dict__", {
+            "name": name, "opcode": opcode, "shape": shape, "operands": operands,
+            "attributes": attributes, "called": called, "metadata": metadata,
+            "is_root": is_root is not None, "literal": literal, "line": line,
+        })  # fmt: skip
+        return inst
 
     def infer_shape(
         self,
@@ -680,21 +698,8 @@ class _Parser:
         return frames
 
 
-_INSTRUCTION_FIELDS = tuple(f.name for f in fields(Instruction))
 _object_new = object.__new__
 _object_setattr = object.__setattr__
-
-
-def _new_instruction(*values: object) -> Instruction:
-    """`Instruction(*values)`, without the frozen dataclass's per-field `__setattr__`.
-
-    A frozen dataclass's `__init__` assigns each field through `object.__setattr__`;
-    filling `__dict__` in one step is several times faster, which matters when a module
-    has tens of thousands of instructions. The result is an ordinary, equal instance.
-    """
-    inst = _object_new(Instruction)
-    _object_setattr(inst, "__dict__", dict(zip(_INSTRUCTION_FIELDS, values, strict=True)))
-    return inst
 
 
 def _called(attributes: Mapping[str, str]) -> tuple[CalledComputation, ...]:

@@ -1,0 +1,55 @@
+# Two commands a newcomer types on a fresh machine:
+#   make demo   dump a bundled TensorFlow sample under XLA and show what fused
+#   make test   lint, type-check and run the whole test suite
+# Both create .venv, install hloscope with its extras, and install Debian's graphviz
+# (the `dot` binary) when it is missing.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest bench clean system-deps browser
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[tf,jax,dev]'
+	touch $(STAMP)
+
+# Debian's graphviz provides the real `dot` renderer.
+system-deps:
+	@command -v dot >/dev/null 2>&1 || { \
+	  echo "installing Debian's graphviz (for the dot binary)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq graphviz >/dev/null; }
+
+# Debian's Chromium for the HTML report's browser tests.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium (for the HTML report tests)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+demo: $(STAMP) system-deps
+	$(BIN)/hloscope dump samples/dense_relu.py --out hloscope-runs/demo --force
+	$(BIN)/hloscope report hloscope-runs/demo
+	$(BIN)/hloscope graph hloscope-runs/demo --expand all -o hloscope-runs/demo/dense_relu.svg
+
+lint: $(STAMP)
+	$(BIN)/ruff check hloscope tests benchmarks samples
+	$(BIN)/ruff format --check hloscope tests benchmarks samples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) system-deps
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+bench: $(STAMP) system-deps
+	$(BIN)/python benchmarks/parse_bench.py
+
+clean:
+	rm -rf $(VENV) hloscope-runs .pytest_cache .mypy_cache .ruff_cache

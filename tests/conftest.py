@@ -1,0 +1,24 @@
+"""Shared fixtures: paths to captured test data and to the external HLO corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+# The corpus of real XLA modules lives beside the checkout (../shared/corpus), never in it.
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """tests/data: captured dumps, each folder with a HOW.md saying how it was made."""
+    return DATA
+
+
+def dump_file(folder: str, pattern: str) -> Path:
+    """The one file in tests/data/<folder> matching `pattern` (a glob)."""
+    matches = sorted((DATA / folder).glob(pattern))
+    assert len(matches) == 1, f"{folder}/{pattern}: {matches}"
+    return matches[0]
