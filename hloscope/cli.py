@@ -104,6 +104,131 @@ def parse(
         _print(parse_summary(s))
 
 
+RunArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="A run folder (from `hloscope dump`), a bare XLA dump folder, or one HLO file.",
+        show_default=False,
+    ),
+]
+ModuleOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--module",
+        "-M",
+        help="Only this module (key, name, id or unique part of the key); repeatable.",
+        show_default=False,
+    ),
+]
+
+
+@app.command()
+@_command
+def report(
+    run: RunArgument,
+    module: ModuleOption = None,
+    json: JsonOption = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
+    ] = False,
+) -> None:
+    """What XLA fused, per module: instructions before → after, kernels by kind,
+    launches per execution, ops per kernel, the biggest unfused ops, and the source lines
+    that produce the most kernels.
+
+    Reads a run again without re-running the model. `--json` prints the stable schema
+    documented in README.md (for CI scripts).
+    """
+    from hloscope.analysis.report import analyze_run
+    from hloscope.runs import load_run
+
+    result = analyze_run(load_run(run), module or ())
+    if json:
+        from hloscope.render.json import report_doc
+
+        _print_json(report_doc(result))
+        return
+    from hloscope.render.text import report_view
+
+    _print(report_view(result, show_all=show_all))
+
+
+@app.command()
+@_command
+def ops(
+    run: RunArgument,
+    module: ModuleOption = None,
+    op: Annotated[
+        str | None,
+        typer.Option(
+            "--op",
+            help="Only source ops whose name, TF op type or source location contains this.",
+            show_default=False,
+        ),
+    ] = None,
+    unfused: Annotated[
+        bool,
+        typer.Option(
+            "--unfused", help="Only ops that run as a kernel of their own, biggest first."
+        ),
+    ] = False,
+    json: JsonOption = False,
+) -> None:
+    """Where did each of my ops go? One line per source op: the kernel it fused into and
+    with which other ops, or that it runs alone (and the evidence why), or that
+    optimization removed it.
+
+    Example: `hloscope ops RUN --op Relu` answers "did my Relu fuse with the MatMul?";
+    `hloscope ops RUN --unfused` lists the ops that did not fuse, by bytes moved.
+    """
+    from hloscope.analysis.provenance import ALONE
+    from hloscope.analysis.report import analyze_run
+    from hloscope.runs import load_run
+
+    result = analyze_run(load_run(run), module or ())
+    shown = [m for m in (result.modules if module else result.main) if m.provenance]
+    selected = []
+    for m in shown:
+        assert m.provenance is not None and m.after is not None
+        placements = m.provenance.find(op) if op else list(m.provenance.placements)
+        if unfused:
+            placements = sorted(
+                (p for p in placements if p.status == ALONE), key=lambda p: -p.bytes
+            )
+        selected.append((m, placements))
+    if json:
+        from hloscope.render.json import placement_doc
+
+        _print_json(
+            [
+                {"module": m.key, "name": m.name, "ops": [placement_doc(p) for p in ps]}
+                for m, ps in selected
+            ]
+        )
+        return
+    from rich.text import Text
+
+    from hloscope.render.text import placement_line, short_name
+
+    if not shown:
+        raise _fail(f"{run}: no module has an after-optimization dump to trace ops in", 1)
+    for m, placements in selected:
+        assert m.after is not None
+        kinds = {k.name: k.kind for k in m.after.kernels}
+        _print(
+            Text.assemble(
+                ("── ", "dim"),
+                (short_name(m.name, 70), "bold cyan"),
+                (f"  [{m.key}]  {len(placements)} ops", "dim"),
+            )
+        )
+        if not placements:
+            what = "runs alone" if unfused else f"matches {op!r}"
+            _print(Text(f"no source op {what}", style="dim"))
+        for p in placements:
+            _print(placement_line(p, kinds))
+
+
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[

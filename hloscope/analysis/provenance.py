@@ -124,6 +124,24 @@ class Provenance:
         ]
 
 
+def is_framework_file(path: str) -> bool:
+    """Whether a source path lies inside TensorFlow, Keras or JAX rather than user code.
+
+    TensorFlow records the line in its own `ops.py` that created every op; such
+    locations say nothing about the user's model and are left out of per-line counts.
+    """
+    return any(part in path for part in _FRAMEWORK_PATHS)
+
+
+_FRAMEWORK_PATHS = (
+    "/site-packages/tensorflow/",
+    "/site-packages/keras/",
+    "/site-packages/jax/",
+    "/site-packages/flax/",
+    "/tensorflow/python/",
+)
+
+
 def source_op(module: HloModule, inst: Instruction, scope: str = "") -> SourceOp | None:
     """The source op an instruction came from, or None when metadata names none."""
     md = inst.metadata
@@ -225,7 +243,11 @@ def trace(
 
     by_line: Counter[str] = Counter()
     for kernel in analysis.kernels:
-        lines = {str(o.location) for o in kernel_ops[kernel.name] if o.location}
+        lines = {
+            str(o.location)
+            for o in kernel_ops[kernel.name]
+            if o.location and not is_framework_file(o.location.file)
+        }
         for line in lines:
             by_line[line] += 1
     return Provenance(tuple(placements), kernel_ops, dict(by_line.most_common()))

@@ -516,13 +516,13 @@ class _Parser:
         else:
             if self.last_joined > number:
                 # A statement with an unclosed bracket swallowed the closing '}'.
-                line = self.lines[self.last_joined - 1]
-                at, why = _bracket_error(line) or (0, "unbalanced brackets")
+                first = self.lines[self.last_joined - 1]
+                at, why = _bracket_error(first) or (0, "unbalanced brackets")
                 raise self.error(
                     f"{why}: the statement runs on to the end of computation '{name}'",
                     self.last_joined,
                     at + 1,
-                    line[at : at + 60],
+                    first[at : at + 60],
                 )
             raise self.error(
                 f"computation '{name}' is not closed with '}}' (truncated file?)", number, 1, header

@@ -6,11 +6,19 @@ anything the analyses did not, and never print: the CLI prints what they return.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.analysis.fusion import ModuleAnalysis
+from hloscope.analysis.provenance import Placement
+from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
+from hloscope.render.json import run_doc
 
 
 def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableType:
@@ -49,3 +57,179 @@ def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableTyp
         ops.add_row(f"… {len(items) - top_opcodes} more", str(rest), style="dim")
     parts.append(ops)
     return Group(*parts)
+
+
+_TF_HASH = re.compile(r"__XlaMustCompile_(?:true|false)_config_proto_\d+_executor_type_\d+_")
+
+
+def short_name(name: str, width: int = 48) -> str:
+    """A module or op name fit for a table cell.
+
+    TensorFlow's `_XlaMustCompile_..._config_proto_<hash>_executor_type_<hash>_` middle
+    is dropped; what is still too long is cut in the middle with an ellipsis.
+    """
+    name = _TF_HASH.sub("", name)
+    if len(name) <= width:
+        return name
+    half = (width - 1) // 2
+    return name[:half] + "…" + name[-(width - 1 - half) :]
+
+
+def fmt_bytes(n: int) -> str:
+    """`1536` -> `1.5 KiB`."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _arrow(a: int | None, b: int | None) -> str:
+    left = "–" if a is None else str(a)
+    right = "–" if b is None else str(b)
+    return f"{left} → {right}"
+
+
+def _launches(a: ModuleAnalysis | None) -> str:
+    if a is None:
+        return "–"
+    return str(a.launches) if a.launches_exact else f"~{a.launches}"
+
+
+def run_header(report: RunReport) -> Text:
+    """One line about the run: path, script, framework and versions, platform, time."""
+    doc = run_doc(report.run)
+    bits = [str(report.run.path)]
+    if doc["script"]:
+        bits.append(str(doc["script"]))
+    versions = doc["versions"] if isinstance(doc["versions"], dict) else {}
+    if doc["framework"]:
+        v = versions.get(doc["framework"])
+        bits.append(f"{doc['framework']} {v}" if v else str(doc["framework"]))
+    if doc["platform"]:
+        bits.append(str(doc["platform"]))
+    if isinstance(doc["wall_time_s"], int | float):
+        bits.append(f"{doc['wall_time_s']:.1f} s")
+    return Text.assemble(("run ", "bold"), " · ".join(bits))
+
+
+def modules_table(report: RunReport, *, show_all: bool = False) -> RenderableType:
+    """One row per module: instructions, ops → kernels, launches, ops per kernel, alone."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("module", no_wrap=True, overflow="ellipsis", ratio=1, min_width=16)
+    table.add_column("instructions\nbefore → after", justify="right", no_wrap=True)
+    table.add_column("ops →\nkernels", justify="right", no_wrap=True)
+    table.add_column("launches", justify="right", no_wrap=True)
+    table.add_column("ops per\nkernel", justify="right", no_wrap=True)
+    table.add_column("ops\nalone", justify="right", no_wrap=True)
+    shown = report.modules if show_all else report.main
+    for m in shown:
+        b, a = m.before, m.after
+        table.add_row(
+            short_name(m.name, 40) + (" [dim](trivial)[/dim]" if m.trivial else ""),
+            _arrow(b.instructions if b else None, a.instructions if a else None),
+            _arrow(b.ops if b else None, a.kernel_count if a else None),
+            _launches(a),
+            f"{m.ops_per_kernel:.1f}" if m.ops_per_kernel else "–",
+            "–" if m.alone is None else str(m.alone),
+        )
+    hidden = () if show_all else report.trivial
+    if not hidden:
+        return table
+    names = Counter(short_name(m.name, 30) for m in hidden)
+    listed = ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in names.most_common(4))
+    more = "" if len(names) <= 4 else ", …"
+    note = Text(
+        f"+ {len(hidden)} trivial helper modules ({listed}{more}), "
+        f"{sum(m.size for m in hidden)} instructions; --all lists them",
+        style="dim",
+    )
+    return Group(table, note)
+
+
+def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
+    """Kernels by kind, launches, the biggest unfused ops and the busiest source lines."""
+    parts: list[RenderableType] = [
+        Text.assemble(
+            ("\n── ", "dim"), (short_name(m.name, 70), "bold cyan"), (f"  [{m.key}]", "dim")
+        )
+    ]
+    if m.error:
+        parts.append(Text(f"could not read: {m.error}", style="red"))
+    a = m.after
+    if a is not None:
+        kinds = " · ".join(f"{k} {n}" for k, n in a.kernels_by_kind.items())
+        parts.append(Text.assemble(("kernels by kind: ", "bold"), kinds or "none"))
+        line = f"launches per execution: {_launches(a)}"
+        unknown = [lp.name for lp in a.loops if lp.trip_count is None]
+        if unknown:
+            line += f" (trip count unknown for {', '.join(unknown)}: counted once)"
+        if a.branches:
+            line += " (conditional: costliest branch counted)"
+        parts.append(Text(line))
+    if m.provenance is not None:
+        unfused = m.provenance.unfused()[:top]
+        if unfused:
+            t = Table(title="biggest unfused ops", title_justify="left", box=None, pad_edge=False)
+            t.add_column("source op")
+            t.add_column("bytes", justify="right")
+            t.add_column("kernel")
+            t.add_column("evidence", style="dim")
+            for p in unfused:
+                t.add_row(
+                    short_name(p.op.label, 50),
+                    fmt_bytes(p.bytes),
+                    ", ".join(p.kernels),
+                    p.evidence or "XLA gave no reason",
+                )
+            parts.append(t)
+        lines = list(m.provenance.kernels_by_line.items())[:5]
+        if lines:
+            t = Table(
+                title="source lines with the most kernels",
+                title_justify="left",
+                box=None,
+                pad_edge=False,
+            )
+            t.add_column("line")
+            t.add_column("kernels", justify="right")
+            for loc, n in lines:
+                t.add_row(short_name(loc, 70), str(n))
+            parts.append(t)
+    return Group(*parts)
+
+
+def report_view(report: RunReport, *, show_all: bool = False) -> RenderableType:
+    """The whole `hloscope report` terminal output."""
+    parts: list[RenderableType] = [run_header(report), modules_table(report, show_all=show_all)]
+    for m in report.modules if show_all else report.main:
+        parts.append(module_details(m))
+    return Group(*parts)
+
+
+_STATUS_STYLE = {
+    "fused": "green",
+    "alone": "yellow",
+    "folded": "cyan",
+    "dead": "cyan",
+    "free": "cyan",
+    "removed": "magenta",
+}
+
+
+def placement_line(p: Placement, kinds: dict[str, str]) -> Text:
+    """`hloscope ops`: one line per source op saying where it went."""
+    label = short_name(p.op.label, 56)
+    status = Text(f"{p.status:<7}", style=_STATUS_STYLE.get(p.status, ""))
+    if p.status == "fused":
+        where = ", ".join(f"{k} [{kinds.get(k, '?')}]" for k in p.kernels)
+        others = ", ".join(short_name(o, 40) for o in p.shares_with[:4])
+        more = f" +{len(p.shares_with) - 4} more" if len(p.shares_with) > 4 else ""
+        rest = f"→ {where} with {others}{more}"
+    elif p.status == "alone":
+        where = ", ".join(f"{k} [{kinds.get(k, '?')}]" for k in p.kernels)
+        rest = f"→ {where}, alone ({fmt_bytes(p.bytes)}): {p.evidence or 'XLA gave no reason'}"
+    else:
+        rest = p.evidence or "gone after optimization; XLA gave no reason"
+    return Text.assemble((label, "bold"), "  ", status, " ", rest)

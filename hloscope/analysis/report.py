@@ -1,0 +1,138 @@
+"""A run's fusion report: before vs after for every module, with provenance.
+
+`analyze_run` is what `hloscope report`, `hloscope ops` and the HTML report call: it
+pairs each module's before- and after-optimization text from a run (see
+`hloscope.runs`), analyses both with `analyze_module`, and joins them with `trace`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
+from hloscope.analysis.provenance import ALONE, Provenance, trace
+from hloscope.errors import HloscopeError
+from hloscope.runs import ModuleDump, Run, is_trivial
+
+
+@dataclass(frozen=True)
+class ModuleReport:
+    """Before vs after for one module.
+
+    Attributes:
+        key: The module's key in its run (`0008.jit_mlp`).
+        name: The HloModule name.
+        platform: What it was compiled for (`cpu`, `sm_90`, ...), if known.
+        trivial: One of the tiny helper modules frameworks compile on the side.
+        before: Analysis of the before-optimization module, if dumped.
+        after: Analysis of the after-optimization module, if dumped.
+        provenance: Source op -> kernel join (needs the after module).
+        error: Why a side could not be read, when it could not ("" otherwise).
+    """
+
+    key: str
+    name: str
+    platform: str | None
+    trivial: bool
+    before: ModuleAnalysis | None
+    after: ModuleAnalysis | None
+    provenance: Provenance | None
+    error: str = ""
+
+    @property
+    def ops_per_kernel(self) -> float | None:
+        """Ops before optimization per kernel after (how much XLA fused)."""
+        if self.before is None or self.after is None or not self.after.kernel_count:
+            return None
+        return self.before.ops / self.after.kernel_count
+
+    @property
+    def alone(self) -> int | None:
+        """Source ops that run as a kernel of their own (None without provenance)."""
+        if self.provenance is None:
+            return None
+        return sum(1 for p in self.provenance.placements if p.status == ALONE)
+
+    @property
+    def size(self) -> int:
+        """Instructions after (else before) optimization: the sort key of reports."""
+        side = self.after or self.before
+        return side.instructions if side else 0
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Every selected module of a run, biggest first.
+
+    Attributes:
+        run: The run that was analysed.
+        modules: Reports, biggest first (trivial modules last).
+    """
+
+    run: Run
+    modules: tuple[ModuleReport, ...]
+
+    @property
+    def main(self) -> tuple[ModuleReport, ...]:
+        """The modules that are not trivial helpers."""
+        return tuple(m for m in self.modules if not m.trivial)
+
+    @property
+    def trivial(self) -> tuple[ModuleReport, ...]:
+        """The trivial helper modules (folded in terminal output unless asked for)."""
+        return tuple(m for m in self.modules if m.trivial)
+
+
+def analyze_dump(dump: ModuleDump) -> ModuleReport:
+    """Analyse one module of a run: both sides, and the provenance join.
+
+    A side that cannot be parsed does not stop the report: its error is recorded.
+    """
+    errors = []
+    before = after = None
+    try:
+        before_module = dump.load_before()
+    except HloscopeError as e:
+        before_module, errors = None, [str(e)]
+    try:
+        after_module = dump.load_after()
+    except HloscopeError as e:
+        after_module = None
+        errors.append(str(e))
+    if before_module is not None:
+        before = analyze_module(before_module)
+    provenance = None
+    if after_module is not None:
+        after = analyze_module(after_module)
+        provenance = trace(after_module, after, before_module)
+    return ModuleReport(
+        key=dump.key,
+        name=dump.name,
+        platform=dump.platform,
+        trivial=is_trivial(dump),
+        before=before,
+        after=after,
+        provenance=provenance,
+        error="; ".join(errors),
+    )
+
+
+def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
+    """Analyse a run's modules.
+
+    Args:
+        run: From `hloscope.runs.load_run`.
+        modules: Patterns selecting modules (see `Run.module`); all modules when empty.
+
+    Returns:
+        The report, biggest modules first, trivial ones last.
+
+    Raises:
+        UsageError: A pattern matches no module, or several.
+    """
+    patterns = list(modules)
+    dumps = [run.module(p) for p in patterns] if patterns else list(run.modules)
+    reports = [analyze_dump(d) for d in dumps]
+    reports.sort(key=lambda r: (r.trivial, -r.size, r.key))
+    return RunReport(run, tuple(reports))
