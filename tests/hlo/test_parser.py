@@ -50,6 +50,7 @@ def test_corpus_counts_agree_with_xla(entry: dict) -> None:
 # ---------------------------------------------------------------------------------------
 # Cross-check against jaxlib._hlo on generated modules.
 
+
 def _xla_view(text: str) -> dict[str, list[tuple[str, str, list[str]]]]:
     hlo = pytest.importorskip("jaxlib._hlo")
     module = hlo.hlo_module_from_text(text)
@@ -320,9 +321,10 @@ def test_many_syntax_forms() -> None:
     assert e["big"].literal == "{...}"
     # a multi-line instruction keeps every attribute
     assert e["gather"].attributes["slice_sizes"] == "{1,3}"
-    assert e["gather"].line == MANY_FORMS.splitlines().index(
-        "  %gather = f32[2,3]{1,0} gather(%big, %vals),"
-    ) + 1
+    assert (
+        e["gather"].line
+        == MANY_FORMS.splitlines().index("  %gather = f32[2,3]{1,0} gather(%big, %vals),") + 1
+    )
     # execution threads
     assert m.computation_map["wrapped"].execution_thread == "side"
     assert m.computation_map["fused_computation"].execution_thread == "main"
@@ -366,7 +368,9 @@ def test_shape_sizes() -> None:
 
 
 def test_unknown_opcode_is_kept_and_counted_strict_fails() -> None:
-    text = "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT q = f32[2] frobnicate(p)\n}\n"
+    text = (
+        "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT q = f32[2] frobnicate(p)\n}\n"
+    )
     m = parse_module(text)
     assert m.entry.root.opcode == "frobnicate"
     assert m.stats.unknown_opcodes == {"frobnicate": 1}
@@ -393,7 +397,7 @@ def test_unexpected_text_is_counted_and_strict_fails() -> None:
         ("HloModuleX", "expected 'HloModule <name>'", 1),
         ("HloModule m\n\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n", "not closed", 3),
         (
-            "HloModule m\n\nENTRY e {\n  ROOT a = f32[2] add(p, q), metadata={op_name=\"x\"\n}\n",
+            'HloModule m\n\nENTRY e {\n  ROOT a = f32[2] add(p, q), metadata={op_name="x"\n}\n',
             "unclosed '{'",
             4,
         ),

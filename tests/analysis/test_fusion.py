@@ -1,0 +1,321 @@
+"""Kernel and launch counting: every walk rule on hand-written HLO, real dumps, the corpus."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from hloscope.analysis import kernels as K
+from hloscope.analysis.fusion import analyze_module
+from hloscope.hlo.parser import parse_file, parse_module, split_modules
+from tests.conftest import CORPUS, dump_file
+
+HEADER = """HloModule m, is_scheduled=true
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%fused_exp (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  ROOT %e = f32[8]{0} exponential(%p)
+}
+"""
+
+
+def _analyze(body: str, extra: str = ""):
+    return analyze_module(parse_module(HEADER + extra + body))
+
+
+WHILE = """
+%cond (c: (s32[], f32[8])) -> pred[] {
+  %c = (s32[], f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%c), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%body (t: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %t = (s32[], f32[8]{0}) parameter(0)
+  %i.1 = s32[] get-tuple-element(%t), index=0
+  %v = f32[8]{0} get-tuple-element(%t), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i.1, %one)
+  %f = f32[8]{0} fusion(%v), kind=kLoop, calls=%fused_exp
+  %cp = f32[8]{0} copy(%f)
+  ROOT %r = (s32[], f32[8]{0}) tuple(%next, %cp)
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("config", "trips", "exact"),
+    [(', backend_config={"known_trip_count":{"n":"5"}}', 5, True), ("", None, False)],
+)
+def test_while_multiplies_body_and_condition(config: str, trips: int | None, exact: bool) -> None:
+    a = _analyze(
+        """
+ENTRY %main (x: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %x = (s32[], f32[8]{0}) parameter(0)
+  %w = (s32[], f32[8]{0}) while(%x), condition=%cond, body=%body"""
+        + config
+        + """
+  ROOT %out = (s32[], f32[8]{0}) copy(%w)
+}
+""",
+        WHILE,
+    )
+    names = [k.name for k in a.kernels]
+    # kernels: compare (cond), add, fusion, copy (body), copy (entry); each counted once
+    assert names == ["lt", "next", "f", "cp", "out"]
+    assert a.kernel_count == 5
+    assert a.loops[0].trip_count == trips
+    assert a.launches_exact is exact
+    by = {k.name: k.launches for k in a.kernels}
+    if trips is None:
+        assert by["f"] is None and a.launches == 5  # one trip each, flagged inexact
+    else:
+        assert by["lt"] == trips + 1 and by["f"] == trips
+        assert a.launches == (trips + 1) + 3 * trips + 1
+
+
+def test_conditional_branches_are_reported_and_costliest_counted() -> None:
+    a = _analyze(
+        """
+%yes (y: f32[8]) -> f32[8] {
+  %y = f32[8]{0} parameter(0)
+  %y1 = f32[8]{0} negate(%y)
+  ROOT %y2 = f32[8]{0} fusion(%y1), kind=kLoop, calls=%fused_exp
+}
+
+%no (z: f32[8]) -> f32[8] {
+  %z = f32[8]{0} parameter(0)
+  ROOT %z1 = f32[8]{0} copy(%z)
+}
+
+ENTRY %main (p0: pred[], x: f32[8]) -> f32[8] {
+  %p0 = pred[] parameter(0)
+  %x = f32[8]{0} parameter(1)
+  ROOT %c = f32[8]{0} conditional(%p0, %x, %x), true_computation=%yes, false_computation=%no
+}
+"""
+    )
+    assert [(b.index, b.computation, b.launches) for b in a.branches] == [
+        (0, "yes", 2),
+        (1, "no", 1),
+    ]
+    assert a.launches == 2 and not a.launches_exact
+    assert {k.name: k.branch for k in a.kernels} == {"y1": "c:0", "y2": "c:0", "z1": "c:1"}
+
+
+def test_async_pairs_count_once_and_wrapped_computations_are_walked() -> None:
+    a = _analyze(
+        """
+%wrapped (w: f32[8]) -> f32[8] {
+  %w = f32[8]{0} parameter(0)
+  ROOT %cc = f32[8]{0} custom-call(%w), custom_call_target="__cublas$gemm"
+}
+
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %ars = f32[8]{0} all-reduce-start(%x), replica_groups={}, to_apply=%add
+  %ard = f32[8]{0} all-reduce-done(%ars)
+  %st = ((f32[8]{0}), f32[8]{0}, s32[]) async-start(%ard), calls=%wrapped
+  %up = ((f32[8]{0}), f32[8]{0}, s32[]) async-update(%st)
+  %dn = f32[8]{0} async-done(%up)
+  %cs = (f32[8]{0}, f32[8]{0}, u32[]) copy-start(%dn)
+  ROOT %cd = f32[8]{0} copy-done(%cs)
+}
+"""
+    )
+    assert [(k.name, k.kind) for k in a.kernels] == [
+        ("ars", "all-reduce"),
+        ("cc", "custom-call:__cublas$gemm"),
+        ("cs", "unfused:copy-start"),
+    ]
+    assert a.launches == 3
+
+
+def test_nested_and_multi_output_fusions_are_one_kernel_each() -> None:
+    a = _analyze(
+        """
+%inner (q: f32[8]) -> f32[8] {
+  %q = f32[8]{0} parameter(0)
+  ROOT %n = f32[8]{0} negate(%q)
+}
+
+%outer (r: f32[8]) -> (f32[8], f32[8]) {
+  %r = f32[8]{0} parameter(0)
+  %in = f32[8]{0} fusion(%r), kind=kLoop, calls=%inner
+  %t = f32[8]{0} tanh(%in)
+  ROOT %tu = (f32[8]{0}, f32[8]{0}) tuple(%in, %t)
+}
+
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %mo = (f32[8]{0}, f32[8]{0}) fusion(%x), kind=kInput, calls=%outer
+  %g0 = f32[8]{0} get-tuple-element(%mo), index=0
+  %g1 = f32[8]{0} get-tuple-element(%mo), index=1
+  ROOT %sum = f32[8]{0} add(%g0, %g1)
+}
+"""
+    )
+    kernels = {k.name: k for k in a.kernels}
+    assert list(kernels) == ["mo", "sum"]
+    assert kernels["mo"].kind == "kInput"
+    assert [i.name for i in kernels["mo"].ops] == ["n", "t"]  # nested fusion expanded
+    assert kernels["mo"].bytes_out == 64
+    assert a.fusions == 1  # the nested one is inside a fused computation
+    assert kernels["sum"].bytes_in == 64  # two f32[8] through get-tuple-element
+    assert a.kernels_by_kind == {"kInput": 1, "unfused:add": 1}
+
+
+def test_custom_calls_library_fusions_and_compile_time_markers() -> None:
+    a = _analyze(
+        """
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %sh = f32[8]{0} custom-call(%x), custom_call_target="Sharding", sharding={replicated}
+  %lib = f32[8]{0} fusion(%sh), kind=kCustom, calls=%fused_exp, backend_config={"fusion_backend_config":{"kind":"__cudnn$fusion"}}
+  %tri = f32[8]{0} fusion(%lib), kind=kCustom, calls=%fused_exp, backend_config={"fusion_backend_config":{"kind":"__triton_gemm"}}
+  ROOT %one = f32[8]{0} custom-call(%tri), custom_call_target="__onednn$matmul"
+}
+"""
+    )
+    assert [(k.name, k.kind, k.library) for k in a.kernels] == [
+        ("lib", "__cudnn$fusion", True),
+        ("tri", "__triton_gemm", False),
+        ("one", "custom-call:__onednn$matmul", True),
+    ]
+
+
+def test_call_is_inlined_and_free_instructions_are_not_kernels() -> None:
+    a = _analyze(
+        """
+%callee (c: f32[8]) -> f32[8] {
+  %c = f32[8]{0} parameter(0)
+  %bc = f32[8]{0} bitcast(%c)
+  ROOT %ex = f32[8]{0} exponential(%bc)
+}
+
+ENTRY %main (x: f32[8]) -> (f32[8], token[]) {
+  %x = f32[8]{0} parameter(0)
+  %k = f32[] constant(1)
+  %call = f32[8]{0} call(%x), to_apply=%callee
+  %tok = token[] after-all()
+  %ob = f32[8]{0} opt-barrier(%call)
+  ROOT %t = (f32[8]{0}, token[]) tuple(%ob, %tok)
+}
+"""
+    )
+    assert [k.name for k in a.kernels] == ["ex"]
+    assert a.ops == 1 and a.launches == 1
+
+
+def test_classification_table_is_consistent() -> None:
+    assert not (K.FREE_OPCODES & K.CONTROL_OPCODES)
+    assert not (K.FREE_OPCODES & K.COLLECTIVE_OPCODES)
+    assert set(K.KERNEL_CLASSES) == {K.FUSION, K.CUSTOM_CALL, K.COLLECTIVE, K.UNFUSED}
+
+
+# ---------------------------------------------------------------------------------------
+# Real dumps: counts worked out by reading the dumped HLO (see each HOW.md).
+
+
+def test_dense_relu_three_ops_become_a_dot_and_a_loop_fusion() -> None:
+    before = analyze_module(parse_file(dump_file("tf_dense_relu", "*before_optimizations.txt")))
+    after = analyze_module(parse_file(dump_file("tf_dense_relu", "*cpu_after_optimizations.txt")))
+    # before: 2 argument reshapes, dot, transpose, bias reshape, broadcast, add,
+    # relu's broadcast, maximum, the return reshape
+    assert before.ops == 10
+    assert [(k.name, k.kind) for k in after.kernels] == [
+        ("MatMul.2", "unfused:dot"),
+        ("broadcast_maximum_fusion", "kLoop"),
+    ]
+    assert after.launches == 2 and after.fusions == 1
+    fused = {i.opcode for i in after.kernels[1].ops}
+    assert fused == {"broadcast", "add", "constant", "maximum"}
+
+
+def test_jax_mlp_counts() -> None:
+    after = analyze_module(parse_file(dump_file("jax_mlp", "*jit_mlp.cpu_after_optimizations.txt")))
+    # 4 dots as YNNPACK library fusions, bias+GELU x3 and softmax x4 as loop fusions
+    assert after.kernels_by_kind == {"kLoop": 7, "__ynn_fusion": 4}
+    assert after.launches == 11 and after.launches_exact
+
+
+def test_resnet50_counts() -> None:
+    after = analyze_module(parse_file(dump_file("tf_resnet50", "*cpu_after_optimizations.txt")))
+    by = after.kernels_by_kind
+    assert by["kLoop"] == 110 and by["kOutput"] == 1 and by["__ynn_fusion"] == 1
+    assert by["unfused:convolution"] == 23 and by["unfused:dot"] == 30
+    assert after.fusions == 112
+    assert after.launches == after.kernel_count  # no loops: each kernel runs once
+
+
+# ---------------------------------------------------------------------------------------
+# The corpus: kernel counts equal an independent walk over XLA's own parse (jaxlib).
+
+_CALLS = re.compile(
+    r"\b(calls|to_apply|condition|body|branch_computations|true_computation|"
+    r"false_computation)=(\{[^}]*\}|%?[\w.\-]+)"
+)
+_FREE = {"kParameter", "kConstant", "kTuple", "kGetTupleElement", "kBitcast", "kAfterAll",
+         "kOptimizationBarrier", "kAddDependency", "kDomain", "kPartitionId", "kReplicaId",
+         "kAllGatherDone", "kAllReduceDone", "kCollectivePermuteDone", "kCopyDone",
+         "kSendDone", "kRecvDone", "kAsyncUpdate", "kAsyncDone"}  # fmt: skip
+_MARKERS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+
+
+def _xla_kernel_count(text: str) -> int:
+    """Distinct kernels, walked over jaxlib's parse with XLA's printed instructions."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    module = hlo.hlo_module_from_text(text)
+    comps = {c.name: c for c in module.computations()}
+    entry_name = re.search(r"^ENTRY %?([\w.\-]+)", module.to_string(), re.M)
+    assert entry_name, "XLA printed no ENTRY"
+    entry = comps[entry_name.group(1)]
+    seen: set[tuple[str, str]] = set()
+
+    def visit(comp, depth: int = 0) -> None:
+        for inst in comp.instructions():
+            op = inst.opcode.name
+            printed = inst.to_string()
+            if op in ("kCall", "kWhile", "kConditional", "kAsyncStart"):
+                for _, value in _CALLS.findall(printed):
+                    for name in re.findall(r"[\w.\-]+", value):
+                        if name in comps:
+                            visit(comps[name], depth + 1)
+                continue
+            if op in _FREE or (op == "kCustomCall" and any(f'"{m}"' in printed for m in _MARKERS)):
+                continue
+            seen.add((comp.name, inst.name))
+
+    visit(entry)
+    return len(seen)
+
+
+def _corpus_modules() -> list[tuple[str, str]]:
+    path = CORPUS / "MANIFEST.json"
+    if not path.exists():
+        return []
+    out = []
+    for entry in json.loads(path.read_text()):
+        text = (CORPUS / entry["file"]).read_text()
+        if entry["xla_parses"]:
+            out.append((entry["file"], text))
+        elif entry.get("split_input_file_chunks"):
+            out += [(f"{entry['file']}@{line}", chunk) for line, chunk in split_modules(text)]
+    return out
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(not (CORPUS / "MANIFEST.json").exists(), reason="../shared/corpus absent")
+@pytest.mark.parametrize(("name", "text"), _corpus_modules(), ids=lambda v: str(v)[:60])
+def test_corpus_kernel_counts_match_walk_over_xla_parse(name: str, text: str) -> None:
+    ours = analyze_module(parse_module(text))
+    assert ours.kernel_count == _xla_kernel_count(text)

@@ -1,0 +1,86 @@
+"""Source op -> kernel provenance on real dumps and on hand-written evidence cases."""
+
+from __future__ import annotations
+
+from hloscope.analysis import provenance as P
+from hloscope.analysis.fusion import analyze_module
+from hloscope.hlo.parser import parse_file, parse_module
+from tests.conftest import dump_file
+
+
+def _trace(folder: str, name: str = "") -> P.Provenance:
+    stem = f"*{name}" if name else ""
+    after = parse_file(dump_file(folder, f"{stem}*cpu_after_optimizations.txt"))
+    before = parse_file(dump_file(folder, f"{stem}*before_optimizations.txt"))
+    return P.trace(after, analyze_module(after), before)
+
+
+def test_dense_relu_relu_fused_with_add_matmul_alone() -> None:
+    prov = _trace("tf_dense_relu")
+    by = {p.op.name: p for p in prov.placements}
+    assert set(by) == {"MatMul", "add", "Relu"}  # XLA_Args/XLA_Retvals are plumbing
+    assert by["Relu"].status == P.FUSED and by["Relu"].shares_with == ("add",)
+    assert by["add"].op.type == "AddV2"
+    assert by["MatMul"].status == P.ALONE
+    assert by["MatMul"].kernels == ("MatMul.2",)
+    assert "unfused dot" in by["MatMul"].evidence
+    assert [p.op.name for p in prov.unfused()] == ["MatMul"]
+    assert {o.name for o in prov.kernel_ops["broadcast_maximum_fusion"]} == {"add", "Relu"}
+    # TensorFlow records its own ops.py as the source file: not a user line
+    assert prov.kernels_by_line == {}
+
+
+def test_jax_mlp_locations_and_library_dots() -> None:
+    prov = _trace("jax_mlp", "jit_mlp")
+    dots = [p for p in prov.placements if p.op.name.endswith("dot_general")]
+    assert len(dots) == 4 and all(p.status == P.ALONE for p in dots)
+    assert all("library call" in p.evidence for p in dots)
+    assert all(p.op.location and p.op.location.file.endswith("jax_mlp.py") for p in dots)
+    unfused = prov.unfused()
+    assert [p.bytes for p in unfused] == sorted((p.bytes for p in unfused), reverse=True)
+    assert sum(prov.kernels_by_line.values()) >= 11  # every kernel has a user line
+    assert prov.find("layer1") and all("layer1" in p.op.name for p in prov.find("layer1"))
+
+
+EVIDENCE_BEFORE = """HloModule m
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %c = f32[4]{0} constant({1, 2, 3, 4}), metadata={op_name="const"}
+  %folded = f32[4]{0} exponential(%c), metadata={op_name="jit(f)/folded_exp"}
+  %unused = f32[4]{0} negate(%x), metadata={op_name="jit(f)/unused_neg"}
+  %r = f32[2,2]{1,0} reshape(%x), metadata={op_name="jit(f)/reshape"}
+  %r2 = f32[4]{0} reshape(%r), metadata={op_name="jit(f)/reshape"}
+  %m = f32[4]{0} multiply(%r2, %folded), metadata={op_name="jit(f)/mul"}
+  %gone = f32[4]{0} add(%m, %m), metadata={op_name="jit(f)/vanished"}
+  ROOT %out = f32[4]{0} tanh(%gone), metadata={op_name="jit(f)/tanh"}
+}
+"""
+
+EVIDENCE_AFTER = """HloModule m, is_scheduled=true
+
+%fused (p0: f32[4], p1: f32[4]) -> f32[4] {
+  %p0 = f32[4]{0} parameter(0)
+  %p1 = f32[4]{0} parameter(1)
+  %m = f32[4]{0} multiply(%p0, %p1), metadata={op_name="jit(f)/mul"}
+  ROOT %t = f32[4]{0} tanh(%m), metadata={op_name="jit(f)/tanh"}
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %c = f32[4]{0} constant({2.7, 7.4, 20.1, 54.6})
+  ROOT %f = f32[4]{0} fusion(%x, %c), kind=kLoop, calls=%fused
+}
+"""
+
+
+def test_vanished_ops_get_evidence_only_where_the_modules_show_it() -> None:
+    after = parse_module(EVIDENCE_AFTER)
+    prov = P.trace(after, analyze_module(after), parse_module(EVIDENCE_BEFORE))
+    by = {p.op.name: p for p in prov.placements}
+    assert by["jit(f)/mul"].status == P.FUSED
+    assert by["jit(f)/folded_exp"].status == P.FOLDED
+    assert by["jit(f)/unused_neg"].status == P.DEAD
+    assert by["jit(f)/reshape"].status == P.REMOVED
+    assert "only reshape" in by["jit(f)/reshape"].evidence
+    assert by["jit(f)/vanished"].status == P.REMOVED and by["jit(f)/vanished"].evidence == ""

@@ -1,0 +1,127 @@
+"""The CLI's read-only commands: parse, report, ops; errors; no heavy imports."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hloscope.cli import app
+from tests.conftest import DATA, dump_file
+
+runner = CliRunner()
+
+
+def test_parse_json_schema() -> None:
+    path = dump_file("jax_mlp", "*jit_mlp.cpu_after_optimizations.txt")
+    result = runner.invoke(app, ["parse", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["name"] == "jit_mlp"
+    assert doc["instructions"] == sum(c["instructions"] for c in doc["computations"])
+    entry = [c for c in doc["computations"] if c["is_entry"]]
+    assert len(entry) == 1 and not entry[0]["is_fused"]
+    assert sum(c["is_fused"] for c in doc["computations"]) == doc["opcodes"]["fusion"]
+
+
+def test_parse_text_summary() -> None:
+    path = dump_file("tf_dense_relu", "*cpu_after_optimizations.txt")
+    result = runner.invoke(app, ["parse", str(path)])
+    assert result.exit_code == 0
+    assert "12 instructions" in result.stdout and "kLoop" in result.stdout
+
+
+def test_report_json_schema_on_a_dump_folder() -> None:
+    result = runner.invoke(app, ["report", str(DATA / "tf_dense_relu"), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["schema_version"] == 1
+    (m,) = doc["modules"]
+    assert m["name"].startswith("a_inference_dense_relu")
+    assert m["platform"] == "cpu"
+    assert m["before"] == {"instructions": 16, "ops": 10}
+    assert m["after"]["instructions"] == 12
+    assert m["after"]["kernels"] == 2 and m["after"]["launches"] == 2
+    assert m["after"]["fusions"] == 1
+    assert m["after"]["kernels_by_kind"] == {"unfused:dot": 1, "kLoop": 1}
+    assert m["ops_per_kernel"] == 5.0 and m["alone"] == 1
+    assert {p["op"]: p["status"] for p in m["provenance"]} == {
+        "MatMul": "alone",
+        "add": "fused",
+        "Relu": "fused",
+    }
+
+
+def test_report_text_folds_trivial_modules() -> None:
+    result = runner.invoke(app, ["report", str(DATA / "jax_mlp")], terminal_width=120)
+    assert result.exit_code == 0, result.output
+    assert "jit_mlp" in result.stdout
+    assert "20 trivial helper modules" in result.stdout
+    assert "jit__threefry_seed" not in result.stdout.split("trivial helper")[0]
+    full = runner.invoke(app, ["report", str(DATA / "jax_mlp"), "--all"], terminal_width=120)
+    assert "jit__threefry_seed" in full.stdout
+
+
+def test_ops_answers_did_relu_fuse_with_matmul() -> None:
+    result = runner.invoke(
+        app, ["ops", str(DATA / "tf_dense_relu"), "--op", "relu"], terminal_width=160
+    )
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.stdout.splitlines() if ln.startswith("Relu")]
+    assert len(lines) == 1
+    assert "fused" in lines[0] and "broadcast_maximum_fusion" in lines[0] and "add" in lines[0]
+
+
+def test_ops_unfused_is_ordered_by_bytes() -> None:
+    result = runner.invoke(app, ["ops", str(DATA / "tf_resnet50"), "--unfused", "--json"])
+    assert result.exit_code == 0
+    (module,) = json.loads(result.stdout)
+    sizes = [op["bytes"] for op in module["ops"]]
+    assert sizes and sizes == sorted(sizes, reverse=True)
+    assert all(op["status"] == "alone" for op in module["ops"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["parse", "no/such/file.txt"], "no such file"),
+        (["report", "no/such/run"], "no such file or folder"),
+        (["report", str(DATA / "jax_mlp"), "--module", "nonexistent"], "no module matches"),
+    ],
+)
+def test_errors_are_one_line_exit_2(args: list[str], message: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_malformed_file_error_names_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\n\nENTRY e {\n  ROOT p = f32[2 parameter(0)\n}\n")
+    result = runner.invoke(app, ["parse", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:4:" in result.output and "unclosed" in result.output
+
+
+def test_installed_entry_point_and_no_framework_imports() -> None:
+    exe = shutil.which("hloscope", path=str(Path(sys.executable).parent))
+    assert exe, "the hloscope console script is not installed in this environment"
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
+    assert "dump" in out or "report" in out
+    probe = (
+        "import sys\n"
+        "from hloscope.cli import main\n"
+        f"sys.argv = ['hloscope', 'report', {str(DATA / 'jax_mlp')!r}, '--json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = {'tensorflow', 'jax', 'jaxlib', 'keras'} & set(sys.modules)\n"
+        "print('HEAVY', sorted(heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert "HEAVY []" in done.stdout, done.stdout[-500:] + done.stderr[-500:]
