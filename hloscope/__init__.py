@@ -28,16 +28,24 @@ _EXPORTS = {
     "module_stats": "hloscope.analysis.stats",
     "HloscopeError": "hloscope.errors",
     "HloParseError": "hloscope.errors",
+    "UsageError": "hloscope.errors",
+    "inspect": "hloscope.capture.inprocess",
+    "load_run": "hloscope.runs",
+    "is_trivial": "hloscope.runs",
+    "Run": "hloscope.runs",
+    "ModuleDump": "hloscope.runs",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
     from hloscope.analysis.stats import module_stats
-    from hloscope.errors import HloParseError, HloscopeError
+    from hloscope.capture.inprocess import inspect
+    from hloscope.errors import HloParseError, HloscopeError, UsageError
     from hloscope.hlo.graph import call_graph, computation_graph, to_networkx
     from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
     from hloscope.hlo.parser import parse_file, parse_module, parse_modules
+    from hloscope.runs import ModuleDump, Run, is_trivial, load_run
 
 
 def __getattr__(name: str) -> Any:

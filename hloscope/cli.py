@@ -229,6 +229,114 @@ def ops(
             _print(placement_line(p, kinds))
 
 
+@app.command()
+@_command
+def dump(
+    script: Annotated[
+        str | None,
+        typer.Argument(
+            help="The Python script to run (with -m: the first script argument).",
+            show_default=False,
+        ),
+    ] = None,
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(help="Arguments for the script; put them after `--`.", show_default=False),
+    ] = None,
+    run_module: Annotated[
+        str | None,
+        typer.Option(
+            "-m", help="Run a module as `python -m` does.", metavar="MODULE", show_default=False
+        ),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python", help="The interpreter to run it with [default: this one].", metavar="PATH"
+        ),
+    ] = None,
+    module_re: Annotated[
+        str | None,
+        typer.Option(
+            "--module",
+            help="Dump only modules whose name matches (--xla_dump_hlo_module_re).",
+            metavar="REGEX",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="The run folder [default: hloscope-runs/<script>-<timestamp>/].",
+            metavar="DIR",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the run in a non-empty --out folder.")
+    ] = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
+    ] = False,
+) -> None:
+    """Run a TensorFlow or JAX script under XLA's dump flags and keep the run.
+
+    The script runs in a child Python with XLA_FLAGS set to dump HLO text before and
+    after optimization (your own XLA_FLAGS are kept); its output streams live and is
+    saved. The run folder holds the raw dump, the logs and run.json, and every other
+    command reads it later. Exits with the script's status when it fails.
+
+    Example: hloscope dump samples/dense_relu.py -- --batch 32
+    """
+    from rich.console import Console
+
+    from hloscope.capture.display import DumpProgress, outcome, summary_table
+    from hloscope.capture.run import plan_dump, run_dump
+    from hloscope.capture.summary import summarize_run
+    from hloscope.errors import UsageError
+
+    script_args = list(args or [])
+    if run_module is not None and script is not None:
+        script_args.insert(0, script)  # `-m pkg -- a b`: the first positional is an arg
+        script = None
+    if run_module is None and script is None:
+        raise UsageError("give a script to run: hloscope dump SCRIPT.py [-- ARGS...]")
+    plan = plan_dump(
+        script,
+        script_args,
+        module=run_module,
+        python=python,
+        module_re=module_re,
+        out=out,
+        force=force,
+        command=["hloscope", *sys.argv[1:]],
+    )
+    err = Console(stderr=True, highlight=False)
+    if plan.flag_conflicts:
+        err.print(
+            "hloscope: warning: overriding XLA_FLAGS "
+            + "; ".join(plan.flag_conflicts)
+            + " (the rest of XLA_FLAGS is kept)",
+            style="yellow",
+            markup=False,
+        )
+    with DumpProgress(plan, console=err) as progress:
+        result = run_dump(
+            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
+        )
+    if result.status == "module-not-found":
+        raise UsageError(
+            f"-m {plan.target}: no module named {plan.target!r} (run hloscope from the folder "
+            "that holds it, or install it in that Python)"
+        )
+    if result.run.modules:
+        _print(summary_table(summarize_run(result.run), show_all=show_all))
+    err.print(outcome(result), soft_wrap=True)
+    raise typer.Exit(result.command_exit_code)
+
+
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[

@@ -86,7 +86,8 @@ def _random_module(seed: int) -> str:
     """A random but valid module: elementwise chains, reduces, a fusion, a call, a loop."""
     rng = random.Random(seed)
     n = rng.randint(3, 40)
-    lines = ["HloModule gen_%d, entry_computation_layout={(f32[8,16]{1,0})->f32[8]{0}}" % seed]
+    layout = "{(f32[8,16]{1,0})->f32[8]{0}}"
+    lines = [f"HloModule gen_{seed}, entry_computation_layout={layout}"]
     lines += [
         "",
         "%add_f32 (x: f32[], y: f32[]) -> f32[] {",
