@@ -99,17 +99,29 @@ def main() -> None:
     graph_s = time.perf_counter() - t0
 
     mb = len(text) / 1e6
-    print(f"module: {module.name}, {mb:.2f} MB, {module.instruction_count} instructions, "
-          f"{len(module.computations)} computations")
-    print(f"hloscope parse: median {ours_s * 1000:.0f} ms  (runs: "
-          + ", ".join(f"{t * 1000:.0f}" for t in ours) + ")")
-    print(f"XLA C++ parse:  median {theirs_s * 1000:.0f} ms  (runs: "
-          + ", ".join(f"{t * 1000:.0f}" for t in theirs) + ")")
+    print(
+        f"module: {module.name}, {mb:.2f} MB, {module.instruction_count} instructions, "
+        f"{len(module.computations)} computations"
+    )
+    print(
+        f"hloscope parse: median {ours_s * 1000:.0f} ms  (runs: "
+        + ", ".join(f"{t * 1000:.0f}" for t in ours)
+        + ")"
+    )
+    print(
+        f"XLA C++ parse:  median {theirs_s * 1000:.0f} ms  (runs: "
+        + ", ".join(f"{t * 1000:.0f}" for t in theirs)
+        + ")"
+    )
     print(f"ratio hloscope/XLA: {ours_s / theirs_s:.2f}x  (target <= 1.5x, aim 1.0x)")
-    print(f"memory kept by the model: {kept / 1e6:.1f} MB = {kept / len(text):.1f}x the text; "
-          f"peak while parsing {peak / 1e6:.1f} MB = {peak / len(text):.1f}x  (target <= 10x)")
-    print(f"networkx graphs: {graph_s * 1000:.0f} ms for {len(graphs)} computation graphs "
-          f"and the call graph ({calls.number_of_edges()} call edges)")
+    print(
+        f"memory kept by the model: {kept / 1e6:.1f} MB = {kept / len(text):.1f}x the text; "
+        f"peak while parsing {peak / 1e6:.1f} MB = {peak / len(text):.1f}x  (target <= 10x)"
+    )
+    print(
+        f"networkx graphs: {graph_s * 1000:.0f} ms for {len(graphs)} computation graphs "
+        f"and the call graph ({calls.number_of_edges()} call edges)"
+    )
 
 
 if __name__ == "__main__":

@@ -382,6 +382,9 @@ class _Parser:
             stripped = line.strip()
             if not stripped or stripped.startswith("//"):
                 continue
+            if stripped == "}" or (stripped[-1] == "{" and _is_header(stripped)):
+                yield number, stripped, None  # a computation's end or header
+                continue
             if "/*" in line:
                 line = _COMMENT.sub("", line)
                 if not line.strip():
