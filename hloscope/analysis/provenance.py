@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from hloscope.analysis import kernels as K
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
+from hloscope.analysis.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
 
 # Ops that only move or relabel data; XLA's simplifier routinely merges them away.
@@ -157,6 +158,7 @@ def trace(
     after: HloModule,
     analysis: ModuleAnalysis,
     before: HloModule | None = None,
+    decisions: FusionDecisions | None = None,
 ) -> Provenance:
     """Join source ops to kernels.
 
@@ -165,6 +167,8 @@ def trace(
         analysis: `analyze_module(after)`.
         before: The module before optimization, when the dump has it; without it only
             ops that survive are reported.
+        decisions: XLA's priority-fusion log for this module (GPU), when the dump has
+            one: its reasons are joined to the ops that run alone.
 
     Returns:
         The provenance of every source op.
@@ -221,7 +225,7 @@ def trace(
                     traffic,
                     n_before,
                     after_count[name],
-                    _why_alone(kernels) if status == ALONE else "",
+                    _why_alone(kernels, decisions) if status == ALONE else "",
                 )
             )
         elif name in free_after:
@@ -253,10 +257,18 @@ def trace(
     return Provenance(tuple(placements), kernel_ops, dict(by_line.most_common()))
 
 
-def _why_alone(kernels: Iterable[Kernel]) -> str:
-    """Facts that explain a lone kernel; never a guess at XLA's reasons."""
+def _why_alone(kernels: Iterable[Kernel], decisions: FusionDecisions | None) -> str:
+    """Facts that explain a lone kernel; never a guess at XLA's reasons.
+
+    XLA's own reasons come first when its priority-fusion log names the kernel or one of
+    the instructions in it.
+    """
     facts: list[str] = []
     for k in kernels:
+        if decisions is not None:
+            reasons = decisions.reasons([k.name, *(i.name for i in k.ops)])
+            if reasons:
+                facts.append(f"XLA's fusion log: {'; '.join(reasons)}")
         if k.library:
             facts.append(f"{k.name} is a library call ({k.kind})")
         elif k.cls == K.COLLECTIVE:

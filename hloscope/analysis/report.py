@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
+from hloscope.analysis.fusion_log import find_log, read_decisions
 from hloscope.analysis.provenance import ALONE, Provenance, trace
 from hloscope.errors import HloscopeError
 from hloscope.runs import ModuleDump, Run, is_trivial
@@ -105,7 +106,14 @@ def analyze_dump(dump: ModuleDump) -> ModuleReport:
     provenance = None
     if after_module is not None:
         after = analyze_module(after_module)
-        provenance = trace(after_module, after, before_module)
+        decisions = None
+        log = find_log(dump.after)
+        if log is not None:
+            try:
+                decisions = read_decisions(log)
+            except HloscopeError as e:
+                errors.append(str(e))
+        provenance = trace(after_module, after, before_module, decisions)
     return ModuleReport(
         key=dump.key,
         name=dump.name,
