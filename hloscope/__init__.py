@@ -34,18 +34,82 @@ _EXPORTS = {
     "is_trivial": "hloscope.runs",
     "Run": "hloscope.runs",
     "ModuleDump": "hloscope.runs",
+    "bench": "hloscope.timing.bench",
+    "BenchResult": "hloscope.timing.bench",
+    "load_profile": "hloscope.timing.attribution",
+    "attribute": "hloscope.timing.attribution",
+    "read_trace": "hloscope.timing.xplane",
+    "ProfileTimings": "hloscope.timing.attribution",
+    "ModuleTiming": "hloscope.timing.attribution",
+    "KernelTiming": "hloscope.timing.attribution",
+    "timings_doc": "hloscope.timing.render",
+    "diff_runs": "hloscope.analysis.diff",
+    "diff_modules": "hloscope.analysis.diff",
+    "match_modules": "hloscope.analysis.diff",
+    "check_run": "hloscope.analysis.diff",
+    "regressions": "hloscope.analysis.diff",
+    "Budget": "hloscope.analysis.diff",
+    "RunDiff": "hloscope.analysis.diff",
+    "ModuleDiff": "hloscope.analysis.diff",
+    "KernelChange": "hloscope.analysis.diff",
+    "OpChange": "hloscope.analysis.diff",
+    "Violation": "hloscope.analysis.diff",
+    "diff_doc": "hloscope.render.json",
+    "kernel_graph": "hloscope.render.dot",
+    "op_graph": "hloscope.render.dot",
+    "side_by_side": "hloscope.render.dot",
+    "module_diagram": "hloscope.render.dot",
+    "kernel_of_before_ops": "hloscope.render.dot",
+    "to_dot": "hloscope.render.dot",
+    "DiagramSpec": "hloscope.render.dot",
+    "report_html": "hloscope.render.html",
+    "write_html": "hloscope.render.html",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
+    from hloscope.analysis.diff import (
+        Budget,
+        KernelChange,
+        ModuleDiff,
+        OpChange,
+        RunDiff,
+        Violation,
+        check_run,
+        diff_modules,
+        diff_runs,
+        match_modules,
+        regressions,
+    )
     from hloscope.analysis.stats import module_stats
     from hloscope.capture.inprocess import inspect
     from hloscope.errors import HloParseError, HloscopeError, UsageError
     from hloscope.hlo.graph import call_graph, computation_graph, to_networkx
     from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
     from hloscope.hlo.parser import parse_file, parse_module, parse_modules
+    from hloscope.render.dot import (
+        DiagramSpec,
+        kernel_graph,
+        kernel_of_before_ops,
+        module_diagram,
+        op_graph,
+        side_by_side,
+        to_dot,
+    )
+    from hloscope.render.html import report_html, write_html
+    from hloscope.render.json import diff_doc
     from hloscope.runs import ModuleDump, Run, is_trivial, load_run
+    from hloscope.timing.attribution import (
+        KernelTiming,
+        ModuleTiming,
+        ProfileTimings,
+        attribute,
+        load_profile,
+    )
+    from hloscope.timing.bench import BenchResult, bench
+    from hloscope.timing.render import timings_doc
+    from hloscope.timing.xplane import read_trace
 
 
 def __getattr__(name: str) -> Any:

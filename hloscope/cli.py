@@ -131,18 +131,39 @@ def report(
     show_all: Annotated[
         bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
     ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write a self-contained HTML report (diagrams, tables, timings) to this file.",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """What XLA fused, per module: instructions before → after, kernels by kind,
     launches per execution, ops per kernel, the biggest unfused ops, and the source lines
     that produce the most kernels.
 
     Reads a run again without re-running the model. `--json` prints the stable schema
-    documented in README.md (for CI scripts).
+    documented in README.md (for CI scripts). `--html report.html` writes one file that
+    opens from disk in any browser (no server, no network): the kernel and op diagrams
+    side by side, searchable kernel and op tables, and kernel times when the run was
+    profiled.
     """
     from hloscope.analysis.report import analyze_run
     from hloscope.runs import load_run
 
     result = analyze_run(load_run(run), module or ())
+    if html is not None:
+        from hloscope.render.html import write_html
+        from hloscope.render.text import fmt_bytes
+
+        written = write_html(result, html)
+        size = fmt_bytes(written.stat().st_size)
+        typer.echo(f"wrote {written} ({size}, {len(result.modules)} modules)", err=True)
+        if not json:
+            return
     if json:
         from hloscope.render.json import report_doc
 
@@ -236,12 +257,17 @@ def dump(
         str | None,
         typer.Argument(
             help="The Python script to run (with -m: the first script argument).",
+            metavar="SCRIPT",
             show_default=False,
         ),
     ] = None,
     args: Annotated[
         list[str] | None,
-        typer.Argument(help="Arguments for the script; put them after `--`.", show_default=False),
+        typer.Argument(
+            help="Arguments for the script; put them after `--`.",
+            metavar="ARGS",
+            show_default=False,
+        ),
     ] = None,
     run_module: Annotated[
         str | None,
@@ -252,7 +278,9 @@ def dump(
     python: Annotated[
         str | None,
         typer.Option(
-            "--python", help="The interpreter to run it with [default: this one].", metavar="PATH"
+            "--python",
+            help="The interpreter to run it with (default: the one running hloscope).",
+            metavar="PATH",
         ),
     ] = None,
     module_re: Annotated[
@@ -269,7 +297,7 @@ def dump(
         typer.Option(
             "--out",
             "-o",
-            help="The run folder [default: hloscope-runs/<script>-<timestamp>/].",
+            help="The run folder (default: hloscope-runs/<script>-<timestamp>/).",
             metavar="DIR",
             show_default=False,
         ),
@@ -292,10 +320,11 @@ def dump(
     """
     from rich.console import Console
 
-    from hloscope.capture.display import DumpProgress, outcome, summary_table
+    from hloscope.analysis.report import analyze_run
+    from hloscope.capture.display import DumpProgress, outcome
     from hloscope.capture.run import plan_dump, run_dump
-    from hloscope.capture.summary import summarize_run
     from hloscope.errors import UsageError
+    from hloscope.render.text import modules_table
 
     script_args = list(args or [])
     if run_module is not None and script is not None:
@@ -311,7 +340,17 @@ def dump(
         module_re=module_re,
         out=out,
         force=force,
-        command=["hloscope", *sys.argv[1:]],
+        command=[
+            "hloscope",
+            "dump",
+            *(["-m", run_module] if run_module else []),
+            *(["--python", python] if python else []),
+            *(["--module", module_re] if module_re else []),
+            *(["-o", str(out)] if out else []),
+            *(["--force"] if force else []),
+            *([script] if script else []),
+            *(["--", *script_args] if script_args else []),
+        ],
     )
     err = Console(stderr=True, highlight=False)
     if plan.flag_conflicts:
@@ -332,9 +371,519 @@ def dump(
             "that holds it, or install it in that Python)"
         )
     if result.run.modules:
-        _print(summary_table(summarize_run(result.run), show_all=show_all))
+        _print(modules_table(analyze_run(result.run), show_all=show_all))
     err.print(outcome(result), soft_wrap=True)
     raise typer.Exit(result.command_exit_code)
+
+
+@app.command()
+@_command
+def profile(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A run folder, a profiler log dir, or one *.xplane.pb / *.trace.json.gz file."
+        ),
+    ],
+    module: Annotated[
+        str | None,
+        typer.Option("--module", help="Show only this module (name or a part of it).", metavar="M"),
+    ] = None,
+    skip_first: Annotated[
+        int,
+        typer.Option("--skip-first", help="Executions per module left out as warm-up.", min=0),
+    ] = 1,
+    top: Annotated[int, typer.Option("--top", help="Modules that get a kernel table.", min=1)] = 3,
+    json: JsonOption = False,
+) -> None:
+    """Time each compiled module and its kernels from a TensorFlow or JAX profile.
+
+    Reads the profile (an *.xplane.pb is preferred to a *.trace.json.gz), attributes
+    every XLA op event to its module and HLO instruction, leaves out each module's
+    first execution as warm-up, and compares the launches with the HLO dump when the
+    folder has one. Never imports TensorFlow or JAX.
+
+    Example: hloscope profile tests/data/jax_mlp_profile
+    """
+    from hloscope.timing.attribution import load_profile
+
+    timings = load_profile(path, skip_first=skip_first)
+    key = None
+    if module is not None:
+        chosen = timings.module(module)
+        key = next(k for k, m in timings.modules.items() if m is chosen)
+    if json:
+        from hloscope.timing.render import profile_doc, timings_doc
+
+        if key is not None:
+            _print_json(timings_doc(timings.modules[key]))
+        else:
+            _print_json(profile_doc(timings))
+        return
+    from hloscope.timing.render import profile_table
+
+    _print(profile_table(timings, module=key, top=top))
+
+
+@app.command()
+@_command
+def bench(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="SCRIPT.py:FUNCTION; FUNCTION() returns (fn, args) with fn the plain function.",
+            metavar="SCRIPT.py:FUNCTION",
+        ),
+    ],
+    repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--repeats",
+            "-n",
+            help="Timed calls per mode [default: adaptive, about --min-time seconds].",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
+    min_time: Annotated[
+        float,
+        typer.Option("--min-time", help="Seconds of timed calls per mode (adaptive).", min=0.0),
+    ] = 1.0,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            "--rounds",
+            help="Rounds the timed calls are split into, visiting the modes in turn.",
+            min=1,
+        ),
+    ] = 3,
+    save: Annotated[
+        Path | None,
+        typer.Option("--save", help="Write bench.json into this run folder.", metavar="RUN_DIR"),
+    ] = None,
+    json: JsonOption = False,
+) -> None:
+    """Time a function eagerly and under XLA, side by side, in this process.
+
+    TensorFlow: eager, tf.function without XLA, tf.function(jit_compile=True). JAX: op by
+    op (jax.disable_jit) and jax.jit. Each mode reports its first call (tracing and
+    compilation), the median and p10/p90 of the steady-state calls, the speed-up against
+    eager, and peak device memory where the framework reports it.
+
+    Example: hloscope bench samples/recsys_scores.py:bench
+    """
+    from hloscope.errors import UsageError
+
+    if save is not None and not save.is_dir():
+        raise UsageError(
+            f"--save {save}: no such run folder; run `hloscope dump` first or give an "
+            "existing folder"
+        )
+    from hloscope.timing.bench import bench as run_bench
+    from hloscope.timing.bench import load_target
+    from hloscope.timing.render import bench_doc
+
+    fn, args = load_target(target)
+    result = run_bench(fn, *args, repeats=repeats, min_time=min_time, rounds=rounds, target=target)
+    doc = bench_doc(result)
+    if save is not None:
+        from hloscope.render.json import dumps
+
+        (save / "bench.json").write_text(dumps(doc) + "\n", encoding="utf-8")
+    if json:
+        _print_json(doc)
+        return
+    from hloscope.timing.render import bench_table
+
+    _print(bench_table(result))
+    if save is not None:
+        typer.echo(f"saved {save / 'bench.json'}", err=True)
+
+
+def _profile_timings(path: Path) -> dict[str, dict[str, float]] | None:
+    """Kernel times (µs per execution) of the profile in a run, or None without one."""
+    from hloscope.analysis.diff import coerce_timings
+
+    try:
+        from hloscope.timing.attribution import load_profile
+    except ImportError:  # timing is optional: without it, diffs compare bytes
+        return None
+    try:
+        return coerce_timings(load_profile(path, with_hlo=False))
+    except HloscopeError:  # no profile in this run
+        return None
+
+
+def _one_line(kind: str, violations: Any) -> str:
+    """The line a CI log shows: the first violation, and how many more there are."""
+    first, rest = violations[0], violations[1:]
+    more = ""
+    if rest:
+        listed = ", ".join(f"{v.metric} in {v.module}" for v in rest[:3])
+        more = f" (and {len(rest)} more: {listed}{', …' if len(rest) > 3 else ''})"
+    return f"hloscope: {kind}: {first.message}{more}"
+
+
+@app.command()
+@_command
+def diff(
+    run_a: Annotated[
+        Path,
+        typer.Argument(
+            help="The baseline run (a run folder, a bare XLA dump folder, or one HLO file).",
+            metavar="RUN_A",
+            show_default=False,
+        ),
+    ],
+    run_b: Annotated[
+        Path,
+        typer.Argument(help="The run to compare with it.", metavar="RUN_B", show_default=False),
+    ],
+    module: ModuleOption = None,
+    json: JsonOption = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the diff as a self-contained HTML page.",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when B has more kernels or launches, fewer ops per kernel, or "
+            "more kernel time (both runs profiled) than A, beyond --tolerance.",
+        ),
+    ] = False,
+    tolerance: Annotated[
+        str,
+        typer.Option(
+            "--tolerance", help="Allowed change before it is a regression, e.g. 5%.", metavar="PCT"
+        ),
+    ] = "0%",
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also show JAX's trivial helper modules.")
+    ] = False,
+) -> None:
+    """What changed between two runs of the same program: per module, instructions,
+    kernels by kind, launches, ops per kernel and kernel time, A vs B; which kernels
+    split, merged, appeared, disappeared or changed kind (matched by the source ops they
+    hold, not by XLA's names); and which source ops stopped or started fusing.
+
+    Modules pair by name (numeric suffixes and TensorFlow's hashes ignored), else by
+    structure. Kernel changes are ordered by time where both runs were profiled, else by
+    bytes moved. Exit codes: 0 ok, 1 regression (with --fail-on-regression), 2 usage.
+
+    Example: hloscope diff runs/before runs/after --fail-on-regression --tolerance 5%
+    """
+    from hloscope.analysis.diff import diff_runs, parse_tolerance, regressions
+    from hloscope.analysis.report import analyze_run
+    from hloscope.errors import UsageError
+    from hloscope.runs import load_run
+
+    tol = parse_tolerance(tolerance)
+    runs = load_run(run_a), load_run(run_b)
+    result = diff_runs(
+        analyze_run(runs[0]),
+        analyze_run(runs[1]),
+        timings_a=_profile_timings(run_a),
+        timings_b=_profile_timings(run_b),
+    )
+    selected = None
+    if module:
+        picked = []
+        for pattern in module:
+            found = [
+                d
+                for d in result.modules
+                if pattern in (d.a.key, d.b.key, d.a.name, d.b.name)
+                or (pattern.isdigit() and int(pattern) in _ids(d.a.key, d.b.key))
+                or pattern in d.a.key
+                or pattern in d.b.key
+            ]
+            if not found:
+                keys = ", ".join(d.label for d in result.modules[:12]) or "none"
+                raise UsageError(f"no module of both runs matches {pattern!r}; matched: {keys}")
+            picked += [d for d in found if d not in picked]
+        selected = tuple(picked)
+    judged = selected if selected is not None else (result.modules if show_all else result.main)
+    if fail_on_regression and not judged:
+        raise UsageError(
+            f"no {'' if show_all else 'non-trivial '}module of {run_a} has a counterpart in "
+            f"{run_b}: nothing to judge (check that both runs are of the same program)"
+        )
+    found_regressions = regressions(judged, tol) if fail_on_regression else None
+    if json or html is not None:
+        from hloscope.render.json import diff_doc
+
+        shown = selected if selected is not None else (None if show_all else result.main)
+        doc = diff_doc(result, modules=shown, regressions=found_regressions, tolerance=tol)
+        if html is not None:
+            from hloscope.render.diff_html import diff_page
+
+            html.write_text(diff_page(doc), encoding="utf-8")
+            typer.echo(f"wrote {html}", err=True)
+        if json:
+            _print_json(doc)
+    if not json:
+        from hloscope.render.diff_text import diff_view
+
+        _print(diff_view(result, show_all=show_all, modules=selected))
+    if found_regressions:
+        typer.echo(_one_line("regression", found_regressions), err=True)
+        raise typer.Exit(1)
+
+
+def _ids(*keys: str) -> set[int]:
+    return {int(k.split(".", 1)[0]) for k in keys if k.split(".", 1)[0].isdigit()}
+
+
+@app.command()
+@_command
+def check(
+    run: RunArgument,
+    module: ModuleOption = None,
+    max_kernels: Annotated[
+        int | None,
+        typer.Option("--max-kernels", help="Most kernels a module may have.", min=0, metavar="N"),
+    ] = None,
+    max_launches: Annotated[
+        int | None,
+        typer.Option(
+            "--max-launches", help="Most kernel launches per execution.", min=0, metavar="N"
+        ),
+    ] = None,
+    min_ops_per_kernel: Annotated[
+        float | None,
+        typer.Option(
+            "--min-ops-per-kernel",
+            help="Fewest ops (before optimization) per kernel (after).",
+            min=0.0,
+            metavar="X",
+        ),
+    ] = None,
+) -> None:
+    """Hold a run to a fusion budget, for CI: exit 1 with one line naming the module, the
+    metric, its value and the budget when a non-trivial module (or each --module) has
+    more kernels or launches, or fewer ops per kernel, than allowed.
+
+    Exit codes: 0 within budget, 1 budget exceeded, 2 usage error.
+
+    Example: hloscope check runs/latest --max-kernels 12 --min-ops-per-kernel 4
+    """
+    from hloscope.analysis.diff import Budget, check_run
+    from hloscope.analysis.report import analyze_run
+    from hloscope.errors import UsageError
+    from hloscope.runs import load_run
+
+    budget = Budget(max_kernels, max_launches, min_ops_per_kernel)
+    if budget.empty:
+        raise UsageError(
+            "give at least one budget: --max-kernels N, --max-launches N or --min-ops-per-kernel X"
+        )
+    result = analyze_run(load_run(run), module or ())
+    checked = [m for m in (result.modules if module else result.main) if m.after is not None]
+    if not checked:
+        raise UsageError(
+            f"{run}: no {'selected' if module else 'non-trivial'} module has an "
+            "after-optimization dump to check; pass --module"
+        )
+    violations = check_run(checked, budget)
+    if violations:
+        typer.echo(_one_line("budget exceeded", violations), err=True)
+        raise typer.Exit(1)
+    from hloscope.render.diff_text import check_line
+
+    for m in checked:
+        _print(check_line(m, budget))
+
+
+_PICTURE_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
+
+
+@app.command()
+@_command
+def graph(
+    run: RunArgument,
+    module: Annotated[
+        str | None,
+        typer.Option(
+            "--module",
+            "-M",
+            help="The module (key, name, id or unique part of the key) [default: the biggest].",
+            show_default=False,
+        ),
+    ] = None,
+    stage: Annotated[
+        str | None,
+        typer.Option(
+            "--stage",
+            help="after: kernels; before: ops, coloured by the kernel each went to "
+            "[default: after, or the stage of the one file given].",
+            metavar="before|after",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Picture to write: .svg, .png, .pdf, or .dot for the DOT source only "
+            "[default: <module>.<stage>.svg here]. The .dot is always written beside it.",
+            show_default=False,
+        ),
+    ] = None,
+    expand: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--expand",
+            help="Draw this fusion as a box of its fused ops; 'all' for every fusion "
+            "(small modules); repeatable.",
+            metavar="NAME|all",
+            show_default=False,
+        ),
+    ] = None,
+    side_by_side: Annotated[
+        bool,
+        typer.Option("--side-by-side", help="Before and after in one picture (small modules)."),
+    ] = False,
+    max_nodes: Annotated[
+        int,
+        typer.Option(
+            "--max-nodes",
+            help="Node budget; over it, parameters fold away and kernels collapse by name "
+            "scope and repeated blocks.",
+            min=2,
+        ),
+    ] = 300,
+    around: Annotated[
+        str | None,
+        typer.Option(
+            "--around",
+            help="Only the neighbourhood of this kernel or instruction.",
+            metavar="NAME",
+            show_default=False,
+        ),
+    ] = None,
+    depth: Annotated[
+        int, typer.Option("--depth", help="Edges to follow from --around.", min=0)
+    ] = 2,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="Only what comes from this name scope (e.g. resnet50/conv2_block1, "
+            "jit(f)/layer_3).",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to give Graphviz `dot`.", min=1.0)
+    ] = 60.0,
+) -> None:
+    """Draw what XLA fused with Graphviz: kernels after optimization, ops before.
+
+    The after graph has one node per kernel, coloured by kind, with its source ops,
+    and edges labelled with tensor shapes and bytes; the before graph colours each op by
+    the kernel it went to. Big modules collapse by name scope to stay readable. Needs the
+    Graphviz `dot` binary (apt-get install graphviz).
+
+    Example: hloscope graph tests/data/tf_dense_relu --expand all -o dense.svg
+    """
+    import re
+
+    from hloscope.errors import UsageError
+    from hloscope.render.dot import module_diagram, render
+    from hloscope.runs import load_run
+
+    if stage not in (None, "before", "after"):
+        raise UsageError(f"--stage {stage!r}: use before or after")
+    loaded = load_run(run)
+    dump = _graph_module(loaded, module)
+    before, after = dump.load_before(), dump.load_after()
+    if stage is None:
+        given_before = run.is_file() and dump.before is not None and run == dump.before
+        stage = "before" if given_before or after is None else "after"
+    expand_arg: list[str] | str = list(expand or ())
+    if "all" in expand_arg:
+        expand_arg = "all"
+    times = _module_times(run, dump) if after is not None else None
+    spec = module_diagram(
+        before,
+        after,
+        stage="before" if stage == "before" else "after",
+        both=side_by_side,
+        timings=times,
+        expand=expand_arg,
+        max_nodes=max_nodes,
+        around=around,
+        depth=depth,
+        scope=scope,
+    )
+    if out is None:
+        name = re.sub(r"[^\w.\-]+", "_", _short_module_name(dump.name))
+        out = Path(f"{name}.{'side-by-side' if side_by_side else stage}.svg")
+    fmt = _PICTURE_FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        kind = out.suffix or "(none)"
+        raise UsageError(f"-o {out}: unknown picture type {kind}; use .svg, .png, .pdf or .dot")
+    result = render(spec, out, fmt, timeout=timeout)
+    what = f"{len(spec.nodes)} nodes, {len(spec.edges)} edges"
+    if spec.collapsed:
+        what += f"; {spec.units} {spec.unit}s collapsed by name scope"
+    if result.out is not None:
+        typer.echo(f"wrote {result.out} ({what}) and its DOT source {result.dot}")
+    else:
+        typer.echo(f"wrote {result.dot} ({what})")
+    for note in spec.notes[1:]:
+        typer.echo(f"  {note}")
+
+
+def _graph_module(loaded: Any, pattern: str | None) -> Any:
+    """The module to draw: the one asked for, else the biggest non-trivial one."""
+    if pattern is not None:
+        return loaded.module(pattern)
+    from hloscope.runs import is_trivial
+
+    modules = list(loaded.modules)
+    if not modules:
+        from hloscope.errors import UsageError
+
+        raise UsageError(f"{loaded.path} holds no modules to draw")
+    if len(modules) == 1:
+        return modules[0]
+    main = [m for m in modules if not is_trivial(m)] or modules
+
+    def size(m: Any) -> int:
+        path = m.after or m.before
+        return path.stat().st_size if path is not None else 0
+
+    chosen = max(main, key=size)
+    typer.echo(
+        f"drawing {chosen.key}, the biggest of {len(modules)} modules (pick one with --module)",
+        err=True,
+    )
+    return chosen
+
+
+def _module_times(path: Path, dump: Any) -> dict[str, float] | None:
+    """Kernel times of one module, when the run has a profile."""
+    if not path.is_dir():
+        return None
+    times = _profile_timings(path)
+    if not times:
+        return None
+    return times.get(dump.key) or times.get(dump.name)
+
+
+def _short_module_name(name: str) -> str:
+    cut = name.find("__XlaMustCompile")
+    return name[:cut] if cut > 0 else name
 
 
 @app.callback(invoke_without_command=True)

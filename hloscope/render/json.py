@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hloscope.analysis.diff import KernelChange, KernelRef, ModuleDiff, RunDiff, Violation
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport, RunReport
@@ -173,3 +174,129 @@ def report_doc(
         "run": run_doc(report.run),
         "modules": [module_doc(m, timing=timings.get(m.name)) for m in report.modules],
     }
+
+
+def _kernel_ref_doc(k: KernelRef) -> dict[str, Any]:
+    return {
+        "name": k.name,
+        "kind": k.kind,
+        "launches": k.launches,
+        "bytes": k.bytes,
+        "shape": k.shape,
+        "ops": list(k.ops),
+        "time_us": k.time_us,
+    }
+
+
+def _kernel_change_doc(k: KernelChange) -> dict[str, Any]:
+    return {
+        "change": k.change,
+        "a": [_kernel_ref_doc(r) for r in k.a],
+        "b": [_kernel_ref_doc(r) for r in k.b],
+        "source_ops": list(k.source_ops),
+        "ops_only_a": list(k.ops_only_a),
+        "ops_only_b": list(k.ops_only_b),
+        "bytes_a": k.bytes_a,
+        "bytes_b": k.bytes_b,
+        "time_a_us": k.time_a,
+        "time_b_us": k.time_b,
+        "time_delta_us": k.time_delta,
+        "impact": k.impact,
+    }
+
+
+def module_diff_doc(d: ModuleDiff) -> dict[str, Any]:
+    """One matched module of `hloscope diff --json` (see `diff_doc`)."""
+    highlight_a: dict[str, str] = {}
+    highlight_b: dict[str, str] = {}
+    for k in d.kernels:
+        if k.changed:
+            highlight_a.update((r.name, k.change) for r in k.a)
+            highlight_b.update((r.name, k.change) for r in k.b)
+    return {
+        "a": {"key": d.a.key, "name": d.a.name, "trivial": d.a.trivial},
+        "b": {"key": d.b.key, "name": d.b.name, "trivial": d.b.trivial},
+        "matched_by": d.matched_by,
+        "trivial": d.trivial,
+        "changed": d.changed,
+        "profiled": d.profiled,
+        "metrics": {
+            m.name: {
+                "a": m.a,
+                "b": m.b,
+                "delta": m.delta,
+                "relative": round(m.relative, 6) if m.relative is not None else None,
+                "worse_when": m.worse,
+            }
+            for m in d.metrics
+        },
+        "kernels_by_kind": {kind: {"a": a, "b": b, "delta": b - a} for kind, a, b in d.kinds},
+        "kernel_changes": [_kernel_change_doc(k) for k in d.kernels if k.changed],
+        "matched_kernels": [_kernel_change_doc(k) for k in d.kernels if not k.changed],
+        "op_changes": [
+            {
+                "op": o.op,
+                "type": o.type,
+                "a": {"status": o.status_a, "kernels": list(o.kernels_a), "bytes": o.bytes_a},
+                "b": {"status": o.status_b, "kernels": list(o.kernels_b), "bytes": o.bytes_b},
+                "unfused": o.unfused,
+                "fused": o.fused,
+            }
+            for o in d.ops
+        ],
+        "highlight": {"a": highlight_a, "b": highlight_b},
+    }
+
+
+def violation_doc(v: Violation) -> dict[str, Any]:
+    """One budget violation or regression (`hloscope check`, `diff --fail-on-regression`)."""
+    return {
+        "module": v.module,
+        "metric": v.metric,
+        "value": v.value,
+        "limit": v.limit,
+        "tolerance": v.tolerance,
+        "message": v.message,
+    }
+
+
+def diff_doc(
+    diff: RunDiff,
+    *,
+    modules: tuple[ModuleDiff, ...] | None = None,
+    regressions: tuple[Violation, ...] | None = None,
+    tolerance: float | None = None,
+) -> dict[str, Any]:
+    """The `hloscope diff --json` document, also what the HTML report embeds.
+
+    Schema (version 1): `schema_version`; `a`, `b` (each as `run` of `report_doc`);
+    `changed`; `modules`: one object per matched module (all, or those passed), with
+    `a`/`b` {`key`, `name`, `trivial`}, `matched_by` (name/structure), `trivial`,
+    `changed`, `profiled`, `metrics` {name: {`a`, `b`, `delta`, `relative`,
+    `worse_when`}} for `instructions_before`, `instructions`, `kernels`, `launches`,
+    `ops_per_kernel`, `ops_alone`, `time_us`; `kernels_by_kind` {kind: {`a`, `b`,
+    `delta`}}; `kernel_changes` (changed groups, biggest impact first: `change`
+    (split/merged/regrouped/appeared/disappeared/kind changed/ops changed), `a` and `b`
+    (kernels: `name`, `kind`, `launches`, `bytes`, `shape`, `ops`, `time_us`),
+    `source_ops`, `ops_only_a`, `ops_only_b`, `bytes_a`, `bytes_b`, `time_a_us`,
+    `time_b_us`, `time_delta_us`, `impact`); `matched_kernels` (unchanged groups, same
+    fields); `op_changes` (`op`, `type`, `a`/`b` {`status`, `kernels`, `bytes`},
+    `unfused`, `fused`); `highlight` {`a`, `b`: kernel name -> change} for diagrams.
+    `only_a`, `only_b`: unmatched modules {`key`, `name`, `trivial`}; `tolerance` and
+    `regressions` (`module`, `metric`, `value`, `limit`, `tolerance`, `message`) when
+    regressions were judged.
+    """
+    shown = diff.modules if modules is None else modules
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "a": run_doc(diff.a.run),
+        "b": run_doc(diff.b.run),
+        "changed": diff.changed,
+        "modules": [module_diff_doc(d) for d in shown],
+        "only_a": [{"key": m.key, "name": m.name, "trivial": m.trivial} for m in diff.only_a],
+        "only_b": [{"key": m.key, "name": m.name, "trivial": m.trivial} for m in diff.only_b],
+    }
+    if regressions is not None:
+        doc["tolerance"] = tolerance
+        doc["regressions"] = [violation_doc(v) for v in regressions]
+    return doc

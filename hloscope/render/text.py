@@ -88,7 +88,7 @@ def fmt_bytes(n: int) -> str:
 def _arrow(a: int | None, b: int | None) -> str:
     left = "–" if a is None else str(a)
     right = "–" if b is None else str(b)
-    return f"{left} → {right}"
+    return f"{left}→{right}"
 
 
 def _launches(a: ModuleAnalysis | None) -> str:
@@ -115,24 +115,33 @@ def run_header(report: RunReport) -> Text:
 
 
 def modules_table(report: RunReport, *, show_all: bool = False) -> RenderableType:
-    """One row per module: instructions, ops → kernels, launches, ops per kernel, alone."""
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("module", no_wrap=True, overflow="ellipsis", ratio=1, min_width=16)
-    table.add_column("instructions\nbefore → after", justify="right", no_wrap=True)
-    table.add_column("ops →\nkernels", justify="right", no_wrap=True)
+    """One row per module, biggest first: instructions before → after, ops before →
+    kernels after, fusion kernels, launches per execution, and ops per kernel.
+
+    The same table ends `hloscope dump` and starts `hloscope report`. Trivial helper
+    modules are folded into one line unless `show_all`.
+    """
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
+    table.add_column("module", no_wrap=True, overflow="ellipsis", max_width=24)
+    table.add_column("instructions\nbefore→after", justify="right", no_wrap=True)
+    table.add_column("ops→\nkernels", justify="right", no_wrap=True)
+    table.add_column("fusions", justify="right", no_wrap=True)
     table.add_column("launches", justify="right", no_wrap=True)
     table.add_column("ops per\nkernel", justify="right", no_wrap=True)
-    table.add_column("ops\nalone", justify="right", no_wrap=True)
     shown = report.modules if show_all else report.main
     for m in shown:
         b, a = m.before, m.after
+        label = Text(short_name(m.key, 24), style="dim" if m.trivial else "")
+        if m.error and a is None and b is None:
+            table.add_row(label, "[red]unreadable[/red]", "–", "–", "–", "–")
+            continue
         table.add_row(
-            short_name(m.name, 40) + (" [dim](trivial)[/dim]" if m.trivial else ""),
+            label,
             _arrow(b.instructions if b else None, a.instructions if a else None),
             _arrow(b.ops if b else None, a.kernel_count if a else None),
+            "–" if a is None else str(a.fusions),
             _launches(a),
             f"{m.ops_per_kernel:.1f}" if m.ops_per_kernel else "–",
-            "–" if m.alone is None else str(m.alone),
         )
     hidden = () if show_all else report.trivial
     if not hidden:
@@ -142,7 +151,8 @@ def modules_table(report: RunReport, *, show_all: bool = False) -> RenderableTyp
     more = "" if len(names) <= 4 else ", …"
     note = Text(
         f"+ {len(hidden)} trivial helper modules ({listed}{more}), "
-        f"{sum(m.size for m in hidden)} instructions; --all lists them",
+        f"{sum(m.size for m in hidden)} instructions, "
+        f"{sum(m.after.kernel_count for m in hidden if m.after)} kernels; --all lists them",
         style="dim",
     )
     return Group(table, note)

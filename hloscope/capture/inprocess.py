@@ -1,0 +1,198 @@
+"""`hloscope.inspect`: capture one function's HLO in the running process (notebooks).
+
+No child process and no environment variables: the framework's own API gives the HLO
+text before and after XLA's optimizations (`hloscope.capture.tf`, `hloscope.capture.jax`).
+The texts are written to a run folder with XLA's dump file names and a `run.json`, and
+the folder is loaded with `load_run`, so the result is the same `Run` the CLI makes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import json
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hloscope.errors import UsageError
+from hloscope.runs import MANIFEST, Run, load_run
+
+__all__ = ["Captured", "detect_framework", "inspect"]
+
+_FRAMEWORKS = {"tensorflow": "tensorflow", "tf": "tensorflow", "jax": "jax"}
+_HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)", re.M)
+_DUMP_SUBDIR = "dump"
+
+
+@dataclass(frozen=True)
+class Captured:
+    """What a framework module hands back for one function.
+
+    Attributes:
+        framework: `tensorflow` or `jax`.
+        before: HLO text before optimization.
+        after: HLO text after optimization.
+        platform: What it was compiled for (`cpu`, `sm_90`, ...).
+    """
+
+    framework: str
+    before: str
+    after: str
+    platform: str
+
+
+def inspect(
+    fn: Callable[..., Any],
+    *example_args: Any,
+    framework: str | None = None,
+    save_to: str | Path | None = None,
+) -> Run:
+    """Compile `fn(*example_args)` with XLA and return its HLO before and after optimization.
+
+    TensorFlow functions go through `tf.function(fn, jit_compile=True)
+    .experimental_get_compiler_ir`, JAX functions through `jax.jit(fn).lower(...)` and
+    `.compile()`; already-wrapped functions are used as they are.
+
+    Args:
+        fn: The function: a plain Python function, a `tf.function` or a jitted JAX
+            function.
+        *example_args: Arguments to compile it for (tensors, arrays, pytrees of them).
+        framework: `"tensorflow"` (or `"tf"`) or `"jax"`; detected from `fn` and the
+            arguments when None.
+        save_to: The run folder to write (created if missing; an earlier
+            `hloscope.inspect` run there is replaced). Default: a new temporary folder.
+
+    Returns:
+        The run, with one module; `run.modules[0].load_after()` is the optimized module.
+
+    Raises:
+        UsageError: The framework cannot be told, or `save_to` is a non-empty folder that
+            is not an earlier `inspect` run.
+        MissingDependencyError: The framework is not installed.
+    """
+    name = _FRAMEWORKS.get(framework.lower()) if framework else detect_framework(fn, example_args)
+    if name is None:
+        raise UsageError(f"framework={framework!r}: use 'tensorflow' or 'jax'")
+    folder = _prepare_folder(save_to)
+    support = importlib.import_module(
+        "hloscope.capture.tf" if name == "tensorflow" else "hloscope.capture.jax"
+    )
+    captured: Captured = support.capture(fn, example_args)
+    return _write_run(folder, captured, fn)
+
+
+def detect_framework(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """`"tensorflow"` or `"jax"`, from the function's type and the arguments' types.
+
+    Raises:
+        UsageError: Nothing tells, and both or neither framework is imported.
+    """
+    found = {_framework_of_type(type(fn))}
+    found |= {_framework_of_type(type(leaf)) for leaf in _leaves(args)}
+    found.discard(None)
+    if len(found) == 1:
+        return str(found.pop())
+    imported = {fw for fw in ("tensorflow", "jax") if fw in sys.modules}
+    if not found and len(imported) == 1:
+        return imported.pop()
+    raise UsageError(
+        "cannot tell whether the function is TensorFlow or JAX code; "
+        "pass framework='tensorflow' or framework='jax'"
+    )
+
+
+def _framework_of_type(cls: type) -> str | None:
+    module = cls.__module__ or ""
+    if module.startswith("tensorflow"):
+        return "tensorflow"
+    if module.startswith(("jax", "jaxlib")):
+        return "jax"
+    return None
+
+
+def _leaves(value: Any, depth: int = 0) -> Iterator[Any]:
+    """Leaves of nested lists, tuples and dicts (a pytree's usual containers)."""
+    if depth > 8:
+        return
+    if isinstance(value, (list, tuple)):
+        for v in value[:1000]:
+            yield from _leaves(v, depth + 1)
+    elif isinstance(value, dict):
+        for v in list(value.values())[:1000]:
+            yield from _leaves(v, depth + 1)
+    else:
+        yield value
+
+
+def _prepare_folder(save_to: str | Path | None) -> Path:
+    if save_to is None:
+        return Path(tempfile.mkdtemp(prefix="hloscope-inspect-"))
+    folder = Path(save_to)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"save_to={str(folder)!r} is a file; give a folder")
+    if folder.is_dir() and any(folder.iterdir()):
+        if not _is_inspect_run(folder):
+            raise UsageError(f"save_to={str(folder)!r} is not empty; give an empty or new folder")
+        shutil.rmtree(folder / _DUMP_SUBDIR, ignore_errors=True)
+        (folder / MANIFEST).unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _is_inspect_run(folder: Path) -> bool:
+    try:
+        doc = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("source") == "inspect"
+
+
+def _file_platform(platform: str) -> str:
+    """The platform as XLA writes it in file names: `cpu`, `gpu`, `sm_90_gpu`, ..."""
+    return platform if platform in ("cpu", "gpu", "tpu") else f"{platform}_gpu"
+
+
+def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
+    from hloscope.capture.env import detect_device
+    from hloscope.capture.runner import framework_info
+
+    m = _HEADER.search(captured.before) or _HEADER.search(captured.after)
+    module_name = m[1] if m else "module"
+    dump = folder / _DUMP_SUBDIR
+    dump.mkdir(exist_ok=True)
+    stem = f"module_0000.{module_name}"
+    before = dump / f"{stem}.before_optimizations.txt"
+    after = dump / f"{stem}.{_file_platform(captured.platform)}_after_optimizations.txt"
+    before.write_text(captured.before, encoding="utf-8")
+    after.write_text(captured.after, encoding="utf-8")
+    info = framework_info()
+    manifest = {
+        "schema_version": 1,
+        "source": "inspect",
+        "function": getattr(fn, "__qualname__", None) or type(fn).__name__,
+        "started_at": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "framework": captured.framework,
+        "versions": info["versions"],
+        "platform": captured.platform,
+        "device": detect_device(captured.platform, info["devices"]),
+        "devices": info["devices"],
+        "dump_dir": _DUMP_SUBDIR,
+        "modules": [
+            {
+                "key": f"0000.{module_name}",
+                "name": module_name,
+                "id": "0000",
+                "platform": captured.platform,
+                "before": before.relative_to(folder).as_posix(),
+                "after": after.relative_to(folder).as_posix(),
+            }
+        ],
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return load_run(folder)

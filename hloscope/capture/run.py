@@ -1,0 +1,640 @@
+"""`hloscope dump`: run a script in a child Python under XLA's dump flags, keep the run.
+
+`plan_dump` checks the request and decides the run folder and the environment without
+side effects; `run_dump` creates the folder, runs the child (output streamed to the given
+sinks and saved to `stdout.log`/`stderr.log`), stops it cleanly on Ctrl-C, writes
+`run.json` and returns a `DumpResult` holding the loaded `Run`. Nothing here prints: the
+CLI renders the result, and the frameworks are only ever imported in the child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from hloscope.capture.env import detect_device, detect_framework, detect_platform
+from hloscope.capture.flags import merge_xla_flags
+from hloscope.errors import UsageError
+from hloscope.runs import MANIFEST, Run, load_run
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "DumpPlan",
+    "DumpResult",
+    "count_compiled",
+    "plan_dump",
+    "run_dump",
+    "std_sink",
+    "xla_error_lines",
+]
+
+SCHEMA_VERSION = 1
+DEFAULT_RUNS_DIR = "hloscope-runs"
+DUMP_SUBDIR = "dump"
+STDOUT_LOG = "stdout.log"
+STDERR_LOG = "stderr.log"
+_CHILD_REPORT = ".child-report.json"
+_RUNNER = Path(__file__).with_name("runner.py")
+_INTERRUPT_GRACE_S = 10.0
+_TERMINATE_GRACE_S = 5.0
+_LOG_TAIL_BYTES = 2 << 20
+_EXIT_INTERRUPTED = 130
+
+# Lines that carry XLA's reason for not compiling, in TensorFlow's and JAX's words.
+_XLA_ERROR = re.compile(
+    r"Detected unsupported operations|XLA compilation|XlaRuntimeError|INVALID_ARGUMENT|"
+    r"UNIMPLEMENTED|InvalidArgumentError|UnimplementedError|"
+    r"XLA can't deduce compile time constant|must be a compile-time constant|"
+    r"Compilation failure|No registered '\w+' OpKernel for XLA"
+)
+_TF_LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ")
+
+Sink = Callable[[bytes], None]
+
+
+@dataclass(frozen=True)
+class DumpPlan:
+    """What `run_dump` will do, decided and checked before anything runs.
+
+    Attributes:
+        kind: `"script"` or `"module"` (`-m`).
+        target: The script path as given, or the module name.
+        args: Arguments for the script.
+        python: The interpreter that runs it.
+        run_dir: The run folder to create.
+        dump_dir: Where XLA dumps, inside `run_dir`.
+        env_set: Environment variables hloscope sets for the child (XLA_FLAGS, ...).
+        user_xla_flags: The XLA_FLAGS found in the environment, if any.
+        flag_conflicts: User flags that had to give way, one line each.
+        module_re: The `--module` regex, if any.
+        command: The command line that asked for the run, for the manifest.
+        cwd: The working directory of the child.
+        replace: Whether to clear an earlier run in `run_dir` first (`--force`).
+    """
+
+    kind: str
+    target: str
+    args: tuple[str, ...]
+    python: str
+    run_dir: Path
+    dump_dir: Path
+    env_set: Mapping[str, str]
+    user_xla_flags: str | None
+    flag_conflicts: tuple[str, ...]
+    module_re: str | None
+    command: tuple[str, ...]
+    cwd: Path
+    replace: bool = False
+
+    @property
+    def display_name(self) -> str:
+        """`samples/dense_relu.py` or `-m package.module`."""
+        return self.target if self.kind == "script" else f"-m {self.target}"
+
+    @property
+    def child_argv(self) -> list[str]:
+        """The child's command line: the bootstrap in front of the target."""
+        report = str(self.run_dir / _CHILD_REPORT)
+        return [self.python, str(_RUNNER), report, self.kind, self.target, *self.args]
+
+    @property
+    def script_command(self) -> list[str]:
+        """The equivalent plain command, to run the script again without hloscope."""
+        head = [self.target] if self.kind == "script" else ["-m", self.target]
+        return [self.python, *head, *self.args]
+
+
+@dataclass(frozen=True)
+class DumpResult:
+    """How a dump went, and the run it left.
+
+    Attributes:
+        plan: The plan that ran.
+        run: The run folder, loaded.
+        status: `ok`, `failed` (non-zero exit), `interrupted`, `no-modules` (the script
+            succeeded but XLA compiled nothing) or `module-not-found` (`-m`).
+        exit_code: The script's exit status (128+N when a signal N ended it).
+        wall_time_s: Seconds from start to exit of the child.
+        xla_errors: Lines of the output that say why XLA could not compile.
+        traceback_tail: The last lines of the script's traceback, if it raised.
+        child: What the bootstrap reported (versions, devices, exception), or `{}`.
+    """
+
+    plan: DumpPlan
+    run: Run
+    status: str
+    exit_code: int
+    wall_time_s: float
+    xla_errors: tuple[str, ...] = ()
+    traceback_tail: tuple[str, ...] = ()
+    child: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def command_exit_code(self) -> int:
+        """What `hloscope dump` exits with: the script's status when it failed, 130 when
+        interrupted, 1 when XLA compiled nothing, 2 when the `-m` module was not found."""
+        return {
+            "ok": 0,
+            "no-modules": 1,
+            "module-not-found": 2,
+            "interrupted": _EXIT_INTERRUPTED,
+        }.get(self.status, self.exit_code or 1)
+
+
+def plan_dump(
+    script: str | Path | None = None,
+    args: Sequence[str] = (),
+    *,
+    module: str | None = None,
+    python: str | Path | None = None,
+    module_re: str | None = None,
+    out: str | Path | None = None,
+    force: bool = False,
+    command: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    now: _dt.datetime | None = None,
+) -> DumpPlan:
+    """Check a dump request and decide the run folder and the child's environment.
+
+    Args:
+        script: The script to run; None with `module`.
+        args: Arguments for the script.
+        module: Run this module as `python -m` does instead of a script.
+        python: The interpreter to use (default: the one running hloscope).
+        module_re: Dump only modules whose name matches this regex.
+        out: The run folder (default `hloscope-runs/<script>-<timestamp>/`).
+        force: Replace an earlier run in a non-empty `out`.
+        command: The command line to record (default: `sys.argv`).
+        environ: The environment to start from (default: `os.environ`).
+        now: The time for the default folder name (default: now).
+
+    Returns:
+        The plan; nothing is created or run yet.
+
+    Raises:
+        UsageError: The script is missing, not Python or does not compile; the
+            interpreter is missing; the regex is invalid; `out` is not empty and
+            `force` is not set.
+    """
+    if (script is None) == (module is None):
+        raise UsageError("give a script (hloscope dump SCRIPT.py) or a module (-m NAME)")
+    py = _check_python(python)
+    if module is not None:
+        if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", module):
+            raise UsageError(f"-m {module}: not a module name (like package.module)")
+        kind, target, stem = "module", module, module.rsplit(".", 1)[-1]
+    else:
+        assert script is not None
+        target = str(script)
+        _check_script(Path(target), compile_it=python is None)
+        kind, stem = "script", Path(target).stem
+    if module_re is not None:
+        try:
+            re.compile(module_re)
+        except re.error as e:
+            raise UsageError(f"--module {module_re!r}: not a valid regex ({e})") from None
+    env = os.environ if environ is None else environ
+    cwd = Path.cwd()
+    run_dir, replace = _choose_run_dir(out, stem, force, now or _dt.datetime.now())
+    run_dir = run_dir if run_dir.is_absolute() else cwd / run_dir
+    dump_dir = run_dir / DUMP_SUBDIR
+    flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re)
+    env_set = {"XLA_FLAGS": flags.value, "PYTHONUNBUFFERED": "1"}
+    return DumpPlan(
+        kind=kind,
+        target=target,
+        args=tuple(args),
+        python=py,
+        run_dir=run_dir,
+        dump_dir=dump_dir,
+        env_set=env_set,
+        user_xla_flags=flags.user,
+        flag_conflicts=flags.conflicts,
+        module_re=module_re,
+        command=tuple(sys.argv if command is None else command),
+        cwd=cwd,
+        replace=replace,
+    )
+
+
+def run_dump(
+    plan: DumpPlan,
+    *,
+    out: Sink | None = None,
+    err: Sink | None = None,
+    on_interrupt: Callable[[], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> DumpResult:
+    """Run the plan: create the run folder, run the child, write `run.json`.
+
+    Args:
+        plan: From `plan_dump`.
+        out: Receives the child's stdout as it comes (default: this process's stdout).
+        err: Receives the child's stderr as it comes (default: this process's stderr).
+        on_interrupt: Called once when Ctrl-C (or SIGTERM) starts stopping the child.
+        environ: The environment to start from (default: `os.environ`).
+        clock: Monotonic seconds, for the wall time.
+
+    Returns:
+        The result, with the run loaded from the folder (dumps kept whatever happened).
+    """
+    _prepare_run_dir(plan)
+    env = dict(os.environ if environ is None else environ)
+    env.update(plan.env_set)
+    started_at = _dt.datetime.now().astimezone()
+    manifest = _base_manifest(plan, started_at)
+    _write_manifest(plan.run_dir, {**manifest, "status": "running"})
+    report_path = plan.run_dir / _CHILD_REPORT
+    out = out or std_sink(sys.stdout)
+    err = err or std_sink(sys.stderr)
+
+    interrupted = False
+    start = clock()
+    with (
+        open(plan.run_dir / STDOUT_LOG, "wb", buffering=0) as out_log,
+        open(plan.run_dir / STDERR_LOG, "wb", buffering=0) as err_log,
+        _sigterm_as_interrupt(),
+    ):
+        try:
+            proc = subprocess.Popen(
+                plan.child_argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=plan.cwd,
+                **_own_process_group(),
+            )
+        except OSError as e:
+            raise UsageError(f"cannot start {plan.python}: {e.strerror or e}") from None
+        assert proc.stdout is not None and proc.stderr is not None
+        pumps = [
+            _start_pump(proc.stdout, out_log, out),
+            _start_pump(proc.stderr, err_log, err),
+        ]
+        try:
+            returncode = proc.wait()
+        except KeyboardInterrupt:
+            interrupted = True
+            if on_interrupt is not None:
+                on_interrupt()
+            returncode = _stop_child(proc)
+        wall = clock() - start
+        for pump in pumps:
+            pump.join(timeout=5.0)  # a grandchild may hold the pipes open
+
+    exit_code = returncode if returncode >= 0 else 128 - returncode
+    child = _read_child_report(report_path)
+    if child.get("error") == "module-not-found":
+        if not plan.replace:  # nothing ran: leave no empty run folder behind
+            shutil.rmtree(plan.run_dir, ignore_errors=True)
+        run = Run(plan.run_dir, manifest, (), None)
+        return DumpResult(plan, run, "module-not-found", exit_code, wall, child=child)
+    run = load_run(plan.run_dir)
+    status = _status(child, run, exit_code, interrupted)
+    xla_errors = tuple(xla_error_lines(plan.run_dir)) if status != "ok" else ()
+    failed = status in ("failed", "interrupted")
+    tail = _traceback_tail(child, plan.run_dir / STDERR_LOG) if failed else ()
+    versions = dict(child.get("versions") or {})
+    devices = list(child.get("devices") or [])
+    platform = detect_platform(run.modules, devices)
+    manifest.update(
+        {
+            "status": status,
+            "exit_code": exit_code,
+            "interrupted": interrupted,
+            "wall_time_s": round(wall, 3),
+            "framework": detect_framework(versions, run.modules),
+            "versions": versions,
+            "platform": platform,
+            "device": detect_device(platform, devices),
+            "devices": devices,
+            "exception": child.get("exception"),
+            "xla_errors": list(xla_errors),
+            "modules": [_module_entry(m, plan.run_dir) for m in run.modules],
+        }
+    )
+    _write_manifest(plan.run_dir, manifest)
+    return DumpResult(
+        plan=plan,
+        run=Run(run.path, manifest, run.modules, run.dump_dir),
+        status=status,
+        exit_code=exit_code,
+        wall_time_s=wall,
+        xla_errors=xla_errors,
+        traceback_tail=tail,
+        child=child,
+    )
+
+
+def count_compiled(dump_dir: Path) -> int:
+    """How many modules XLA has started to compile so far (before-optimization files)."""
+    try:
+        with os.scandir(dump_dir) as entries:
+            return sum(1 for e in entries if e.name.endswith("before_optimizations.txt"))
+    except OSError:
+        return 0
+
+
+def xla_error_lines(run_dir: Path, limit: int = 6) -> list[str]:
+    """Lines of a run's logs that say why XLA could not compile, deduplicated.
+
+    Both logs are read (TensorFlow samples often print the error themselves); TF's
+    log-line prefix is dropped and long lines are cut.
+    """
+    found: list[str] = []
+    for name in (STDERR_LOG, STDOUT_LOG):
+        for line in _tail_text(run_dir / name).splitlines():
+            if not _XLA_ERROR.search(line):
+                continue
+            text = _TF_LOG_PREFIX.sub("", line.strip())
+            text = text if len(text) <= 400 else text[:397] + "..."
+            if text and text not in found:
+                found.append(text)
+    return found[-limit:]
+
+
+# ---------------------------------------------------------------------------------------
+# Planning
+
+
+def _check_python(python: str | Path | None) -> str:
+    if python is None:
+        return sys.executable
+    found = shutil.which(str(python))
+    if found is None:
+        raise UsageError(f"--python {python}: no such interpreter (give a path or a name on PATH)")
+    return found
+
+
+def _check_script(path: Path, *, compile_it: bool) -> None:
+    if not path.exists():
+        raise UsageError(f"{path}: no such file; give the path of a Python script")
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder; give a Python script (or -m for a module)")
+    if path.suffix != ".py":
+        raise UsageError(f"{path}: not a Python script (expected a .py file; -m runs a module)")
+    if not compile_it:
+        return
+    try:
+        source = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        compile(source, str(path), "exec", dont_inherit=True)
+    except SyntaxError as e:
+        where = f"{path}:{e.lineno}" if e.lineno else str(path)
+        raise UsageError(f"{where}: syntax error: {e.msg}") from None
+    except ValueError as e:  # null bytes
+        raise UsageError(f"{path}: not a Python script ({e})") from None
+
+
+def _choose_run_dir(
+    out: str | Path | None, stem: str, force: bool, now: _dt.datetime
+) -> tuple[Path, bool]:
+    if out is None:
+        base = Path(DEFAULT_RUNS_DIR) / f"{stem}-{now:%Y%m%d-%H%M%S}"
+        candidate, n = base, 1
+        while candidate.exists():
+            n += 1
+            candidate = base.with_name(f"{base.name}-{n}")
+        return candidate, False
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"-o {path}: is a file; give a folder for the run")
+    if path.is_dir() and any(path.iterdir()):
+        if not force:
+            raise UsageError(
+                f"{path} exists and is not empty; pass --force to replace the run there, "
+                "or -o DIR for another folder"
+            )
+        return path, True
+    return path, False
+
+
+# ---------------------------------------------------------------------------------------
+# Running
+
+
+def _prepare_run_dir(plan: DumpPlan) -> None:
+    """Create the run folder; with --force, remove what an earlier run wrote there.
+
+    Only hloscope's own files are removed, so that a mistaken `-o ~ --force` cannot
+    delete anything else.
+    """
+    run_dir = plan.run_dir
+    if plan.replace:
+        shutil.rmtree(plan.dump_dir, ignore_errors=True)
+        for name in (MANIFEST, STDOUT_LOG, STDERR_LOG, _CHILD_REPORT):
+            with contextlib.suppress(FileNotFoundError):
+                (run_dir / name).unlink()
+    try:
+        plan.dump_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{run_dir}: cannot create the run folder ({e.strerror})") from None
+
+
+def _own_process_group() -> dict[str, Any]:
+    """Popen arguments that put the child in its own process group.
+
+    The terminal's Ctrl-C then reaches hloscope only, which forwards one SIGINT and
+    waits for the child to finish writing its dumps.
+    """
+    if os.name != "posix":
+        return {}
+    if sys.version_info >= (3, 11):
+        return {"process_group": 0}
+    return {"preexec_fn": os.setpgrp}  # pragma: no cover
+
+
+def _signal_child(proc: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.name == "posix":
+            os.killpg(proc.pid, sig)
+        else:  # pragma: no cover
+            proc.send_signal(sig)
+
+
+def _stop_child(proc: subprocess.Popen[bytes]) -> int:
+    """SIGINT, then SIGTERM, then SIGKILL, each after a grace period; a second Ctrl-C
+    skips the wait."""
+    for sig, grace in (
+        (signal.SIGINT, _INTERRUPT_GRACE_S),
+        (signal.SIGTERM, _TERMINATE_GRACE_S),
+    ):
+        _signal_child(proc, sig)
+        try:
+            return proc.wait(timeout=grace)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            continue
+    _signal_child(proc, signal.SIGKILL)
+    return proc.wait()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While the child runs, SIGTERM stops it the way Ctrl-C does (dumps kept)."""
+    if threading.current_thread() is not threading.main_thread() or os.name != "posix":
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def std_sink(stream: Any) -> Sink:
+    """A sink that writes bytes to a text stream's buffer (or decoded, when it has none)."""
+    broken = False
+
+    def write(data: bytes) -> None:
+        nonlocal broken
+        if broken:
+            return
+        try:
+            buffer = getattr(stream, "buffer", None)
+            if buffer is not None:
+                buffer.write(data)
+                buffer.flush()
+            else:
+                stream.write(data.decode("utf-8", "replace"))
+                stream.flush()
+        except (OSError, ValueError):  # closed pipe (`| head`): keep logging only
+            broken = True
+
+    return write
+
+
+def _start_pump(pipe: IO[bytes], log: IO[bytes], sink: Sink) -> threading.Thread:
+    def pump() -> None:
+        fd = pipe.fileno()
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            log.write(data)
+            sink(data)
+        pipe.close()
+
+    thread = threading.Thread(target=pump, name="hloscope-pump", daemon=True)
+    thread.start()
+    return thread
+
+
+# ---------------------------------------------------------------------------------------
+# After the run
+
+
+def _status(child: Mapping[str, Any], run: Run, exit_code: int, interrupted: bool) -> str:
+    if interrupted or exit_code == _EXIT_INTERRUPTED:
+        return "interrupted"
+    if exit_code != 0:
+        return "failed"
+    return "ok" if run.modules else "no-modules"
+
+
+def _read_child_report(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return doc if isinstance(doc, dict) else {}
+
+
+def _tail_text(path: Path) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - _LOG_TAIL_BYTES))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _traceback_tail(child: Mapping[str, Any], stderr_log: Path, lines: int = 6) -> tuple[str, ...]:
+    exception = child.get("exception")
+    if isinstance(exception, dict) and exception.get("traceback"):
+        return tuple(str(x) for x in exception["traceback"][-lines:])
+    text = _tail_text(stderr_log)
+    start = text.rfind("Traceback (most recent call last):")
+    if start < 0:
+        return ()
+    block = text[start:].splitlines()
+    # the traceback ends at the first unindented line after its header
+    end = next(
+        (i + 1 for i, line in enumerate(block[1:], 1) if line and not line.startswith(" ")),
+        len(block),
+    )
+    return tuple(block[:end][-lines:])
+
+
+def _base_manifest(plan: DumpPlan, started_at: _dt.datetime) -> dict[str, Any]:
+    from hloscope import __version__
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "source": "dump",
+        "hloscope_version": __version__,
+        "command": list(plan.command),
+        "script_command": plan.script_command,
+        "target": {"kind": plan.kind, "name": plan.target, "args": list(plan.args)},
+        "python": plan.python,
+        "cwd": str(plan.cwd),
+        "env": dict(plan.env_set),
+        "user_xla_flags": plan.user_xla_flags,
+        "xla_flag_conflicts": list(plan.flag_conflicts),
+        "module_re": plan.module_re,
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "dump_dir": DUMP_SUBDIR,
+        "logs": {"stdout": STDOUT_LOG, "stderr": STDERR_LOG},
+    }
+
+
+def _module_entry(module: Any, run_dir: Path) -> dict[str, Any]:
+    def rel(p: Path | None) -> str | None:
+        if p is None:
+            return None
+        try:
+            return p.relative_to(run_dir).as_posix()
+        except ValueError:
+            return str(p)
+
+    return {
+        "key": module.key,
+        "name": module.name,
+        "id": module.module_id,
+        "platform": module.platform,
+        "before": rel(module.before),
+        "after": rel(module.after),
+    }
+
+
+def _write_manifest(run_dir: Path, manifest: Mapping[str, Any]) -> None:
+    tmp = run_dir / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(run_dir / MANIFEST)

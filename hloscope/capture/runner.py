@@ -1,0 +1,190 @@
+"""The bootstrap `hloscope dump` runs in the child process, in front of the user's script.
+
+It runs the script (or `-m` module) with `runpy` exactly as `python` would, then writes a
+small JSON report: which of TensorFlow, JAX and jaxlib were imported, their versions, the
+devices they saw, the exit status and the end of the traceback. It is run by path with
+any Python (`--python`), so it imports nothing from hloscope and only the standard
+library; it never imports a framework the script did not import itself.
+
+Usage: python runner.py REPORT.json (script PATH | module NAME) [ARGS...]
+"""
+
+import os
+import sys
+
+# Run by path, Python put this file's folder first on sys.path; it holds `jax.py` and
+# `tf.py`, which must never shadow the real packages. Removed before any other import.
+if (
+    __name__ == "__main__"
+    and sys.path
+    and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__))
+):
+    del sys.path[0]
+
+import contextlib
+import json
+import platform
+import runpy
+import signal
+import traceback
+from typing import Any
+
+FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib", "flax", "numpy")
+TRACEBACK_LINES = 12
+EXIT_MODULE_NOT_FOUND = 2
+EXIT_INTERRUPTED = 130
+
+
+def framework_info() -> dict[str, Any]:
+    """Versions of the frameworks this process imported, and the devices they use.
+
+    Only frameworks already in `sys.modules` are asked, and only about devices they have
+    already initialised, so that the answer costs nothing and changes nothing.
+    """
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in FRAMEWORKS:
+        module = sys.modules.get(name)
+        if module is not None:
+            versions[name] = str(getattr(module, "__version__", None) or "") or None
+    devices: list[dict[str, Any]] = []
+    if "jax" in sys.modules:
+        devices += _jax_devices()
+    if "tensorflow" in sys.modules:
+        devices += _tf_devices()
+    return {
+        "versions": versions,
+        "devices": devices,
+        "executable": sys.executable,
+        "machine": platform.machine(),
+        "system": platform.system(),
+    }
+
+
+def _jax_devices() -> list[dict[str, Any]]:
+    try:
+        from jax._src import xla_bridge  # only asked when backends are already up
+
+        if not getattr(xla_bridge, "_backends", None):
+            return []
+        import jax
+
+        out = []
+        for d in jax.devices():
+            out.append(
+                {
+                    "framework": "jax",
+                    "platform": str(d.platform),
+                    "kind": str(getattr(d, "device_kind", "") or ""),
+                    "id": int(d.id),
+                    "compute_capability": _str_or_none(getattr(d, "compute_capability", None)),
+                }
+            )
+        return out
+    except Exception:
+        return []
+
+
+def _tf_devices() -> list[dict[str, Any]]:
+    try:
+        tf = sys.modules["tensorflow"]
+        out = []
+        for d in tf.config.list_physical_devices():
+            entry: dict[str, Any] = {
+                "framework": "tensorflow",
+                "platform": str(d.device_type).lower(),
+                "kind": str(d.device_type).lower(),
+                "name": str(d.name),
+            }
+            if d.device_type == "GPU":
+                details = tf.config.experimental.get_device_details(d)
+                entry["kind"] = str(details.get("device_name", "gpu"))
+                cc = details.get("compute_capability")
+                if cc:
+                    entry["compute_capability"] = ".".join(str(x) for x in cc)
+            out.append(entry)
+        return out
+    except Exception:
+        return []
+
+
+def _str_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _user_traceback(exc: BaseException) -> list[str]:
+    """The formatted traceback without the frames of this bootstrap and of runpy."""
+    tb = exc.__traceback__
+    here = os.path.abspath(__file__)
+    while tb is not None and (
+        tb.tb_frame.f_globals.get("__name__") == "runpy"
+        or os.path.abspath(tb.tb_frame.f_code.co_filename) == here
+    ):
+        tb = tb.tb_next
+    return traceback.format_exception(type(exc), exc, tb)
+
+
+def main(argv: list[str]) -> int:
+    """Run the target, write the report, return the exit status."""
+    report_path, kind, target, *args = argv
+    report: dict[str, Any] = {"kind": kind, "target": target}
+    status = 0
+    # hloscope runs this in a process group of its own and forwards Ctrl-C as SIGINT;
+    # make sure it is heard even when hloscope itself was started with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        if kind == "module":
+            sys.path.insert(0, os.getcwd())  # what `python -m` puts first
+            import importlib.util
+
+            try:
+                found = importlib.util.find_spec(target) is not None
+            except (ImportError, ValueError):
+                found = False
+            if found:
+                sys.argv = [target, *args]
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            else:
+                report["error"] = "module-not-found"  # hloscope says so
+                status = EXIT_MODULE_NOT_FOUND
+        else:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+            sys.argv = [target, *args]
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            status = 0
+        elif isinstance(code, int):
+            status = code
+        else:
+            print(code, file=sys.stderr)
+            status = 1
+    except KeyboardInterrupt as e:
+        lines = _user_traceback(e)
+        sys.stderr.write("".join(lines))
+        report["exception"] = {"type": "KeyboardInterrupt", "message": "", "traceback": []}
+        status = EXIT_INTERRUPTED
+    except BaseException as e:
+        lines = _user_traceback(e)
+        sys.stderr.write("".join(lines))
+        text = "".join(lines).rstrip("\n").splitlines()
+        report["exception"] = {
+            "type": type(e).__name__,
+            "message": str(e),
+            "traceback": text[-TRACEBACK_LINES:],
+        }
+        status = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        report["exit_code"] = status
+        # The report must never change the script's outcome.
+        with contextlib.suppress(BaseException):
+            report.update(framework_info())
+        with contextlib.suppress(OSError), open(report_path, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

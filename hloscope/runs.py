@@ -1,0 +1,413 @@
+"""Runs: the saved unit every hloscope command reads, and the loader that finds them.
+
+A run is a folder written by `hloscope dump` or `hloscope.inspect` (a `run.json` manifest,
+the logs and the raw XLA dump under `dump/`), a bare XLA dump folder made by something
+else, or one HLO text file. `load_run` turns any of these into a `Run`: its modules, each
+with the before/after-optimization file pair, parsed lazily on first use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hloscope.errors import HloscopeError, UsageError
+from hloscope.hlo.model import HloModule
+
+__all__ = [
+    "MANIFEST",
+    "ModuleDump",
+    "Run",
+    "dump_file_info",
+    "is_trivial",
+    "load_run",
+    "scan_dump_dir",
+]
+
+MANIFEST = "run.json"
+"""File name of the manifest in a run folder."""
+
+# `[<timestamp>.]module_<id>.<name>.before_optimizations.txt` and
+# `[<timestamp>.]module_<id>.<name>.<platform>_after_optimizations.txt`, where <platform>
+# is `cpu`, `gpu`, `sm_80_gpu`, `sm_9.0_gpu`, `sm_100a_gpu`, `gfx950_gpu`, `tpu`, ...
+# TensorFlow up to ~2.10 prefixes a microsecond timestamp; `module_<id>.` is missing from
+# files some tools write by hand. The name is greedy so that module names with dots
+# (`a_inference_f_12__..._.1`) stay whole.
+_DUMP_NAME = re.compile(
+    r"(?:(?P<stamp>\d{10,})\.)?"
+    r"(?:module_(?P<id>\d+)\.)?"
+    r"(?P<name>.+)\."
+    r"(?:(?P<before>before_optimizations)"
+    r"|(?P<platform>(?:sm_\d+(?:\.\d+)?[a-z]?_|[a-z]+\d+[a-z]*_)?[a-z]+)_after_optimizations)"
+    r"\.txt"
+)
+_HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)([^\n]*)", re.M)
+_TRIVIAL_INSTRUCTIONS = 5
+
+# Modules JAX compiles on the side when a program runs eager ops (parameter init, RNG
+# seeding, printing results): `jit_<name>` for these names is a helper, not the model.
+_JAX_HELPERS = frozenset(
+    {
+        # lax primitives and jnp functions run eagerly outside jit
+        "broadcast_in_dim", "convert_element_type", "concatenate", "reshape", "squeeze",
+        "expand_dims", "transpose", "dynamic_slice", "dynamic_update_slice", "gather",
+        "scatter", "slice", "unstack", "stack", "iota", "copy", "stage", "multi_slice",
+        "sqrt", "rsqrt", "true_divide", "divide", "multiply", "add", "subtract", "negative",
+        "astype", "where", "full", "zeros", "ones", "zeros_like", "ones_like", "arange",
+        "clip",
+        # jax.random and its threefry implementation
+        "threefry_seed", "threefry_split", "threefry_fold_in", "threefry_random_bits",
+        "threefry2x32", "random_bits", "random_seed", "random_wrap", "random_unwrap",
+        "random_split", "random_fold_in", "normal", "uniform", "randint", "bernoulli",
+        "truncated_normal", "permutation", "choice", "gamma", "split", "fold_in",
+        # jnp reductions used to print results
+        "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
+        "reduce_all", "mean", "std", "var", "argmax", "argmin", "sum", "max", "min",
+        "cumsum", "allclose", "isclose",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ModuleDump:
+    """One compiled HLO module of a run: its before/after-optimization files.
+
+    Attributes:
+        name: The HloModule name (`jit_mlp`, `a_inference_f_18__XlaMustCompile_...`).
+        module_id: XLA's module number as printed in the file name (`"0008"`), or None
+            when the file name has none.
+        before: The `*.before_optimizations.txt` file, if dumped.
+        after: The `*.<platform>_after_optimizations.txt` file, if dumped.
+        platform: What the module was compiled for, from the after file's name: `cpu`,
+            `gpu`, `sm_90`, `gfx950`, ...; None without an after file.
+        stamp: The timestamp prefix older TensorFlow puts on file names, if any.
+        qualified: Whether the key carries the stamp (same id and name dumped by
+            several processes into one folder).
+    """
+
+    name: str
+    module_id: str | None
+    before: Path | None
+    after: Path | None
+    platform: str | None
+    stamp: str | None = field(default=None, compare=False)
+    # Set when another process's dump in the same folder has the same id and name.
+    qualified: bool = field(default=False, compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        """A short id, unique within the run: `"0008.jit_mlp"` (the name without an id;
+        prefixed with the timestamp when two processes dumped the same id and name)."""
+        key = f"{self.module_id}.{self.name}" if self.module_id is not None else self.name
+        return f"{self.stamp}.{key}" if self.qualified and self.stamp else key
+
+    @property
+    def id_number(self) -> int | None:
+        """The module id as a number, or None."""
+        return int(self.module_id) if self.module_id is not None else None
+
+    def load_before(self) -> HloModule | None:
+        """The parsed before-optimization module, or None without that file.
+
+        Raises:
+            HloParseError: The file is not readable HLO text.
+        """
+        return _load(self.before) if self.before is not None else None
+
+    def load_after(self) -> HloModule | None:
+        """The parsed after-optimization module, or None without that file.
+
+        Raises:
+            HloParseError: The file is not readable HLO text.
+        """
+        return _load(self.after) if self.after is not None else None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A captured run: what `load_run` returns and every report reads.
+
+    Attributes:
+        path: The run folder, the dump folder, or the single file it was loaded from.
+        manifest: The `run.json` contents; `{}` for bare dumps and single files.
+        modules: The modules, ordered by module id.
+        dump_dir: The folder with the XLA dump files; None for a single file.
+    """
+
+    path: Path
+    manifest: Mapping[str, Any]
+    modules: tuple[ModuleDump, ...]
+    dump_dir: Path | None
+
+    @property
+    def platform(self) -> str | None:
+        """What the modules were compiled for (`cpu`, `sm_90`, ...), if known."""
+        recorded = self.manifest.get("platform")
+        if isinstance(recorded, str):
+            return recorded
+        return platform_of(self.modules)
+
+    def module(self, pattern: str) -> ModuleDump:
+        """Find one module by key, name, id or unique substring of its key.
+
+        Args:
+            pattern: `"0030.jit_mlp"`, `"jit_mlp"`, `"0030"`, `"30"` or `"mlp"`.
+
+        Returns:
+            The one module that matches.
+
+        Raises:
+            UsageError: No module or several modules match; the message lists candidates.
+        """
+        for exact in (
+            [m for m in self.modules if m.key == pattern],
+            [m for m in self.modules if m.name == pattern],
+            [m for m in self.modules if pattern.isdigit() and m.id_number == int(pattern)],
+            [m for m in self.modules if pattern in m.key],
+        ):
+            if len(exact) == 1:
+                return exact[0]
+            if len(exact) > 1:
+                raise UsageError(
+                    f"{pattern!r} matches {len(exact)} modules in {self.path}: "
+                    f"{_listing(exact)}; pass a module key"
+                )
+        if not self.modules:
+            raise UsageError(f"{self.path} holds no modules, so none matches {pattern!r}")
+        raise UsageError(
+            f"no module matches {pattern!r} in {self.path}; modules: {_listing(self.modules)}"
+        )
+
+
+def load_run(path: str | Path) -> Run:
+    """Load a run folder, a bare XLA dump folder, or a single HLO text file.
+
+    Args:
+        path: A folder with `run.json` (made by `hloscope dump` or `hloscope.inspect`), a
+            folder XLA dumped into (`--xla_dump_to`), or one `.txt`/`.hlo` module file.
+
+    Returns:
+        The run; modules are parsed only when asked for.
+
+    Raises:
+        UsageError: The path is missing, or is a folder without HLO dumps.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(
+            f"{p}: no such file or folder; pass a run folder (made by `hloscope dump`), "
+            "an XLA dump folder or an HLO .txt file"
+        )
+    if p.is_file():
+        return _load_file(p)
+    manifest_path = p / MANIFEST
+    if manifest_path.is_file():
+        manifest = _read_manifest(manifest_path)
+        recorded = manifest.get("dump_dir", "dump")
+        dump_dir = p / recorded if isinstance(recorded, str) and (p / recorded).is_dir() else p
+        return Run(p, manifest, scan_dump_dir(dump_dir), dump_dir)
+    modules = scan_dump_dir(p)
+    if modules:
+        return Run(p, {}, modules, p)
+    # A folder holding the dump one level down (`hlo/`, `dump/`, `xla_dump/`).
+    subdirs = sorted(d for d in p.iterdir() if d.is_dir())
+    runs = [d for d in subdirs if (d / MANIFEST).is_file()]
+    if runs:
+        names = ", ".join(str(d) for d in runs[-3:])
+        raise UsageError(f"{p} holds {len(runs)} runs, not one; pass one of them (latest: {names})")
+    nested = [(d, scan_dump_dir(d)) for d in subdirs]
+    nested = [(d, mods) for d, mods in nested if mods]
+    if len(nested) == 1:
+        d, mods = nested[0]
+        return Run(p, {}, mods, d)
+    if len(nested) > 1:
+        raise UsageError(
+            f"{p} holds several dump folders ({', '.join(str(d) for d, _ in nested)}); "
+            "pass one of them"
+        )
+    raise UsageError(
+        f"{p}: no HLO dumps here (no *.before_optimizations.txt or "
+        "*_after_optimizations.txt files); make a run with `hloscope dump SCRIPT.py`, or "
+        "dump with XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text'"
+    )
+
+
+def dump_file_info(name: str) -> tuple[str | None, str | None, str, str | None] | None:
+    """Read an XLA dump file name.
+
+    Args:
+        name: A file name such as `module_0008.jit_mlp.cpu_after_optimizations.txt`.
+
+    Returns:
+        `(stamp, module_id, module_name, platform)`, with platform None for a
+        before-optimization file, or None when the name is not a before/after
+        HLO text dump (buffer assignments, `.ll`, `.o`, `.mlir`, debug options, ...).
+    """
+    m = _DUMP_NAME.fullmatch(name)
+    if m is None:
+        return None
+    platform = m["platform"]
+    return m["stamp"], m["id"], m["name"], _normalise_platform(platform) if platform else None
+
+
+def scan_dump_dir(folder: Path) -> tuple[ModuleDump, ...]:
+    """The modules in one XLA dump folder (not recursive), ordered by module id.
+
+    Files other than before/after HLO text dumps are ignored.
+    """
+    groups: dict[tuple[str | None, str | None, str], dict[str, Any]] = {}
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return ()
+    for entry in entries:
+        info = dump_file_info(entry.name)
+        if info is None or not entry.is_file():
+            continue
+        stamp, module_id, name, platform = info
+        group = groups.setdefault((stamp, module_id, name), {})
+        if platform is None:
+            group.setdefault("before", entry)
+        elif "after" not in group:
+            group["after"], group["platform"] = entry, platform
+    modules = [
+        ModuleDump(
+            name=name,
+            module_id=module_id,
+            before=g.get("before"),
+            after=g.get("after"),
+            platform=g.get("platform"),
+            stamp=stamp,
+        )
+        for (stamp, module_id, name), g in groups.items()
+    ]
+    modules = _disambiguate(modules)
+    modules.sort(key=lambda m: (m.id_number is None, m.id_number or 0, m.stamp or "", m.name))
+    return tuple(modules)
+
+
+def is_trivial(module: ModuleDump) -> bool:
+    """Whether a module is a small helper rather than the user's model.
+
+    JAX compiles every eager op a program runs (`jit_broadcast_in_dim`,
+    `jit_convert_element_type`, RNG seeding and sampling such as `jit__threefry_split`
+    and `jit__normal`, `jit__multi_slice`, the reductions that print results) as its
+    own module. Those, and any module of at most five instructions, are trivial.
+
+    Args:
+        module: The module; its before-optimization file is parsed when the name does
+            not decide (the after file when there is no before file).
+    """
+    name = re.sub(r"\.\d+$", "", module.name)
+    for prefix in ("jit__", "jit_", "pjit__", "pjit_"):
+        if name.startswith(prefix):
+            base = name[len(prefix) :]
+            if base in _JAX_HELPERS or base.startswith(("threefry", "random_")):
+                return True
+            break
+    try:
+        parsed = module.load_before() or module.load_after()
+    except HloscopeError:  # unreadable modules are shown, not hidden
+        return False
+    return parsed is not None and parsed.instruction_count <= _TRIVIAL_INSTRUCTIONS
+
+
+def platform_of(modules: Iterable[ModuleDump]) -> str | None:
+    """The most common platform among the modules' after files, or None."""
+    counts = Counter(m.platform for m in modules if m.platform)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+# ---------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(path: str, mtime_ns: int) -> HloModule:
+    from hloscope.hlo.parser import parse_file
+
+    return parse_file(path)
+
+
+def _load(path: Path) -> HloModule:
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        mtime = 0  # parse_file reports the missing file
+    return _load_cached(str(path), mtime)
+
+
+def _normalise_platform(text: str) -> str:
+    """`sm_9.0_gpu` -> `sm_90`, `sm_80_gpu` -> `sm_80`, `gfx950_gpu` -> `gfx950`."""
+    if text.endswith("_gpu") and len(text) > 4:
+        text = text[:-4]
+    return text.replace(".", "")
+
+
+def _disambiguate(modules: list[ModuleDump]) -> list[ModuleDump]:
+    """Keep keys unique: dumps of several processes (timestamped names) may share ids."""
+    counts = Counter(m.key for m in modules)
+    if all(n == 1 for n in counts.values()):
+        return modules
+    return [
+        dataclasses.replace(m, qualified=True) if counts[m.key] > 1 and m.stamp else m
+        for m in modules
+    ]
+
+
+def _listing(modules: Iterable[ModuleDump], limit: int = 12) -> str:
+    keys = [m.key for m in modules]
+    shown = ", ".join(keys[:limit])
+    return shown + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UsageError(f"{path}: not a readable run manifest ({e})") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path}: not a run manifest (expected a JSON object)")
+    return doc
+
+
+def _load_file(path: Path) -> Run:
+    """One HLO text file; its before/after partner in the same folder joins it."""
+    info = dump_file_info(path.name)
+    if info is not None:
+        stamp, module_id, name, platform = info
+        for module in scan_dump_dir(path.parent):
+            if path in (module.before, module.after):
+                return Run(path, {}, (module,), None)
+        is_after = platform is not None
+    else:
+        name, is_after = _header(path)
+        module_id = stamp = platform = None
+    module = ModuleDump(
+        name=name,
+        module_id=module_id,
+        before=None if is_after else path,
+        after=path if is_after else None,
+        platform=platform,
+        stamp=stamp,
+    )
+    return Run(path, {}, (module,), None)
+
+
+def _header(path: Path) -> tuple[str, bool]:
+    """`(module name, is_scheduled)` from a file's `HloModule` line, without parsing."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(65536).decode("utf-8", "replace")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+    m = _HEADER.search(head)
+    if m is None:
+        raise UsageError(f"{path}: not an HLO text file (no 'HloModule' line)")
+    return m[1], re.search(r"\bis_scheduled\s*=\s*true\b", m[2]) is not None

@@ -1,0 +1,54 @@
+"""Terminal rendering of reports: the module table that ends `dump` and starts `report`."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from hloscope.analysis.report import analyze_run
+from hloscope.render.text import modules_table, short_name
+from hloscope.runs import load_run
+from tests.conftest import DATA
+
+
+def _render(renderable: object, width: int = 100) -> str:
+    console = Console(file=io.StringIO(), width=width)
+    console.print(renderable)
+    return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]
+
+
+def test_module_table_folds_helpers_and_matches_the_analysis() -> None:
+    report = analyze_run(load_run(DATA / "jax_mlp"))
+    (mlp,) = report.main
+    assert mlp.before is not None and mlp.after is not None
+    compact = _render(modules_table(report))
+    line = next(x for x in compact.splitlines() if "0030.jit_mlp" in x)
+    assert line.split()[1:] == [
+        f"{mlp.before.instructions}→{mlp.after.instructions}",
+        f"{mlp.before.ops}→{mlp.after.kernel_count}",
+        str(mlp.after.fusions),
+        str(mlp.after.launches),
+        f"{mlp.ops_per_kernel:.1f}",
+    ]
+    assert "+ 20 trivial helper modules (jit__normal ×4" in compact
+    assert "jit_sqrt" not in compact
+    assert "0010.jit_sqrt" in _render(modules_table(report, show_all=True))
+
+
+def test_module_table_fits_80_columns() -> None:
+    report = analyze_run(load_run(DATA / "tf_dense_relu"))
+    text = _render(modules_table(report), width=80)
+    assert "…" not in text.splitlines()[1]  # headers are not cut
+    assert "16→12" in text
+
+
+def test_short_name_drops_tf_noise_and_cuts_in_the_middle() -> None:
+    name = (
+        "a_inference_dense_relu_12__XlaMustCompile_true_config_proto_13561319589895757934"
+        "_executor_type_11160318154034397263_.1"
+    )
+    assert short_name(name) == "a_inference_dense_relu_12.1"
+    assert short_name("jit_mlp") == "jit_mlp"
+    cut = short_name("x" * 30 + "y" * 30, 21)
+    assert len(cut) == 21 and cut.startswith("xxxx") and cut.endswith("yyyy") and "…" in cut
