@@ -713,7 +713,7 @@ def graph(
         typer.Option(
             "--module",
             "-M",
-            help="The module (key, name, id or unique part of the key) [default: the biggest].",
+            help="The module (key, name, id or unique part of the key); default: the biggest.",
             show_default=False,
         ),
     ] = None,
@@ -722,7 +722,7 @@ def graph(
         typer.Option(
             "--stage",
             help="after: kernels; before: ops, coloured by the kernel each went to "
-            "[default: after, or the stage of the one file given].",
+            "(default: after, or the stage of the one file given).",
             metavar="before|after",
             show_default=False,
         ),
@@ -733,7 +733,7 @@ def graph(
             "--out",
             "-o",
             help="Picture to write: .svg, .png, .pdf, or .dot for the DOT source only "
-            "[default: <module>.<stage>.svg here]. The .dot is always written beside it.",
+            "(default: <module>.<stage>.svg here). The .dot is always written beside it.",
             show_default=False,
         ),
     ] = None,

@@ -1,0 +1,528 @@
+"""Size budget for diagrams: choose what to draw when a graph is too big to read.
+
+The input is a *unit graph*: a networkx DiGraph whose nodes are what a diagram would draw
+one by one (kernels after optimization, ops before), carrying the node attributes named
+below. `neighbourhood` and `filter_scope` cut it down; `collapse` folds it into at most
+`max_nodes` nodes by source-op name scope, with repeated identical blocks folded into
+one node marked ×N, and says which units every drawn node stands for. Everything here
+is a pure function over graphs and small dataclasses; `hloscope.render.dot` draws it.
+
+Scopes are the source-op names of the metadata without their last part: TensorFlow name
+scopes (`resnet50_1/conv2_block1_1_bn_1/batchnorm`), Keras layer names, JAX paths
+(`jit(f)/jvp(layer_3)`). The scope tree splits them at `/` and, outside parentheses and
+brackets, at `_`, so Keras' flat names (`conv2_block1_1_conv`) nest by stage and block.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+from collections import Counter, deque
+from collections.abc import Collection, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from hloscope.errors import UsageError
+
+# Node attributes of a unit graph.
+SCOPE = "scope"  # str: the name scope the unit comes from ("" when unknown)
+OP_NAMES = "op_names"  # tuple[str, ...]: the unit's source op names, its own first
+SIGNATURE = "signature"  # hashable: what makes two units alike (kind and shape)
+PINNED = "pinned"  # bool: never collapsed (parameters, outputs, expanded fusions)
+ORDER = "order"  # int: position in program order
+# Node attribute of a collapsed graph: the `Group` a node stands for.
+GROUP = "group"
+# Edge attribute of a collapsed graph: the (src unit, dst unit) pairs an edge stands for.
+MERGED = "merged"
+
+_DIGITS = re.compile(r"\d+")
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Units drawn as one node.
+
+    Attributes:
+        id: The node id in the collapsed graph (`g/<scope>`, `r/<pattern>`).
+        scope: The common scope; for a repeat, the pattern with `#` for the number.
+        members: Unit ids it stands for, in program order.
+        instances: For a repeat: the scope of each instance, in order; else empty.
+        numbers: For a repeat: the numbers that vary (`2–84`); else "".
+        part: For a slice of a flat scope too wide to draw: `i/n`; else "".
+    """
+
+    id: str
+    scope: str
+    members: tuple[str, ...]
+    instances: tuple[str, ...] = ()
+    numbers: str = ""
+    part: str = ""
+
+    @property
+    def count(self) -> int:
+        """How many units it stands for."""
+        return len(self.members)
+
+    @property
+    def repeat(self) -> int:
+        """N of ×N: instances of a repeated block (1 for a plain group)."""
+        return len(self.instances) or 1
+
+
+@dataclass(frozen=True)
+class Collapsed:
+    """A unit graph folded to fit a node budget.
+
+    Attributes:
+        graph: Nodes are the units left alone (with their attributes) and one node per
+            group (attribute `GROUP`); edges are merged (attribute `MERGED`).
+        groups: The groups by node id.
+        group_of: Unit id -> group id, for every collapsed unit.
+        units: Units in the input graph (pinned nodes not counted).
+    """
+
+    graph: nx.DiGraph
+    groups: Mapping[str, Group] = field(default_factory=dict)
+    group_of: Mapping[str, str] = field(default_factory=dict)
+    units: int = 0
+
+    @property
+    def collapsed(self) -> bool:
+        """Whether any unit was folded into a group."""
+        return bool(self.groups)
+
+
+def scope_of(op_name: str | None) -> str:
+    """The name scope of a source op name: everything before its last `/` part.
+
+    JAX sometimes joins two names with `;`; the first one is used.
+    """
+    if not op_name:
+        return ""
+    name = op_name.split(";", 1)[0]
+    cut = -1
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+        elif ch == "/" and depth == 0:
+            cut = i
+    return name[:cut] if cut > 0 else ""
+
+
+def scope_prefixes(scope: str) -> list[str]:
+    """Every prefix of `scope` that ends at a scope boundary, shortest first, `scope` last.
+
+    Boundaries are `/` and, outside parentheses and brackets, `_` between two name parts:
+    `resnet50_1/conv2_block1` -> `resnet50`, `resnet50_1`, `resnet50_1/conv2`,
+    `resnet50_1/conv2_block1`.
+    """
+    out: list[str] = []
+    depth = 0
+    for i, ch in enumerate(scope):
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch in "/_" and 0 < i < len(scope) - 1:
+            if ch == "_" and (scope[i - 1] in "/_" or scope[i + 1] in "/_"):
+                continue
+            if not out or out[-1] != scope[:i]:
+                out.append(scope[:i])
+    if scope:
+        out.append(scope)
+    return out
+
+
+def matches_scope(op_name: str, path: str) -> bool:
+    """Whether `op_name` comes from the scope `path`.
+
+    `path` may start at any `/` part of the name, or inside parentheses, and end at any
+    boundary (`/`, `_`, `)`): `conv2_block1` matches
+    `resnet50_1/conv2_block1_1_conv_1/Conv2D`, `layer_3` matches
+    `jit(f)/jvp(layer_3)/dot_general`, but not `jit(f)/layer_30/dot_general`.
+    """
+    path = path.strip("/")
+    if not path:
+        return True
+    starts = [0] + [i + 1 for i, ch in enumerate(op_name) if ch in "/("]
+    for start in starts:
+        if op_name.startswith(path, start):
+            end = start + len(path)
+            if end == len(op_name) or op_name[end] in "/_)" or path[-1] in "/_(":
+                return True
+    return False
+
+
+def filter_scope(g: nx.DiGraph, path: str) -> nx.DiGraph:
+    """The units that come from scope `path`, with the pinned nodes they touch.
+
+    A unit is kept when its first source op name (`OP_NAMES[0]`: for a kernel, the op
+    its root comes from), else its `SCOPE`, matches (see `matches_scope`); when no unit
+    matches that way, units with any matching source op are kept (a fusion that holds
+    one op of the scope).
+
+    Raises:
+        UsageError: When nothing matches; the message lists the biggest scopes.
+    """
+    names = {
+        n: d.get(OP_NAMES) or (d.get(SCOPE) or "",)
+        for n, d in g.nodes(data=True)
+        if not d.get(PINNED)
+    }
+    keep = {n for n, ops in names.items() if matches_scope(ops[0], path)}
+    if not keep:
+        keep = {n for n, ops in names.items() if any(matches_scope(o, path) for o in ops)}
+    if not keep:
+        hint = ", ".join(top_scopes(g)) or "(the module has no name scopes)"
+        raise UsageError(f"nothing comes from scope {path!r}; biggest scopes: {hint}")
+    return g.subgraph(keep | _touching_pinned(g, keep)).copy()
+
+
+def neighbourhood(
+    g: nx.DiGraph, centers: Collection[str], depth: int, *, hub_degree: int = 16
+) -> nx.DiGraph:
+    """Every node within `depth` edges of `centers`, edges followed in both directions.
+
+    A hub (a node other than a center with more than `hub_degree` edges, such as a
+    constant every layer reads) is included but not walked through: otherwise two hops
+    through it would reach most of the graph.
+
+    Args:
+        g: A unit graph.
+        centers: Node ids to start from (all must be in `g`).
+        depth: Hops to follow (0: the centers alone).
+        hub_degree: Edges above which a node is a hub.
+
+    Returns:
+        The induced subgraph, a copy.
+    """
+    seen = {c: 0 for c in centers if c in g}
+    queue = deque(seen)
+    while queue:
+        node = queue.popleft()
+        hops = seen[node]
+        if hops >= depth or (hops and g.degree(node) > hub_degree):
+            continue
+        for other in (*g.predecessors(node), *g.successors(node)):
+            if other not in seen:
+                seen[other] = hops + 1
+                queue.append(other)
+    return g.subgraph(seen).copy()
+
+
+def top_scopes(g: nx.DiGraph, n: int = 6, levels: int = 2) -> list[str]:
+    """The `n` scopes (cut to `levels` `/` parts) holding the most units, biggest first."""
+    counts: Counter[str] = Counter()
+    for _, d in g.nodes(data=True):
+        scope = d.get(SCOPE) or ""
+        if scope and not d.get(PINNED):
+            counts["/".join(scope.split("/")[:levels])] += 1
+    return [s for s, _ in counts.most_common(n)]
+
+
+def collapse(g: nx.DiGraph, max_nodes: int) -> Collapsed:
+    """Fold a unit graph into at most `max_nodes` nodes (pinned nodes included).
+
+    Scopes are opened biggest first while the budget allows. Sibling scopes whose names
+    differ only by a number and whose units have the same multiset of `SIGNATURE`s are
+    one repeated block, drawn as one node ×N; when opened, the first instance is shown
+    on its own and the others stay one node ×(N-1). A scope with more children than half
+    the budget (a flat graph) is cut into contiguous slices in program order. Every
+    unit ends up either drawn or in exactly one group.
+
+    Args:
+        g: A unit graph.
+        max_nodes: The node budget.
+
+    Returns:
+        The collapsed graph; `g` itself, with no groups, when it already fits.
+    """
+    units = [n for n, d in g.nodes(data=True) if not d.get(PINNED)]
+    pinned = g.number_of_nodes() - len(units)
+    if g.number_of_nodes() <= max_nodes:
+        return Collapsed(g, {}, {}, len(units))
+    order = {n: g.nodes[n].get(ORDER, i) for i, n in enumerate(g.nodes)}
+    units.sort(key=order.__getitem__)
+    root = _build_tree(g, units, order)
+    budget = max(1, max_nodes - pinned)
+    elems = _cut(root, budget, order)
+    return _assemble(g, elems, order, len(units))
+
+
+# --- the scope tree ---------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Scope:
+    prefix: str
+    token: str  # the part after the parent's prefix, separator stripped
+    sep: str  # the separator before `token` ("" at the top)
+    parent: _Scope | None
+    children: dict[str, _Scope] = field(default_factory=dict)
+    units: list[str] = field(default_factory=list)
+    count: int = 0
+    first: int = 0
+    signature: Hashable = None
+
+
+def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _Scope:
+    root = _Scope("", "", "", None)
+    index = {"": root}
+    for u in units:
+        node = root
+        for prefix in scope_prefixes(g.nodes[u].get(SCOPE) or ""):
+            child = index.get(prefix)
+            if child is None:
+                start = len(node.prefix)
+                sep = prefix[start] if start and prefix[start] in "/_" else ""
+                child = _Scope(prefix, prefix[start + len(sep) :], sep, node)
+                node.children[prefix] = child
+                index[prefix] = child
+            node = child
+        node.units.append(u)
+
+    def finish(s: _Scope) -> Counter[Hashable]:
+        sig: Counter[Hashable] = Counter(_signature(g, u) for u in s.units)
+        firsts = [order[u] for u in s.units[:1]]
+        s.count = len(s.units)
+        for child in s.children.values():
+            sig.update(finish(child))
+            s.count += child.count
+            firsts.append(child.first)
+        s.first = min(firsts) if firsts else 0
+        s.signature = frozenset(sig.items())
+        return sig
+
+    finish(root)
+    return root
+
+
+def _signature(g: nx.DiGraph, u: str) -> Hashable:
+    sig = g.nodes[u].get(SIGNATURE)
+    return sig if sig is not None else u
+
+
+def _units_of(s: _Scope) -> Iterable[str]:
+    yield from s.units
+    for child in s.children.values():
+        yield from _units_of(child)
+
+
+# --- choosing the cut -------------------------------------------------------------------
+
+_UNIT, _GROUP, _REPEAT, _SLICE = "unit", "group", "repeat", "slice"
+
+
+@dataclass(eq=False)
+class _Elem:
+    kind: str
+    scopes: list[_Scope]
+    units: list[str]
+    first: int
+    peeled: bool = False
+    parent: _Scope | None = None  # for a slice: the scope it slices
+    part: str = ""
+
+    @property
+    def count(self) -> int:
+        return sum(s.count for s in self.scopes) + len(self.units)
+
+    @property
+    def expandable(self) -> bool:
+        return self.kind == _GROUP or (self.kind == _REPEAT and not self.peeled)
+
+
+def _make(s: _Scope) -> _Elem:
+    while not s.units and len(s.children) == 1:
+        s = next(iter(s.children.values()))
+    if s.count == 1:
+        (u,) = tuple(_units_of(s))
+        return _Elem(_UNIT, [], [u], s.first)
+    return _Elem(_GROUP, [s], [], s.first)
+
+
+def _children(e: _Elem, order: Mapping[str, int]) -> list[_Elem]:
+    if e.kind == _REPEAT:
+        first, rest = e.scopes[0], e.scopes[1:]
+        out = [_make(first)]
+        if len(rest) >= 2:
+            out.append(_Elem(_REPEAT, rest, [], rest[0].first, peeled=True))
+        else:
+            out.append(_make(rest[0]))
+        return out
+    (s,) = e.scopes
+    while not s.units and len(s.children) == 1:
+        s = next(iter(s.children.values()))
+    classes: dict[Hashable, list[_Scope]] = {}
+    for child in s.children.values():
+        pattern = _DIGITS.sub("#", child.token)
+        key: Hashable = (pattern, child.signature) if pattern != child.token else child
+        classes.setdefault(key, []).append(child)
+    out = []
+    for members in classes.values():
+        if len(members) >= 2:
+            members.sort(key=_natural_key)
+            out.append(_Elem(_REPEAT, members, [], min(m.first for m in members)))
+        else:
+            out.append(_make(members[0]))
+    out.extend(_Elem(_UNIT, [], [u], order[u]) for u in s.units)
+    out.sort(key=lambda x: x.first)
+    return out
+
+
+def _natural_key(s: _Scope) -> tuple[int, ...]:
+    return tuple(int(d) for d in _DIGITS.findall(s.token))
+
+
+def _cut(root: _Scope, budget: int, order: Mapping[str, int]) -> list[_Elem]:
+    start = _make(root)
+    current: dict[int, _Elem] = {id(start): start}
+    # Biggest first; ties in program order. The serial keeps heap entries comparable.
+    heap: list[tuple[int, int, int, _Elem]] = []
+    serial = itertools.count()
+
+    def push(e: _Elem) -> None:
+        if e.expandable:
+            heapq.heappush(heap, (-e.count, e.first, next(serial), e))
+
+    push(start)
+    while heap:
+        e = heapq.heappop(heap)[3]
+        if id(e) not in current:
+            continue
+        kids = _children(e, order)
+        total = len(current)
+        if total - 1 + len(kids) <= budget:
+            del current[id(e)]
+            for k in kids:
+                current[id(k)] = k
+                push(k)
+            continue
+        slots = budget - total + 1
+        if e.kind == _GROUP and len(kids) > budget // 2 and slots >= 2:
+            del current[id(e)]
+            for k in _slices(e.scopes[0], kids, slots):
+                current[id(k)] = k
+    return sorted(current.values(), key=lambda x: x.first)
+
+
+def _slices(parent: _Scope, kids: list[_Elem], slots: int) -> list[_Elem]:
+    size = -(-len(kids) // slots)
+    chunks = [kids[i : i + size] for i in range(0, len(kids), size)]
+    out = []
+    for i, chunk in enumerate(chunks):
+        if len(chunk) == 1:
+            out.append(chunk[0])
+            continue
+        scopes = [s for k in chunk for s in k.scopes]
+        unit_ids = [u for k in chunk for u in k.units]
+        out.append(
+            _Elem(
+                _SLICE,
+                scopes,
+                unit_ids,
+                chunk[0].first,
+                parent=parent,
+                part=f"{i + 1}/{len(chunks)}",
+            )
+        )
+    return out
+
+
+# --- the collapsed graph ----------------------------------------------------------------
+
+
+def _assemble(g: nx.DiGraph, elems: list[_Elem], order: Mapping[str, int], units: int) -> Collapsed:
+    groups: dict[str, Group] = {}
+    group_of: dict[str, str] = {}
+    for e in elems:
+        if e.kind == _UNIT:
+            continue
+        members = sorted(
+            [u for s in e.scopes for u in _units_of(s)] + e.units, key=order.__getitem__
+        )
+        group = _group(e, members, groups)
+        groups[group.id] = group
+        for u in members:
+            group_of[u] = group.id
+
+    h = nx.DiGraph(name=g.graph.get("name", ""))
+    for n in sorted(g.nodes, key=order.__getitem__):
+        gid = group_of.get(n)
+        if gid is None:
+            h.add_node(n, **g.nodes[n])
+        elif gid not in h:
+            group = groups[gid]
+            h.add_node(gid, **{GROUP: group, ORDER: order[group.members[0]]})
+    for u, v in g.edges:
+        a, b = group_of.get(u, u), group_of.get(v, v)
+        if a == b:
+            continue
+        if h.has_edge(a, b):
+            h[a][b][MERGED].append((u, v))
+        else:
+            h.add_edge(a, b, **{MERGED: [(u, v)]})
+    return Collapsed(h, groups, group_of, units)
+
+
+def _group(e: _Elem, members: list[str], taken: Mapping[str, Group]) -> Group:
+    if e.kind == _REPEAT:
+        first = e.scopes[0]
+        parent = first.parent.prefix if first.parent else ""
+        pattern = parent + first.sep + _DIGITS.sub("#", first.token)
+        gid = _unique(f"r/{pattern}", taken)
+        return Group(
+            gid,
+            pattern,
+            tuple(members),
+            instances=tuple(s.prefix for s in e.scopes),
+            numbers=_numbers([s.token for s in e.scopes]),
+        )
+    if e.kind == _SLICE:
+        scope = e.parent.prefix if e.parent else ""
+        return Group(_unique(f"g/{scope}#{e.part}", taken), scope, tuple(members), part=e.part)
+    scope = e.scopes[0].prefix
+    return Group(_unique(f"g/{scope}", taken), scope, tuple(members))
+
+
+def _unique(gid: str, taken: Mapping[str, object]) -> str:
+    if gid not in taken:
+        return gid
+    n = 2
+    while f"{gid}~{n}" in taken:
+        n += 1
+    return f"{gid}~{n}"
+
+
+def _numbers(tokens: list[str]) -> str:
+    """The numbers that vary between instance names: `2–84`, or `1, 3, 7`."""
+    runs = [[int(d) for d in _DIGITS.findall(t)] for t in tokens]
+    width = min(len(r) for r in runs)
+    parts = []
+    for i in range(width):
+        values = [r[i] for r in runs]
+        if len(set(values)) == 1:
+            continue
+        ordered = sorted(set(values))
+        if ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 2:
+            parts.append(f"{ordered[0]}–{ordered[-1]}")
+        else:
+            shown = ", ".join(str(v) for v in ordered[:4])
+            parts.append(shown + (", …" if len(ordered) > 4 else ""))
+    return "; ".join(parts)
+
+
+def _touching_pinned(g: nx.DiGraph, keep: set[str]) -> set[str]:
+    out = set()
+    for n in keep:
+        for other in (*g.predecessors(n), *g.successors(n)):
+            if g.nodes[other].get(PINNED):
+                out.add(other)
+    return out

@@ -1,0 +1,197 @@
+"""The diagram size budget: scopes, neighbourhoods, and collapsing that loses no unit.
+
+Unit graphs here are built by hand (layers of a made-up model, a flat graph without
+metadata); `tests/render/test_dot.py` runs the same functions on the captured dumps.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from hloscope.analysis.collapse import (
+    GROUP,
+    MERGED,
+    OP_NAMES,
+    ORDER,
+    PINNED,
+    SCOPE,
+    SIGNATURE,
+    Collapsed,
+    collapse,
+    filter_scope,
+    matches_scope,
+    neighbourhood,
+    scope_of,
+    scope_prefixes,
+)
+from hloscope.errors import UsageError
+
+
+def _layers(n_layers: int, per_layer: int = 4, *, odd_last: bool = True) -> nx.DiGraph:
+    """input -> layer_0 .. layer_{n-1} (a chain of `per_layer` units each) -> output.
+
+    Every layer has the same kinds and shapes except, with `odd_last`, the last one.
+    """
+    g = nx.DiGraph()
+    order = 0
+    g.add_node("in", **{PINNED: True, ORDER: order})
+    prev = "in"
+    for layer in range(n_layers):
+        for j in range(per_layer):
+            order += 1
+            node = f"k{layer}_{j}"
+            width = 99 if odd_last and layer == n_layers - 1 else 64
+            scope = f"jit(f)/layer_{layer}/block"
+            g.add_node(
+                node,
+                **{
+                    SCOPE: scope,
+                    OP_NAMES: (f"{scope}/op{j}",),
+                    SIGNATURE: (f"kind{j}", f"f32[{width}]"),
+                    ORDER: order,
+                },
+            )
+            g.add_edge(prev, node)
+            prev = node
+    g.add_node("out", **{PINNED: True, ORDER: order + 1})
+    g.add_edge(prev, "out")
+    return g
+
+
+def _accounted(g: nx.DiGraph, col: Collapsed) -> None:
+    """Every unit is drawn alone or in exactly one group; pinned nodes stay."""
+    units = {n for n, d in g.nodes(data=True) if not d.get(PINNED)}
+    alone = {n for n in col.graph if GROUP not in col.graph.nodes[n]} - {
+        n for n, d in g.nodes(data=True) if d.get(PINNED)
+    }
+    grouped = [m for group in col.groups.values() for m in group.members]
+    assert len(grouped) == len(set(grouped))
+    assert alone | set(grouped) == units
+    assert not alone & set(grouped)
+    assert sum(group.count for group in col.groups.values()) + len(alone) == len(units)
+    assert {n for n, d in g.nodes(data=True) if d.get(PINNED)} <= set(col.graph)
+
+
+def test_scope_of_strips_the_op_and_keeps_parenthesised_paths() -> None:
+    assert scope_of("resnet50_1/conv2_block1_1_bn_1/batchnorm/Rsqrt") == (
+        "resnet50_1/conv2_block1_1_bn_1/batchnorm"
+    )
+    assert scope_of("jit(f)/transpose(jvp(layer_0))/reduce_sum") == (
+        "jit(f)/transpose(jvp(layer_0))"
+    )
+    assert scope_of("jit(f)/vmap(a/b)") == "jit(f)"  # no split inside parentheses
+    assert scope_of("MatMul") == ""
+    assert scope_of(None) == ""
+    assert scope_of("jit(f)/a/add_any;jit(f)/b/broadcast_in_dim") == "jit(f)/a"
+
+
+def test_scope_prefixes_nest_keras_layer_names_by_underscore() -> None:
+    assert scope_prefixes("resnet50_1/conv2_block1") == [
+        "resnet50",
+        "resnet50_1",
+        "resnet50_1/conv2",
+        "resnet50_1/conv2_block1",
+    ]
+    # `_` inside parentheses is not a boundary; a leading or doubled `_` is not either
+    assert scope_prefixes("jit(f)/jvp(layer_3)") == ["jit(f)", "jit(f)/jvp(layer_3)"]
+    assert scope_prefixes("a__b") == ["a__b"]
+    assert scope_prefixes("") == []
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "expected"),
+    [
+        ("resnet50_1/conv2_block1_1_conv_1/Conv2D", "conv2_block1", True),
+        ("resnet50_1/conv2_block1_1_conv_1/Conv2D", "resnet50_1/conv2", True),
+        ("resnet50_1/conv2_block10_1_conv_1/Conv2D", "conv2_block1", False),
+        ("jit(f)/jvp(layer_3)/dot_general", "jit(f)/jvp(layer_3)", True),
+        ("jit(f)/jvp(layer_3)/dot_general", "jvp(layer_3)/dot_general", True),
+        ("jit(f)/jvp(layer_3)/dot_general", "layer_3", True),
+        ("jit(f)/layer_30/dot_general", "layer_3", False),
+        ("anything", "", True),
+    ],
+)
+def test_matches_scope(name: str, path: str, expected: bool) -> None:
+    assert matches_scope(name, path) is expected
+
+
+def test_collapse_leaves_a_graph_that_fits_alone() -> None:
+    g = _layers(3)
+    col = collapse(g, 100)
+    assert not col.collapsed
+    assert col.graph is g
+    assert col.units == 12
+
+
+def test_repeated_layers_fold_into_one_node_marked_times_n() -> None:
+    g = _layers(40)  # 160 units, layers 0..38 alike, layer 39 different
+    col = collapse(g, 30)
+    _accounted(g, col)
+    assert col.graph.number_of_nodes() <= 30
+    repeats = [gr for gr in col.groups.values() if gr.repeat > 1]
+    assert len(repeats) == 1
+    (rep,) = repeats
+    # the first instance is drawn on its own, the rest are one node
+    assert rep.repeat == 38
+    assert rep.instances[0] == "jit(f)/layer_1" and rep.instances[-1] == "jit(f)/layer_38"
+    assert rep.numbers == "1–38"
+    assert rep.scope == "jit(f)/layer_#"
+    assert rep.count == 38 * 4
+    # layer_0 (the peeled instance) and the odd last layer are opened to their units
+    assert "k0_0" in col.graph and "k39_3" in col.graph
+    # edges into and out of the repeated block are merged, with the unit pairs kept
+    assert col.graph.has_edge("k0_3", rep.id)
+    assert col.graph.edges["k0_3", rep.id][MERGED] == [("k0_3", "k1_0")]
+    assert col.graph.has_edge(rep.id, "k39_0")
+
+
+def test_tight_budget_still_accounts_for_every_unit() -> None:
+    g = _layers(40)
+    for budget in (3, 5, 8, 13):
+        col = collapse(g, budget)
+        _accounted(g, col)
+        assert col.graph.number_of_nodes() <= max(budget, 3)
+
+
+def test_flat_graph_without_scopes_is_cut_into_ordered_slices() -> None:
+    g = nx.DiGraph()
+    for i in range(500):
+        g.add_node(f"u{i}", **{SCOPE: "", SIGNATURE: ("k", str(i % 7)), ORDER: i})
+        if i:
+            g.add_edge(f"u{i - 1}", f"u{i}")
+    col = collapse(g, 50)
+    _accounted(g, col)
+    assert col.graph.number_of_nodes() <= 50
+    parts = sorted(col.groups.values(), key=lambda gr: gr.members[0])
+    assert all(gr.part for gr in parts)
+    # slices are contiguous runs in program order
+    for gr in parts:
+        numbers = [int(m[1:]) for m in gr.members]
+        assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+
+
+def test_neighbourhood_follows_edges_both_ways() -> None:
+    g = _layers(3)
+    near = neighbourhood(g, ["k1_1"], 2)
+    assert set(near) == {"k0_3", "k1_0", "k1_1", "k1_2", "k1_3"}
+    assert set(neighbourhood(g, ["k1_1"], 0)) == {"k1_1"}
+
+
+def test_neighbourhood_does_not_walk_through_hubs() -> None:
+    g = _layers(5)
+    units = [n for n in g if n.startswith("k")]
+    for u in units:  # a constant every unit reads
+        g.add_edge("hub", u)
+    near = neighbourhood(g, ["k1_1"], 2)
+    assert "hub" in near
+    assert "k4_3" not in near  # two hops away only through the hub
+    assert len(neighbourhood(g, ["hub"], 1)) == len(units) + 1  # a center is walked
+
+
+def test_filter_scope_keeps_matching_units_and_their_pinned_neighbours() -> None:
+    g = _layers(3)
+    sub = filter_scope(g, "layer_0")
+    assert set(sub) == {"in", "k0_0", "k0_1", "k0_2", "k0_3"}
+    with pytest.raises(UsageError, match="biggest scopes: jit"):
+        filter_scope(g, "layer_9")
