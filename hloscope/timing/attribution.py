@@ -1,0 +1,815 @@
+"""Trace events -> per-module, per-kernel timings: the analysis stage of `timing`.
+
+Every event that carries an `hlo_op` stat is one executed HLO instruction of the module
+its `hlo_module` (or `program_id`) names: a thunk on the CPU (`/host:CPU`), a kernel on a
+device plane (`/device:GPU:N`, where one HLO op may run several kernels). Events are
+grouped into executions of their module, the first `skip_first` executions are left out
+as warm-up, and the rest is summarised per module and per kernel in frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hloscope.errors import UsageError
+from hloscope.timing.xplane import (
+    DEVICE_PLANE_PREFIX,
+    Trace,
+    find_profile,
+    read_trace,
+)
+
+if TYPE_CHECKING:
+    from hloscope.analysis.fusion import ModuleAnalysis
+
+__all__ = [
+    "KernelTiming",
+    "ModuleTiming",
+    "OpEvent",
+    "ProfileTimings",
+    "attribute",
+    "load_profile",
+    "op_events",
+    "static_analyses",
+]
+
+# Lines the profiler's post-processing derives from the kernel lines (xprof's
+# derived_timeline); they repeat kernel time, so only "XLA Modules" is read (as
+# execution boundaries) and none is counted as kernels.
+DERIVED_LINES = (
+    "XLA Ops",
+    "XLA Modules",
+    "Async XLA Ops",
+    "Framework Ops",
+    "Framework Name Scope",
+    "Source code",
+    "Steps",
+    "Launch Stats",
+    "Host Offload Ops",
+    "Sparse Core",
+    "_counters_",
+)
+XLA_MODULES_LINE = "XLA Modules"
+# The host-side event around one execution of a compiled XLA executable (TensorFlow's
+# CPU and GPU runtimes); op events on the same thread nest inside it.
+EXECUTE_EVENT_SUFFIXES = ("ExecuteAsyncOnStream", "ExecuteAsyncOnStreamImpl")
+# XLA GPU's host TraceMe around launching one module: `<module>:XLA GPU module`.
+GPU_MODULE_SUFFIX = ":XLA GPU module"
+# Nested annotations join op names with this (`while.1::fusion.2`).
+ANNOTATION_DELIMITER = "::"
+
+# How executions were told apart (ModuleTiming.split_by).
+SPLIT_RUN_ID = "run_id"
+SPLIT_EXECUTE_EVENT = "execute event"
+SPLIT_MODULE_EVENT = "XLA Modules line"
+SPLIT_LAUNCH = "launch correlation"
+SPLIT_REPEAT = "first op repeats"
+# What an execution's wall time is (ModuleTiming.wall_from).
+WALL_OPS = "first op start to last op end"
+WALL_EXECUTE = "enclosing execute event"
+WALL_MODULE = "XLA Modules event"
+# Control-flow thunks (XLA names them so) enclose their body's ops instead of computing.
+_CONTROL_NAME = re.compile(r"(?:while|conditional)(?:[._-]\d+)*")
+
+
+@dataclass(frozen=True, slots=True)
+class OpEvent:
+    """One execution of one HLO instruction (a CPU thunk or one device kernel).
+
+    Attributes:
+        module: The HloModule name.
+        program_id: XLA's program id of the compiled module (= the dump's module_NNNN),
+            when the profile says.
+        op: The HLO instruction (innermost one when the annotation nests ops).
+        kernel: The event name: the op itself on the CPU, the kernel name on a device.
+        device: The plane (`/host:CPU`, `/device:GPU:0`).
+        line: The line (thread or stream) name.
+        line_id: The line id.
+        start_ps: Start, picoseconds.
+        end_ps: End, picoseconds.
+        run_id: The execution's run id when the profiler recorded one (not -1).
+        correlation_id: CUPTI's launch correlation id (device kernels).
+        on_device: Whether it is on a device plane.
+    """
+
+    module: str
+    program_id: int | None
+    op: str
+    kernel: str
+    device: str
+    line: str
+    line_id: int
+    start_ps: int
+    end_ps: int
+    run_id: int | None = None
+    correlation_id: int | None = None
+    on_device: bool = False
+
+    @property
+    def duration_ps(self) -> int:
+        """Duration, picoseconds."""
+        return self.end_ps - self.start_ps
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    """Measured time of one HLO instruction of a module, over the steady-state executions.
+
+    Attributes:
+        name: The HLO instruction name (as `analyze_module(...).kernels[].name`).
+        calls: How many times it ran.
+        total_us: Sum of its durations.
+        mean_us: Mean per call.
+        median_us: Median per call.
+        min_us: Fastest call.
+        max_us: Slowest call.
+        share: Its part of the module's kernel time (0..1).
+        calls_per_execution: Calls divided by executions.
+        kernels_per_op: Most device kernels one call ran (1 on the CPU; 2 or more for
+            e.g. a cuBLAS GEMM with a split-K reduction).
+        device_kernels: Names of the device kernels it ran, when they differ from the op.
+    """
+
+    name: str
+    calls: int
+    total_us: float
+    mean_us: float
+    median_us: float
+    min_us: float
+    max_us: float
+    share: float
+    calls_per_execution: float
+    kernels_per_op: int = 1
+    device_kernels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModuleTiming:
+    """Measured time of one compiled module.
+
+    Attributes:
+        name: The HloModule name.
+        program_id: XLA's program id, when known.
+        executions: Steady-state executions measured (warm-up left out).
+        skipped: Executions left out as warm-up.
+        total_us: Wall time of the steady-state executions, summed (see `wall_from`).
+        kernel_us: Time inside its kernels, summed.
+        unattributed_us: Wall time when none of its kernels ran: gaps between kernels,
+            host overhead inside the execution.
+        execution_us: Wall time of each steady-state execution, in order.
+        launches_per_execution: HLO-level kernel launches (op calls) per execution, as
+            `analyze_module(...).launches` counts them.
+        kernel_launches_per_execution: Device kernels per execution (differs from the
+            above where an op runs several kernels).
+        static_launches: `analyze_module(after).launches` when the HLO was given.
+        launch_mismatch: Whether measured and static launches differ (None: no HLO).
+        kernels: Per-instruction timings, slowest total first.
+        missing_kernels: Kernels of the HLO never seen in the profile (HLO given).
+        unknown_ops: Ops seen in the profile that are not kernels of the HLO.
+        devices: Planes it ran on.
+        split_by: How executions were told apart (`run_id`, `execute event`, ...).
+        wall_from: How an execution's wall time was measured.
+    """
+
+    name: str
+    program_id: int | None
+    executions: int
+    skipped: int
+    total_us: float
+    kernel_us: float
+    unattributed_us: float
+    execution_us: tuple[float, ...]
+    launches_per_execution: float
+    kernel_launches_per_execution: float
+    static_launches: int | None
+    launch_mismatch: bool | None
+    kernels: tuple[KernelTiming, ...]
+    missing_kernels: tuple[str, ...] = ()
+    unknown_ops: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    split_by: str = SPLIT_RUN_ID
+    wall_from: str = WALL_OPS
+
+    @property
+    def mean_us(self) -> float:
+        """Mean wall time of one execution (0 without executions)."""
+        return self.total_us / self.executions if self.executions else 0.0
+
+    @property
+    def median_us(self) -> float:
+        """Median wall time of one execution (0 without executions)."""
+        return statistics.median(self.execution_us) if self.execution_us else 0.0
+
+    def kernel(self, name: str) -> KernelTiming | None:
+        """The timing of one instruction, or None when it never ran."""
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        return None
+
+
+@dataclass(frozen=True)
+class ProfileTimings:
+    """Per-module timings of one profile.
+
+    Attributes:
+        path: The profile file.
+        format: `xplane` or `trace.json`.
+        modules: Timings by module key: the HloModule name, or `name(program_id)` when
+            the profile holds several programs of that name. Most total time first.
+        skip_first: Executions left out per module as warm-up.
+        op_events: Events attributed to an HLO op.
+        hostnames: Hosts the profile came from.
+        duration_us: Length of the profiling session, when recorded.
+        problems: What was skipped or looked wrong, one line each.
+    """
+
+    path: str | None
+    format: str
+    modules: Mapping[str, ModuleTiming]
+    skip_first: int = 1
+    op_events: int = 0
+    hostnames: tuple[str, ...] = ()
+    duration_us: float | None = None
+    problems: tuple[str, ...] = ()
+
+    def module(self, query: str) -> ModuleTiming:
+        """One module by key, by name, or by a part of its name found in one module only.
+
+        Raises:
+            UsageError: No module, or several, match.
+        """
+        if query in self.modules:
+            return self.modules[query]
+        named = [m for m in self.modules.values() if m.name == query]
+        if len(named) == 1:
+            return named[0]
+        part = named or [m for k, m in self.modules.items() if query in k]
+        if len(part) == 1:
+            return part[0]
+        keys = ", ".join(list(self.modules)[:12]) or "none"
+        if not part:
+            raise UsageError(f"no profiled module matches {query!r}; profiled: {keys}")
+        found = ", ".join(_key(m.name, m.program_id, True) for m in part[:12])
+        raise UsageError(f"{query!r} matches several modules ({found}); give a full name")
+
+
+# --------------------------------------------------------------------------------------
+# Events -> op events
+
+
+def _is_derived(line: str) -> bool:
+    return line.startswith(DERIVED_LINES)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def op_events(trace: Trace) -> list[OpEvent]:
+    """Every event of the trace that executed an HLO op, in trace order.
+
+    An event counts when it has an `hlo_op` stat and its module is known (an
+    `hlo_module` stat, or a `program_id` the metadata plane names). Lines derived by
+    the profiler's post-processing are skipped. When a module has events on a device
+    plane, its host-side events (launch annotations) are dropped.
+    """
+    out: list[OpEvent] = []
+    for e in trace.events:
+        stats = e.stats
+        op = stats.get("hlo_op")
+        if not op or not isinstance(op, str) or _is_derived(e.line):
+            continue
+        program_id = _int(stats.get("program_id"))
+        module = stats.get("hlo_module")
+        if not isinstance(module, str) or not module:
+            module = trace.programs.get(program_id) if program_id is not None else None
+        if not module:
+            continue
+        run_id = _int(stats.get("run_id"))
+        on_device = e.plane.startswith(DEVICE_PLANE_PREFIX)
+        out.append(
+            OpEvent(
+                module=module,
+                program_id=program_id,
+                op=op.rsplit(ANNOTATION_DELIMITER, 1)[-1],
+                kernel=e.name,
+                device=e.plane,
+                line=e.line,
+                line_id=e.line_id,
+                start_ps=e.start_ps,
+                end_ps=e.end_ps,
+                run_id=None if run_id is None or run_id == -1 else run_id,
+                correlation_id=_int(stats.get("correlation_id")),
+                on_device=on_device,
+            )
+        )
+    on_device_modules = {(o.module, o.program_id) for o in out if o.on_device}
+    if on_device_modules:
+        out = [o for o in out if o.on_device or (o.module, o.program_id) not in on_device_modules]
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Op events -> executions
+
+
+@dataclass
+class _Execution:
+    ops: list[OpEvent]
+    wall_ps: int | None = None  # None: from the ops' span
+
+    @property
+    def start_ps(self) -> int:
+        return min(o.start_ps for o in self.ops)
+
+    @property
+    def span_ps(self) -> int:
+        return max(o.end_ps for o in self.ops) - self.start_ps
+
+
+@dataclass(frozen=True)
+class _Span:
+    start_ps: int
+    end_ps: int
+    plane: str
+    line_id: int
+    module: str | None = None
+
+
+class _Context:
+    """Indexes over the whole trace that the execution splitters look things up in."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.execute: dict[str, list[_Span]] = defaultdict(list)  # plane -> spans
+        self.module_events: dict[str, list[_Span]] = defaultdict(list)  # plane -> spans
+        self.gpu_modules: dict[str, list[_Span]] = defaultdict(list)  # module -> spans
+        self.launch_ps: dict[int, int] = {}  # correlation id -> host launch time
+        for e in trace.events:
+            name = e.name
+            if name.endswith(EXECUTE_EVENT_SUFFIXES):
+                self.execute[e.plane].append(_Span(e.start_ps, e.end_ps, e.plane, e.line_id))
+            elif e.line.startswith(XLA_MODULES_LINE):
+                module = e.stats.get("hlo_module")
+                if not isinstance(module, str):
+                    parsed = _split_program(name)
+                    module = parsed[0] if parsed else name
+                self.module_events[e.plane].append(
+                    _Span(e.start_ps, e.end_ps, e.plane, e.line_id, module)
+                )
+            elif name.endswith(GPU_MODULE_SUFFIX):
+                module = name[: -len(GPU_MODULE_SUFFIX)]
+                self.gpu_modules[module].append(_Span(e.start_ps, e.end_ps, e.plane, e.line_id))
+            if not e.plane.startswith(DEVICE_PLANE_PREFIX) and "correlation_id" in e.stats:
+                cid = _int(e.stats["correlation_id"])
+                if cid is not None:
+                    self.launch_ps[cid] = e.start_ps
+        for table in (self.execute, self.module_events, self.gpu_modules):
+            for spans in table.values():
+                spans.sort(key=lambda s: (s.start_ps, -s.end_ps))
+
+
+def _split_program(name: str) -> tuple[str, int] | None:
+    """`jit_f(12)` -> (`jit_f`, 12)."""
+    m = re.fullmatch(r"(.*)\((-?\d+)\)", name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def _containing(spans: Sequence[_Span], t: int, line_id: int | None = None) -> _Span | None:
+    """The innermost span that contains time t (on line_id, when given and possible)."""
+    i = bisect.bisect_right(spans, t, key=lambda s: s.start_ps)
+    best: _Span | None = None
+    # Spans of different threads can overlap: look back over the ones that started
+    # before t and take the latest-starting one that still contains t.
+    for s in reversed(spans[max(0, i - 64) : i]):
+        if s.end_ps < t:
+            continue
+        if line_id is None or s.line_id == line_id:
+            return s
+        if best is None:
+            best = s
+    return best
+
+
+def _group_by(ops: Iterable[OpEvent], key: Callable[[OpEvent], Any]) -> list[list[OpEvent]] | None:
+    groups: dict[Any, list[OpEvent]] = {}
+    for o in ops:
+        k = key(o)
+        if k is None:
+            return None
+        groups.setdefault(k, []).append(o)
+    return list(groups.values())
+
+
+def _split(ops: list[OpEvent], module: str, ctx: _Context) -> tuple[list[_Execution], str, str]:
+    """Tell the executions of one module (on one device) apart.
+
+    In order: the run id XLA records per execution (JAX); the execute event the ops
+    nest in (TensorFlow, run_id -1); the device's "XLA Modules" line; the host-side
+    `<module>:XLA GPU module` event the kernel's launch (by correlation id) falls in;
+    else a new execution starts each time the module's first op comes round again.
+    """
+    if all(o.run_id is not None for o in ops):
+        groups = _group_by(ops, lambda o: o.run_id)
+        assert groups is not None
+        return [_Execution(g) for g in groups], SPLIT_RUN_ID, WALL_OPS
+
+    device = ops[0].device
+    spans = ctx.module_events.get(device)
+    if spans:
+        mine = [s for s in spans if s.module == module] or spans
+        found = {id(o): _containing(mine, o.start_ps) for o in ops}
+        if all(found.values()):
+            return _by_span(ops, found), SPLIT_MODULE_EVENT, WALL_MODULE
+
+    spans = ctx.execute.get(device)
+    if spans and not ops[0].on_device:
+        found = {id(o): _containing(spans, o.start_ps, o.line_id) for o in ops}
+        if all(found.values()):
+            return _by_span(ops, found), SPLIT_EXECUTE_EVENT, WALL_EXECUTE
+
+    spans = ctx.gpu_modules.get(module)
+    if spans and all(o.correlation_id in ctx.launch_ps for o in ops):
+        found = {id(o): _containing(spans, ctx.launch_ps[o.correlation_id or 0]) for o in ops}
+        if all(found.values()):
+            launched = _by_span(ops, found)
+            for ex in launched:
+                ex.wall_ps = None  # the host span times the launch, not the kernels
+            return launched, SPLIT_LAUNCH, WALL_OPS
+
+    ordered = sorted(ops, key=lambda o: o.start_ps)
+    first = ordered[0].op
+    execs: list[_Execution] = []
+    previous: str | None = None
+    for o in ordered:
+        if (o.op == first and previous != first) or not execs:
+            execs.append(_Execution([]))
+        execs[-1].ops.append(o)
+        previous = o.op
+    return execs, SPLIT_REPEAT, WALL_OPS
+
+
+def _by_span(ops: list[OpEvent], found: Mapping[int, _Span | None]) -> list[_Execution]:
+    groups: dict[int, _Execution] = {}
+    for o in ops:
+        span = found[id(o)]
+        assert span is not None
+        ex = groups.get(id(span))
+        if ex is None:
+            ex = groups[id(span)] = _Execution([], span.end_ps - span.start_ps)
+        ex.ops.append(o)
+    return list(groups.values())
+
+
+# --------------------------------------------------------------------------------------
+# Executions -> timings
+
+
+def _control_ops(ops: Sequence[OpEvent], names: frozenset[str] = frozenset()) -> set[int]:
+    """Ids of the op events that are control flow, not kernels: those that contain
+    another op event on their line (a `while`, `conditional` or `call` thunk around its
+    body's ops; the body may also continue on another thread), those named in `names`
+    (the module's loops and conditionals, from the HLO), and `while.N`/`conditional.N`."""
+    control: set[int] = {
+        id(o) for o in ops if o.op in names or _CONTROL_NAME.fullmatch(o.op) is not None
+    }
+    by_line: dict[tuple[str, int], list[OpEvent]] = defaultdict(list)
+    for o in ops:
+        by_line[(o.device, o.line_id)].append(o)
+    for line_ops in by_line.values():
+        line_ops.sort(key=lambda o: (o.start_ps, -o.end_ps))
+        stack: list[OpEvent] = []
+        for o in line_ops:
+            while stack and stack[-1].end_ps <= o.start_ps:
+                stack.pop()
+            if stack and o.end_ps <= stack[-1].end_ps:
+                control.add(id(stack[-1]))
+            stack.append(o)
+    return control
+
+
+@dataclass
+class _Call:
+    op: str
+    kernels: list[OpEvent]
+
+    @property
+    def duration_ps(self) -> int:
+        return sum(k.duration_ps for k in self.kernels)
+
+
+def _calls(ops: Sequence[OpEvent]) -> list[_Call]:
+    """Op calls of one execution: on a device, back-to-back kernels of the same op are
+    one call of that op; on the host every event is one call."""
+    calls: list[_Call] = []
+    for o in sorted(ops, key=lambda o: o.start_ps):
+        if o.on_device and calls and calls[-1].op == o.op:
+            calls[-1].kernels.append(o)
+        else:
+            calls.append(_Call(o.op, [o]))
+    return calls
+
+
+def _busy_ps(ops: Sequence[OpEvent]) -> int:
+    """Time when at least one of the ops ran (the union of their intervals)."""
+    total = 0
+    end = None
+    start = 0
+    for o in sorted(ops, key=lambda o: o.start_ps):
+        if end is None or o.start_ps > end:
+            if end is not None:
+                total += end - start
+            start, end = o.start_ps, o.end_ps
+        else:
+            end = max(end, o.end_ps)
+    if end is not None:
+        total += end - start
+    return total
+
+
+def _us(ps: float) -> float:
+    return ps / 1e6
+
+
+def _key(name: str, program_id: int | None, ambiguous: bool) -> str:
+    return f"{name}({program_id})" if ambiguous and program_id is not None else name
+
+
+def _module_timing(
+    name: str,
+    program_id: int | None,
+    ops: list[OpEvent],
+    ctx: _Context,
+    skip_first: int,
+    static: ModuleAnalysis | None,
+) -> ModuleTiming:
+    names: frozenset[str] = frozenset()
+    if static is not None:
+        names = frozenset(
+            [loop.name for loop in static.loops] + [b.conditional for b in static.branches]
+        )
+    control = _control_ops(ops, names)
+    per_device: dict[str, list[OpEvent]] = defaultdict(list)
+    for o in ops:
+        per_device[o.device].append(o)
+    executions: list[_Execution] = []
+    skipped = 0
+    split_by = wall_from = ""
+    for device_ops in per_device.values():
+        execs, split_by, wall_from = _split(device_ops, name, ctx)
+        execs.sort(key=lambda ex: ex.start_ps)
+        skipped += min(skip_first, len(execs))
+        executions.extend(execs[skip_first:])
+    executions.sort(key=lambda ex: ex.start_ps)
+
+    durations: dict[str, list[int]] = defaultdict(list)
+    kernels_per_call: dict[str, int] = defaultdict(int)
+    device_kernels: dict[str, set[str]] = defaultdict(set)
+    walls: list[int] = []
+    kernel_ps = unattributed_ps = 0
+    launches = kernel_launches = 0
+    for ex in executions:
+        kernels = [o for o in ex.ops if id(o) not in control]
+        calls = _calls(kernels)
+        for c in calls:
+            durations[c.op].append(c.duration_ps)
+            kernels_per_call[c.op] = max(kernels_per_call[c.op], len(c.kernels))
+            for k in c.kernels:
+                if k.kernel != c.op:
+                    device_kernels[c.op].add(k.kernel)
+        wall = ex.wall_ps if ex.wall_ps is not None else ex.span_ps
+        walls.append(wall)
+        kernel_ps += sum(c.duration_ps for c in calls)
+        unattributed_ps += max(0, wall - _busy_ps(kernels))
+        launches += len(calls)
+        kernel_launches += len(kernels)
+
+    n = len(executions)
+    timings = []
+    for op, ds in durations.items():
+        total = sum(ds)
+        timings.append(
+            KernelTiming(
+                name=op,
+                calls=len(ds),
+                total_us=_us(total),
+                mean_us=_us(total / len(ds)),
+                median_us=_us(statistics.median(ds)),
+                min_us=_us(min(ds)),
+                max_us=_us(max(ds)),
+                share=total / kernel_ps if kernel_ps else 0.0,
+                calls_per_execution=len(ds) / n if n else 0.0,
+                kernels_per_op=kernels_per_call[op],
+                device_kernels=tuple(sorted(device_kernels[op])),
+            )
+        )
+    timings.sort(key=lambda k: (-k.total_us, k.name))
+
+    per_execution = launches / n if n else 0.0
+    static_launches = mismatch = None
+    missing: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+    if static is not None:
+        static_launches = static.launches
+        if n:
+            mismatch = not math.isclose(per_execution, static.launches)
+        static_names = {k.name for k in static.kernels}
+        seen = {o.op for o in ops if id(o) not in control}
+        missing = tuple(k.name for k in static.kernels if k.name not in seen)
+        unknown = tuple(sorted(seen - static_names))
+    return ModuleTiming(
+        name=name,
+        program_id=program_id,
+        executions=n,
+        skipped=skipped,
+        total_us=_us(sum(walls)),
+        kernel_us=_us(kernel_ps),
+        unattributed_us=_us(unattributed_ps),
+        execution_us=tuple(_us(w) for w in walls),
+        launches_per_execution=per_execution,
+        kernel_launches_per_execution=kernel_launches / n if n else 0.0,
+        static_launches=static_launches,
+        launch_mismatch=mismatch,
+        kernels=tuple(timings),
+        missing_kernels=missing,
+        unknown_ops=unknown,
+        devices=tuple(sorted(per_device)),
+        split_by=split_by,
+        wall_from=wall_from,
+    )
+
+
+def attribute(
+    trace: Trace,
+    *,
+    skip_first: int = 1,
+    static: Mapping[str, ModuleAnalysis] | None = None,
+) -> ProfileTimings:
+    """Attribute a profile's op events to modules and kernels and time them.
+
+    Args:
+        trace: A profile read with `read_trace`.
+        skip_first: Executions of each module (per device) left out as warm-up.
+        static: `analyze_module(after_optimizations)` per module key or name; when a
+            module has one, measured launches and kernel names are compared with it.
+
+    Returns:
+        The timings, modules with the most total time first.
+    """
+    if skip_first < 0:
+        raise UsageError("skip_first must be 0 or more")
+    ops = op_events(trace)
+    by_module: dict[tuple[str, int | None], list[OpEvent]] = defaultdict(list)
+    for o in ops:
+        by_module[(o.module, o.program_id)].append(o)
+    names: dict[str, int] = defaultdict(int)
+    for name, _ in by_module:
+        names[name] += 1
+    ctx = _Context(trace)
+    timings: list[tuple[str, ModuleTiming]] = []
+    for (name, program_id), module_ops in by_module.items():
+        key = _key(name, program_id, names[name] > 1)
+        analysis = None
+        if static is not None:
+            analysis = static.get(key) or (static.get(name) if names[name] == 1 else None)
+        timing = _module_timing(name, program_id, module_ops, ctx, skip_first, analysis)
+        timings.append((key, timing))
+    timings.sort(key=lambda kv: (-kv[1].total_us, kv[0]))
+    problems = list(trace.problems)
+    warm_only = [k for k, t in timings if t.executions == 0]
+    if warm_only:
+        problems.append(
+            f"{len(warm_only)} module(s) ran only {skip_first} time(s) or less and have no "
+            f"steady-state execution (pass skip_first=0 / --skip-first 0 to count them): "
+            + ", ".join(warm_only[:8])
+            + (" ..." if len(warm_only) > 8 else "")
+        )
+    duration = None
+    if trace.start_ns is not None and trace.stop_ns is not None:
+        duration = (trace.stop_ns - trace.start_ns) / 1e3
+    return ProfileTimings(
+        path=trace.path,
+        format=trace.format,
+        modules=dict(timings),
+        skip_first=skip_first,
+        op_events=len(ops),
+        hostnames=trace.hostnames,
+        duration_us=duration,
+        problems=tuple(problems),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Files -> timings
+
+_AFTER_SUFFIX = "after_optimizations.txt"
+_MODULE_ID = re.compile(r"(?:^|\.)module_(\d+)\.")
+
+
+def _dump_roots(start: Path) -> list[Path]:
+    """Where to look for the HLO dump of a profile: the folder given, the profiler's log
+    dir it is in (the parent of `plugins/profile/<time>/`), and the run folder (the
+    nearest parent holding a `run.json`)."""
+    folder = start if start.is_dir() else start.parent
+    roots = [folder]
+    for parent in list(folder.parents)[:5]:
+        if parent.name == "plugins" and parent.parent not in roots:
+            roots.append(parent.parent)
+        if (parent / "run.json").is_file():
+            roots.append(parent)
+            break
+    return roots
+
+
+def static_analyses(
+    folder: Path | str, modules: Iterable[tuple[str, int | None]]
+) -> dict[str, ModuleAnalysis]:
+    """`analyze_module` of the after-optimization dump of each profiled module.
+
+    Files are matched by name: `module_<program_id>.<name>.*after_optimizations.txt`
+    anywhere below `folder` (or the run folder it is in); without a program id the name
+    must match one file only. Files that do not parse are left out.
+
+    Args:
+        folder: A run folder, a dump folder, or a folder inside a run.
+        modules: (HloModule name, program id) pairs, as the profile names them.
+
+    Returns:
+        Analyses by module key (the name, or `name(program_id)` for shared names).
+    """
+    from hloscope.analysis.fusion import analyze_module
+    from hloscope.errors import HloscopeError
+    from hloscope.hlo.parser import parse_file
+
+    wanted = list(dict.fromkeys(modules))
+    files: list[Path] = []
+    for root in _dump_roots(Path(folder)):
+        files = sorted(root.rglob(f"*{_AFTER_SUFFIX}"))
+        if files:
+            break
+    if not files:
+        return {}
+    counts: dict[str, int] = defaultdict(int)
+    for name, _ in wanted:
+        counts[name] += 1
+    out: dict[str, ModuleAnalysis] = {}
+    for name, program_id in wanted:
+        candidates = []
+        for f in files:
+            m = _MODULE_ID.search(f.name)
+            rest = f.name[m.end() :] if m else f.name
+            if not rest.startswith(name + "."):
+                continue
+            if program_id is not None and m is not None and int(m.group(1)) != program_id:
+                continue
+            candidates.append(f)
+        if len(candidates) != 1:
+            continue
+        try:
+            analysis = analyze_module(parse_file(candidates[0]))
+        except HloscopeError:
+            continue
+        out[_key(name, program_id, counts[name] > 1)] = analysis
+    return out
+
+
+def load_profile(
+    run_or_dir: Path | str, *, skip_first: int = 1, with_hlo: bool = True
+) -> ProfileTimings:
+    """Read the profile in a run folder (or a profile folder or file) and time it.
+
+    Args:
+        run_or_dir: A run folder, a profiler log dir, or one `*.xplane.pb` /
+            `*.trace.json.gz` file. Folders are searched recursively; an `*.xplane.pb`
+            is preferred to a `*.trace.json.gz`.
+        skip_first: Executions of each module left out as warm-up.
+        with_hlo: Compare with the after-optimization HLO dump found in the same
+            folder or run (launch counts, kernel names).
+
+    Returns:
+        The timings.
+
+    Raises:
+        ProfileReadError: No profile found, or the file is not a profile.
+    """
+    path = find_profile(run_or_dir)
+    trace = read_trace(path)
+    static = None
+    if with_hlo:
+        modules = {(o.module, o.program_id) for o in op_events(trace)}
+        static = static_analyses(Path(run_or_dir), sorted(modules, key=str)) or None
+    return attribute(trace, skip_first=skip_first, static=static)

@@ -1,0 +1,629 @@
+"""Eager vs XLA: time one function in each execution mode of its framework, side by side.
+
+TensorFlow runs eagerly, as a `tf.function` without XLA, and as a
+`tf.function(jit_compile=True)`; JAX runs op by op (`jax.disable_jit()`) and under
+`jax.jit`. Each mode gets a timed first call (tracing, compilation), warm-up, then
+repetitions until enough time has passed, with every result synchronised. The statistics
+take an injected clock, so tests drive them with a fake one. The frameworks are imported
+only inside `bench`, never by importing this module. The timed calls of the modes are
+interleaved in rounds, so a change in the machine's load hits every mode alike.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
+
+__all__ = [
+    "BenchResult",
+    "Measurement",
+    "Mode",
+    "ModeResult",
+    "bench",
+    "detect_bench_framework",
+    "load_target",
+    "measure",
+    "percentile",
+    "run_modes",
+]
+
+Clock = Callable[[], float]
+
+DEFAULT_MIN_TIME = 1.0
+DEFAULT_MIN_REPEATS = 5
+DEFAULT_MAX_REPEATS = 10_000
+DEFAULT_WARMUP = 1
+DEFAULT_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Timings of one callable.
+
+    Attributes:
+        first_s: The first call (cold: tracing, compilation, allocation).
+        times_s: Each timed steady-state call, in order.
+        warmup: Untimed calls made between the first call and the timed ones.
+    """
+
+    first_s: float
+    times_s: tuple[float, ...]
+    warmup: int = 0
+
+    @property
+    def repeats(self) -> int:
+        """How many steady-state calls were timed."""
+        return len(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        """Median steady-state call."""
+        return statistics.median(self.times_s) if self.times_s else math.nan
+
+    @property
+    def p10_s(self) -> float:
+        """10th percentile of the steady-state calls."""
+        return percentile(self.times_s, 10)
+
+    @property
+    def p90_s(self) -> float:
+        """90th percentile of the steady-state calls."""
+        return percentile(self.times_s, 90)
+
+    @property
+    def total_s(self) -> float:
+        """Time spent in the timed calls."""
+        return sum(self.times_s)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation (numpy's default).
+
+    Returns:
+        The percentile, or NaN for no values.
+    """
+    if not values:
+        return math.nan
+    xs = sorted(values)
+    pos = (len(xs) - 1) * min(max(q, 0.0), 100.0) / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _timed(
+    call: Callable[[], Any],
+    clock: Clock,
+    repeats: int | None,
+    min_time: float,
+    min_repeats: int,
+    max_repeats: int,
+    max_time: float,
+) -> list[float]:
+    """Timed calls: exactly `repeats`, or adaptive (see `measure`)."""
+    times: list[float] = []
+    elapsed = 0.0
+    while True:
+        t = clock()
+        call()
+        dt = clock() - t
+        times.append(dt)
+        elapsed += dt
+        n = len(times)
+        if repeats is not None:
+            if n >= repeats:
+                return times
+        elif (
+            n >= max_repeats
+            or (elapsed >= min_time and n >= min_repeats)
+            or (elapsed >= max_time and n >= min(3, min_repeats))
+        ):
+            return times
+
+
+def measure(
+    call: Callable[[], Any],
+    *,
+    clock: Clock = time.perf_counter,
+    repeats: int | None = None,
+    min_time: float = DEFAULT_MIN_TIME,
+    min_repeats: int = DEFAULT_MIN_REPEATS,
+    max_repeats: int = DEFAULT_MAX_REPEATS,
+    max_time: float | None = None,
+    warmup: int = DEFAULT_WARMUP,
+) -> Measurement:
+    """Time `call`: once cold, `warmup` times untimed, then repeatedly.
+
+    `call` must return only when its work is done (synchronise inside it).
+
+    Args:
+        call: What to time.
+        clock: Seconds as a float, monotonic (`time.perf_counter`; a fake in tests).
+        repeats: Exactly this many timed calls; None for adaptive: until the timed calls
+            add up to `min_time` and there are at least `min_repeats`, or `max_repeats`
+            calls, or `max_time` (default 20 x min_time) with at least 3 calls.
+        min_time: Seconds of timed calls to collect in adaptive mode.
+        min_repeats: Fewest timed calls in adaptive mode.
+        max_repeats: Most timed calls in adaptive mode.
+        max_time: Stop adaptive mode after this many seconds once 3 calls are timed.
+        warmup: Untimed calls after the first one.
+
+    Returns:
+        The measurement.
+    """
+    if repeats is not None and repeats < 1:
+        raise UsageError("repeats must be 1 or more")
+    t0 = clock()
+    call()
+    first = clock() - t0
+    for _ in range(warmup):
+        call()
+    limit = max_time if max_time is not None else 20 * min_time
+    times = _timed(call, clock, repeats, min_time, min_repeats, max_repeats, limit)
+    return Measurement(first, tuple(times), warmup)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way to run the function.
+
+    Attributes:
+        name: Short id (`eager`, `tf.function`, `xla`, `op-by-op`, `jit`).
+        label: What it is, for people.
+        call: Runs the function once and waits for the result.
+        before: Called before the mode runs (reset memory statistics).
+        peak_memory: Called after: (peak bytes or None, note).
+    """
+
+    name: str
+    label: str
+    call: Callable[[], Any]
+    before: Callable[[], None] | None = None
+    peak_memory: Callable[[], tuple[int | None, str | None]] | None = None
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    """One mode's figures.
+
+    Attributes:
+        name: The mode id.
+        label: The mode, for people.
+        first_call_s: The cold first call (None when the mode failed).
+        median_s: Median steady-state call.
+        p10_s: 10th percentile.
+        p90_s: 90th percentile.
+        repeats: Timed calls.
+        speedup: Baseline median / this median (None for a failed mode or baseline).
+        peak_memory_bytes: Peak device memory the framework reports, or None.
+        memory_note: Why memory is unavailable, or what the figure means.
+        error: The error that stopped the mode (`XlaRuntimeError: ...`), or None.
+        times_s: The timed calls.
+    """
+
+    name: str
+    label: str
+    first_call_s: float | None
+    median_s: float | None
+    p10_s: float | None
+    p90_s: float | None
+    repeats: int
+    speedup: float | None = None
+    peak_memory_bytes: int | None = None
+    memory_note: str | None = None
+    error: str | None = None
+    times_s: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Eager vs XLA figures of one function.
+
+    Attributes:
+        framework: `tensorflow` or `jax`.
+        device: What it ran on (`CPU (2 cores)`, `gpu: NVIDIA H100`, ...).
+        modes: Each mode's figures, the baseline first.
+        baseline: The mode speed-ups are relative to.
+        notes: Caveats, one line each.
+        target: What was benchmarked (`samples/x.py:bench`), when known.
+    """
+
+    framework: str
+    device: str
+    modes: tuple[ModeResult, ...]
+    baseline: str
+    notes: tuple[str, ...] = ()
+    target: str | None = None
+
+    def mode(self, name: str) -> ModeResult:
+        """One mode's figures by name.
+
+        Raises:
+            KeyError: No such mode.
+        """
+        for m in self.modes:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+
+def _error_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > 300:
+        first = first[:297] + "..."
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+
+
+def run_modes(
+    modes: Sequence[Mode],
+    *,
+    clock: Clock = time.perf_counter,
+    repeats: int | None = None,
+    min_time: float = DEFAULT_MIN_TIME,
+    min_repeats: int = DEFAULT_MIN_REPEATS,
+    max_repeats: int = DEFAULT_MAX_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+    rounds: int = 1,
+) -> list[ModeResult]:
+    """Measure the modes side by side; speed-ups are relative to the first one.
+
+    Each mode first gets its cold first call and warm-up. Then the timed calls run in
+    `rounds` rounds, each visiting every mode in turn with its share of `repeats` (or of
+    `min_time`, `min_repeats` and `max_repeats`), so that a change in the machine's
+    load during the run hits every mode alike. A mode that raises (XLA cannot compile
+    the function, ...) is reported with its error and no figures; the others still run.
+    """
+    if repeats is not None and repeats < 1:
+        raise UsageError("repeats must be 1 or more")
+    rounds = max(1, min(rounds, repeats or rounds))
+    firsts: dict[int, float] = {}
+    errors: dict[int, str] = {}
+    times: dict[int, list[float]] = {i: [] for i in range(len(modes))}
+    peaks: dict[int, int | None] = {}
+    notes: dict[int, str | None] = {}
+
+    def attempt(i: int, action: Callable[[], None]) -> None:
+        mode = modes[i]
+        if mode.before is not None:
+            mode.before()
+        try:
+            action()
+        except Exception as e:  # the user's function or the compiler failed in this mode
+            errors[i] = _error_line(e)
+            return
+        if mode.peak_memory is not None:
+            peak, note = mode.peak_memory()
+            notes[i] = note
+            if peak is not None:
+                peaks[i] = max(peak, peaks.get(i) or 0)
+
+    for i, mode in enumerate(modes):
+
+        def cold(i: int = i, call: Callable[[], Any] = mode.call) -> None:
+            t0 = clock()
+            call()
+            firsts[i] = clock() - t0
+            for _ in range(warmup):
+                call()
+
+        attempt(i, cold)
+
+    for r in range(rounds):
+        share = None if repeats is None else repeats // rounds + (r < repeats % rounds)
+        for i, mode in enumerate(modes):
+            if i in errors:
+                continue
+
+            def timed(
+                i: int = i, call: Callable[[], Any] = mode.call, share: int | None = share
+            ) -> None:
+                times[i] += _timed(
+                    call,
+                    clock,
+                    share,
+                    min_time / rounds,
+                    math.ceil(min_repeats / rounds),
+                    math.ceil(max_repeats / rounds),
+                    20 * min_time / rounds,
+                )
+
+            attempt(i, timed)
+
+    results: list[ModeResult] = []
+    for i, mode in enumerate(modes):
+        if i in errors:
+            results.append(
+                ModeResult(mode.name, mode.label, None, None, None, None, 0, error=errors[i])
+            )
+            continue
+        m = Measurement(firsts[i], tuple(times[i]), warmup)
+        results.append(
+            ModeResult(
+                mode.name,
+                mode.label,
+                m.first_s,
+                m.median_s,
+                m.p10_s,
+                m.p90_s,
+                m.repeats,
+                peak_memory_bytes=peaks.get(i),
+                memory_note=notes.get(i),
+                times_s=m.times_s,
+            )
+        )
+    if results and results[0].median_s:
+        base = results[0].median_s
+        results = [
+            r
+            if r.median_s is None or i == 0
+            else _replace_speedup(r, base / r.median_s if r.median_s > 0 else None)
+            for i, r in enumerate(results)
+        ]
+        results[0] = _replace_speedup(results[0], 1.0)
+    return results
+
+
+def _replace_speedup(r: ModeResult, speedup: float | None) -> ModeResult:
+    return replace(r, speedup=speedup)
+
+
+# --------------------------------------------------------------------------------------
+# Frameworks
+
+_TF_MODULES = ("tensorflow", "keras", "tf_keras")
+_JAX_MODULES = ("jax", "jaxlib", "flax")
+
+
+def _leaves(value: Any, depth: int = 0) -> list[Any]:
+    if depth > 8:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v, depth + 1)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v, depth + 1)]
+    return [value]
+
+
+def detect_bench_framework(fn: Callable[..., Any], args: Sequence[Any]) -> str | None:
+    """`tensorflow` or `jax` from the types of the arguments, else from where `fn` or the
+    objects it closes over come from, else from which one is imported; None if unclear."""
+    found: set[str] = set()
+    for leaf in _leaves(list(args)):
+        top = type(leaf).__module__.split(".")[0]
+        if top in _TF_MODULES:
+            found.add("tensorflow")
+        elif top in _JAX_MODULES:
+            found.add("jax")
+    if len(found) == 1:
+        return found.pop()
+    if not found:
+        for obj in [fn, *(c.cell_contents for c in (getattr(fn, "__closure__", None) or ()))]:
+            top = (getattr(obj, "__module__", None) or type(obj).__module__ or "").split(".")[0]
+            if top in _TF_MODULES:
+                found.add("tensorflow")
+            elif top in _JAX_MODULES:
+                found.add("jax")
+        if len(found) == 1:
+            return found.pop()
+    if not found:
+        loaded = {fw for fw in ("tensorflow", "jax") if fw in sys.modules}
+        if len(loaded) == 1:
+            return loaded.pop()
+    return None
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def _tf_modes(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[list[Mode], str, list[str]]:
+    try:
+        import tensorflow as tf
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"TensorFlow is not installed ({e}); pip install 'hloscope[tf]'"
+        ) from None
+
+    def sync(out: Any) -> Any:
+        return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, out)
+
+    gpus = tf.config.list_physical_devices("GPU")
+    notes: list[str] = []
+    if gpus:
+        details = tf.config.experimental.get_device_details(gpus[0])
+        device = f"GPU:0 ({details.get('device_name', 'GPU')})"
+
+        def before() -> None:
+            tf.config.experimental.reset_memory_stats("GPU:0")
+
+        def peak() -> tuple[int | None, str | None]:
+            info = tf.config.experimental.get_memory_info("GPU:0")
+            return int(info["peak"]), "tf.config.experimental.get_memory_info('GPU:0')['peak']"
+
+        before_fn: Callable[[], None] | None = before
+    else:
+        device = f"CPU ({_cpu_name()}, {os.cpu_count()} cores)"
+        before_fn = None
+
+        def peak() -> tuple[int | None, str | None]:
+            return None, "unavailable: TensorFlow reports device memory for GPUs only"
+
+        notes.append("peak memory: not reported on the CPU (TensorFlow reports it for GPUs only)")
+
+    plain = tf.function(fn, jit_compile=False)
+    xla = tf.function(fn, jit_compile=True)
+    modes = [
+        Mode("eager", "eager", lambda: sync(fn(*args)), before_fn, peak),
+        Mode("tf.function", "tf.function, no XLA", lambda: sync(plain(*args)), before_fn, peak),
+        Mode("xla", "jit_compile=True", lambda: sync(xla(*args)), before_fn, peak),
+    ]
+    return modes, device, notes
+
+
+def _jax_modes(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[list[Mode], str, list[str]]:
+    try:
+        import jax
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"JAX is not installed ({e}); pip install 'hloscope[jax]'"
+        ) from None
+
+    dev = jax.devices()[0]
+    notes: list[str] = []
+    if dev.platform == "cpu":
+        device = f"CPU ({_cpu_name()}, {os.cpu_count()} cores)"
+    else:
+        device = f"{dev.platform}: {dev.device_kind}"
+
+    def peak() -> tuple[int | None, str | None]:
+        stats = dev.memory_stats()
+        if not stats or "peak_bytes_in_use" not in stats:
+            return None, f"unavailable: JAX reports no memory statistics on {dev.platform}"
+        return int(stats["peak_bytes_in_use"]), "peak_bytes_in_use since the process started"
+
+    if dev.platform == "cpu":
+        notes.append("peak memory: not reported on the CPU (jax Device.memory_stats() is None)")
+    else:
+        notes.append(
+            "peak memory: JAX's peak since the process started; it cannot be reset, so a mode "
+            "shows at least the peak of the modes before it"
+        )
+
+    def op_by_op() -> Any:
+        with jax.disable_jit():
+            return jax.block_until_ready(fn(*args))
+
+    jitted = jax.jit(fn)
+    modes = [
+        Mode("op-by-op", "op by op (disable_jit)", op_by_op, None, peak),
+        Mode("jit", "jax.jit", lambda: jax.block_until_ready(jitted(*args)), None, peak),
+    ]
+    return modes, device, notes
+
+
+def bench(
+    fn: Callable[..., Any],
+    *args: Any,
+    framework: str | None = None,
+    repeats: int | None = None,
+    min_time: float = DEFAULT_MIN_TIME,
+    clock: Clock = time.perf_counter,
+    warmup: int = DEFAULT_WARMUP,
+    rounds: int = DEFAULT_ROUNDS,
+    target: str | None = None,
+) -> BenchResult:
+    """Time `fn(*args)` eagerly and under XLA, side by side.
+
+    Args:
+        fn: The plain function (not a `tf.function` / `jax.jit`).
+        *args: Its arguments.
+        framework: `tensorflow` (`tf`) or `jax`; detected from the arguments when None.
+        repeats: Timed calls per mode; None for adaptive (see `measure`).
+        min_time: Seconds of timed calls per mode in adaptive mode.
+        clock: Seconds as a float (`time.perf_counter`).
+        warmup: Untimed calls per mode after the first.
+        rounds: The timed calls are split into this many rounds that visit the modes in
+            turn (see `run_modes`), so that the machine's load hits them alike.
+        target: What is being benchmarked, kept in the result.
+
+    Returns:
+        The figures, the eager mode first; speed-ups are relative to it.
+
+    Raises:
+        UsageError: The framework cannot be told or is not supported.
+        MissingDependencyError: The framework is not installed.
+    """
+    if framework is None:
+        framework = detect_bench_framework(fn, args)
+        if framework is None:
+            raise UsageError(
+                "cannot tell whether this is a TensorFlow or a JAX function; "
+                "pass framework='tensorflow' or framework='jax'"
+            )
+    name = {"tf": "tensorflow", "tensorflow": "tensorflow", "jax": "jax"}.get(framework.lower())
+    if name is None:
+        raise UsageError(f"unknown framework {framework!r}; expected 'tensorflow' or 'jax'")
+    modes, device, notes = (_tf_modes if name == "tensorflow" else _jax_modes)(fn, args)
+    results = run_modes(
+        modes, clock=clock, repeats=repeats, min_time=min_time, warmup=warmup, rounds=rounds
+    )
+    return BenchResult(name, device, tuple(results), modes[0].name, tuple(notes), target)
+
+
+# --------------------------------------------------------------------------------------
+# `SCRIPT.py:FUNCTION`
+
+
+def load_target(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """Import `SCRIPT.py` and call its `FUNCTION()`, which returns `(fn, args)`.
+
+    The script is imported as a module (its `if __name__ == "__main__"` block does not
+    run), with its folder first on `sys.path` so that it imports its neighbours.
+
+    Args:
+        spec: `path/to/script.py:function`.
+
+    Returns:
+        `(fn, args)` as the function returned them (`args` as a tuple).
+
+    Raises:
+        UsageError: Bad spec, missing script or function, or a wrong return value.
+    """
+    script, sep, func = spec.rpartition(":")
+    if not sep or not script or not func:
+        raise UsageError(
+            f"expected SCRIPT.py:FUNCTION (e.g. samples/jax_mlp.py:bench), got {spec!r}"
+        )
+    path = Path(script)
+    if not path.is_file():
+        raise UsageError(f"{script}: no such script")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    module_name = f"_hloscope_bench_{path.stem}"
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise UsageError(f"{script}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except HloscopeError:
+        raise
+    except ImportError as e:
+        raise MissingDependencyError(f"{script}: {e}") from None
+    target = getattr(module, func, None)
+    if not callable(target):
+        names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        raise UsageError(
+            f"{script} has no function {func!r}; it defines: {', '.join(names[:12]) or 'none'}"
+        )
+    result = target()
+    if (
+        not isinstance(result, tuple)
+        or len(result) != 2
+        or not callable(result[0])
+        or not isinstance(result[1], (tuple, list))
+    ):
+        raise UsageError(f"{spec} must return (fn, args): a callable and a tuple of its arguments")
+    return result[0], tuple(result[1])

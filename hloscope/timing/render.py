@@ -1,0 +1,353 @@
+"""Timing results -> JSON documents and rich tables: the render stage for `timing`.
+
+The JSON builders fix the schemas of `hloscope profile --json`, `hloscope bench --json`
+and the `bench.json` a run keeps; the table builders return rich renderables and never
+print. Nothing here measures or computes beyond formatting.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from hloscope.timing.attribution import ModuleTiming, ProfileTimings
+from hloscope.timing.bench import BenchResult
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "bench_doc",
+    "bench_table",
+    "profile_doc",
+    "profile_table",
+    "timings_doc",
+]
+
+SCHEMA_VERSION = 1
+
+
+def _r(x: float | None, digits: int = 3) -> float | None:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return round(x, digits)
+
+
+def timings_doc(m: ModuleTiming) -> dict[str, Any]:
+    """The JSON object of one module's timings.
+
+    Schema: `executions` (steady-state), `skipped_executions` (warm-up left out),
+    `total_us` (wall of those executions, summed), `mean_us`/`median_us` (per execution),
+    `kernel_us`, `unattributed_us` (wall when no kernel of it ran),
+    `launches_per_execution` (op calls), `kernel_launches_per_execution` (device
+    kernels), `static_launches` (from the HLO, or null), `launch_mismatch` (bool, or null
+    without HLO), `missing_kernels`, `unknown_ops`, `devices`, `split_by`, `wall_from`,
+    `program_id`, and `kernels`: `[{name, calls, total_us, mean_us, median_us, min_us,
+    max_us, share, calls_per_execution, kernels_per_op, device_kernels}]`, most total
+    time first. Times are microseconds, rounded to nanoseconds.
+    """
+    return {
+        "name": m.name,
+        "program_id": m.program_id,
+        "executions": m.executions,
+        "skipped_executions": m.skipped,
+        "total_us": _r(m.total_us),
+        "mean_us": _r(m.mean_us),
+        "median_us": _r(m.median_us),
+        "kernel_us": _r(m.kernel_us),
+        "unattributed_us": _r(m.unattributed_us),
+        "launches_per_execution": _r(m.launches_per_execution),
+        "kernel_launches_per_execution": _r(m.kernel_launches_per_execution),
+        "static_launches": m.static_launches,
+        "launch_mismatch": m.launch_mismatch,
+        "missing_kernels": list(m.missing_kernels),
+        "unknown_ops": list(m.unknown_ops),
+        "devices": list(m.devices),
+        "split_by": m.split_by,
+        "wall_from": m.wall_from,
+        "kernels": [
+            {
+                "name": k.name,
+                "calls": k.calls,
+                "total_us": _r(k.total_us),
+                "mean_us": _r(k.mean_us),
+                "median_us": _r(k.median_us),
+                "min_us": _r(k.min_us),
+                "max_us": _r(k.max_us),
+                "share": _r(k.share, 4),
+                "calls_per_execution": _r(k.calls_per_execution),
+                "kernels_per_op": k.kernels_per_op,
+                "device_kernels": list(k.device_kernels),
+            }
+            for k in m.kernels
+        ],
+    }
+
+
+def profile_doc(p: ProfileTimings) -> dict[str, Any]:
+    """The `hloscope profile --json` document.
+
+    Schema: `schema_version`, `path`, `format` (`xplane`/`trace.json`), `skip_first`,
+    `op_events`, `duration_us`, `hostnames`, `problems`, and `modules`: module key ->
+    `timings_doc` object.
+    """
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "path": p.path,
+        "format": p.format,
+        "skip_first": p.skip_first,
+        "op_events": p.op_events,
+        "duration_us": _r(p.duration_us),
+        "hostnames": list(p.hostnames),
+        "problems": list(p.problems),
+        "modules": {key: timings_doc(m) for key, m in p.modules.items()},
+    }
+
+
+def bench_doc(r: BenchResult) -> dict[str, Any]:
+    """The `hloscope bench --json` document, also saved as a run's `bench.json`.
+
+    Schema: `schema_version`, `framework`, `device`, `target`, `baseline`, `notes`, and
+    `modes`: `[{name, label, first_call_s, median_s, p10_s, p90_s, repeats, speedup,
+    peak_memory_bytes, memory_note, error}]`, the baseline first. Seconds, rounded to
+    nanoseconds; `speedup` is baseline median / mode median.
+    """
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "framework": r.framework,
+        "device": r.device,
+        "target": r.target,
+        "baseline": r.baseline,
+        "notes": list(r.notes),
+        "modes": [
+            {
+                "name": m.name,
+                "label": m.label,
+                "first_call_s": _r(m.first_call_s, 9),
+                "median_s": _r(m.median_s, 9),
+                "p10_s": _r(m.p10_s, 9),
+                "p90_s": _r(m.p90_s, 9),
+                "repeats": m.repeats,
+                "speedup": _r(m.speedup, 3),
+                "peak_memory_bytes": m.peak_memory_bytes,
+                "memory_note": m.memory_note,
+                "error": m.error,
+            }
+            for m in r.modes
+        ],
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Tables
+
+
+def _us(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.2f} s"
+    if x >= 1e3:
+        return f"{x / 1e3:.2f} ms"
+    return f"{x:.1f} µs"
+
+
+def _secs(x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "–"
+    return _us(x * 1e6)
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _launches(m: ModuleTiming) -> Text:
+    measured = f"{m.launches_per_execution:g}"
+    if m.kernel_launches_per_execution != m.launches_per_execution:
+        measured += f" ({m.kernel_launches_per_execution:g} device kernels)"
+    if m.static_launches is None:
+        return Text(measured)
+    if m.launch_mismatch:
+        return Text.assemble(measured, (f" ≠ HLO {m.static_launches}", "bold yellow"))
+    return Text.assemble(measured, (f" = HLO {m.static_launches}", "green"))
+
+
+def _module_header(key: str, m: ModuleTiming) -> Text:
+    pid = f"  program {m.program_id}" if m.program_id is not None else ""
+    warm = f", {m.skipped} warm-up left out" if m.skipped else ""
+    kernel_pct = 100 * m.kernel_us / m.total_us if m.total_us else 0.0
+    return Text.assemble(
+        ("HloModule ", "bold"),
+        (key, "bold cyan"),
+        pid,
+        f"\n{m.executions} executions{warm} (split by {m.split_by}); ",
+        f"{_us(m.mean_us)} per execution (median {_us(m.median_us)}, {m.wall_from})\n",
+        f"kernels {_us(m.kernel_us)} ({kernel_pct:.0f}%), "
+        f"not in any kernel {_us(m.unattributed_us)}; launches per execution ",
+        _launches(m),
+    )
+
+
+def _unit(values: list[float]) -> tuple[str, float]:
+    """A unit that keeps a column's numbers short: (name, microseconds per unit)."""
+    top = max(values, default=0.0)
+    return ("s", 1e6) if top >= 1e7 else ("ms", 1e3) if top >= 1e4 else ("µs", 1.0)
+
+
+def _kernel_table(m: ModuleTiming, limit: int) -> Table:
+    unit, scale = _unit([k.total_us for k in m.kernels])
+    table = Table(box=None, pad_edge=False)
+    table.add_column("kernel (HLO op)", overflow="fold")
+    table.add_column("calls", justify="right", no_wrap=True)
+    for name in ("total", "mean", "median", "min", "max"):
+        table.add_column(f"{name} {unit}", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
+    many = any(k.kernels_per_op > 1 for k in m.kernels)
+    if many:
+        table.add_column("kernels/op", justify="right", no_wrap=True)
+
+    def num(x: float) -> str:
+        return f"{x / scale:.1f}" if scale == 1.0 else f"{x / scale:.3f}"
+
+    for k in m.kernels[:limit]:
+        row = [
+            k.name,
+            str(k.calls),
+            *(num(x) for x in (k.total_us, k.mean_us, k.median_us, k.min_us, k.max_us)),
+            f"{100 * k.share:.1f}%",
+        ]
+        if many:
+            row.append(str(k.kernels_per_op))
+        table.add_row(*row)
+    if len(m.kernels) > limit:
+        rest = m.kernels[limit:]
+        table.add_row(
+            f"… {len(rest)} more",
+            str(sum(k.calls for k in rest)),
+            num(sum(k.total_us for k in rest)),
+            *[""] * 4,
+            f"{100 * sum(k.share for k in rest):.1f}%",
+            *([""] if many else []),
+            style="dim",
+        )
+    return table
+
+
+def module_detail(key: str, m: ModuleTiming, *, limit: int = 25) -> RenderableType:
+    """One module: its header line and per-kernel table."""
+    parts: list[RenderableType] = [_module_header(key, m)]
+    if m.executions:
+        parts.append(_kernel_table(m, limit))
+    if m.missing_kernels:
+        parts.append(
+            Text(
+                f"in the HLO but never seen running: {', '.join(m.missing_kernels[:10])}"
+                + (" …" if len(m.missing_kernels) > 10 else ""),
+                style="yellow",
+            )
+        )
+    if m.unknown_ops:
+        parts.append(
+            Text(
+                f"seen running but not kernels of the HLO: {', '.join(m.unknown_ops[:10])}"
+                + (" …" if len(m.unknown_ops) > 10 else ""),
+                style="yellow",
+            )
+        )
+    return Group(*parts)
+
+
+def profile_table(
+    p: ProfileTimings, *, module: str | None = None, top: int = 3, limit: int = 25
+) -> RenderableType:
+    """The `hloscope profile` output: a module summary, then kernel tables.
+
+    Args:
+        p: The timings.
+        module: Show only this module (a key of `p.modules`).
+        top: Without `module`, how many modules (most total time first) get a table.
+        limit: Kernel rows per table.
+    """
+    if module is not None:
+        return module_detail(module, p.modules[module], limit=limit)
+    head = Text.assemble(
+        ("profile ", "bold"),
+        str(p.path),
+        f"  ({p.format}, {p.op_events} op events"
+        + (f", {_us(p.duration_us)} profiled" if p.duration_us else "")
+        + ")",
+    )
+    parts: list[RenderableType] = [head]
+    measured = [(k, m) for k, m in p.modules.items() if m.executions]
+    if not measured:
+        parts.append(Text("no module ran more than the warm-up execution", style="yellow"))
+    else:
+        summary = Table(box=None, pad_edge=False, title="modules", title_justify="left")
+        summary.add_column("module", overflow="fold")
+        summary.add_column("runs", justify="right", no_wrap=True)
+        summary.add_column("per run", justify="right", no_wrap=True)
+        summary.add_column("total", justify="right", no_wrap=True)
+        summary.add_column("in kernels", justify="right", no_wrap=True)
+        summary.add_column("kernels", justify="right", no_wrap=True)
+        summary.add_column("launches/run")
+        for key, m in measured:
+            summary.add_row(
+                key,
+                str(m.executions),
+                _us(m.mean_us),
+                _us(m.total_us),
+                f"{100 * m.kernel_us / m.total_us:.0f}%" if m.total_us else "–",
+                str(len(m.kernels)),
+                _launches(m),
+            )
+        parts.append(summary)
+        for key, m in measured[:top]:
+            parts.append(Text(""))
+            parts.append(module_detail(key, m, limit=limit))
+        if len(measured) > top:
+            parts.append(Text(f"\n{len(measured) - top} more module(s): --module NAME", "dim"))
+    for problem in p.problems:
+        parts.append(Text(problem, style="dim"))
+    return Group(*parts)
+
+
+def bench_table(r: BenchResult) -> RenderableType:
+    """The `hloscope bench` output: one row per mode, speed-ups against the baseline."""
+    head = Text.assemble(
+        ("eager vs XLA", "bold"),
+        f"  {r.framework} on {r.device}",
+        f"  ({r.target})" if r.target else "",
+        f"\nfirst: the cold first call; speed-up: median of {r.baseline} / median of the mode",
+    )
+    table = Table(box=None, pad_edge=False)
+    table.add_column("mode", overflow="fold")
+    for name in ("first", "median", "p10", "p90", "runs", "speed-up", "peak mem"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for m in r.modes:
+        if m.error:
+            table.add_row(m.label, Text(f"failed: {m.error}", style="red"), *[""] * 6)
+            continue
+        speed = Text("–")
+        if m.speedup is not None:
+            style = "bold green" if m.speedup > 1.05 else ("red" if m.speedup < 0.95 else "")
+            speed = Text(f"{m.speedup:.2f}x", style=style)
+        table.add_row(
+            m.label,
+            _secs(m.first_call_s),
+            _secs(m.median_s),
+            _secs(m.p10_s),
+            _secs(m.p90_s),
+            str(m.repeats),
+            speed,
+            _bytes(m.peak_memory_bytes),
+        )
+    parts: list[RenderableType] = [head, table]
+    parts += [Text(n, style="dim") for n in r.notes]
+    return Group(*parts)
