@@ -43,7 +43,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) system-deps
+pytest: $(STAMP) system-deps browser
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest

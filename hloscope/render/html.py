@@ -1,0 +1,767 @@
+"""Result objects -> one self-contained HTML page: the `hloscope report --html` file.
+
+`report_page` turns a `RunReport` (plus optional profile timings, `bench` results and
+Graphviz diagrams) into a single HTML file that needs no server and no network: CSS, JS
+and data are inline, a Content-Security-Policy lets only that inline code run, and every
+string from HLO or user code reaches the page as JSON data that the script turns into
+DOM text, never into markup. Notebooks show the same page in an iframe (`iframe_html`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hloscope.analysis.report import ModuleReport, RunReport
+from hloscope.errors import HloscopeError, UsageError
+from hloscope.hlo.model import HloModule
+from hloscope.render.json import SCHEMA_VERSION, module_doc, run_doc
+from hloscope.runs import ModuleDump, Run
+
+__all__ = [
+    "BENCH_FILE",
+    "DIAGRAM_MAX_NODES",
+    "Diagram",
+    "Diagrams",
+    "DiagramsFn",
+    "computation_text",
+    "embed_json",
+    "graphviz_diagrams",
+    "iframe_html",
+    "load_bench",
+    "load_timings",
+    "page_data",
+    "report_html",
+    "report_page",
+    "sanitize_svg",
+    "write_html",
+]
+
+BENCH_FILE = "bench.json"
+"""File name of the eager-vs-XLA results `hloscope bench --save RUN` keeps in a run."""
+
+# The HLO shown for one kernel is cut at these sizes; the page says how much was left out.
+HLO_MAX_LINES = 400
+HLO_MAX_CHARS = 60_000
+# Heaviest kernels the overview charts, over all modules.
+TOP_KERNELS = 20
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """One drawn diagram and how its SVG nodes relate to kernels.
+
+    Attributes:
+        svg: The SVG document (Graphviz output).
+        nodes: SVG element id of each node -> the kernels it stands for (a kernel node:
+            itself; an op: the kernel it went to; a collapsed group: its kernels).
+        notes: What the diagram left out or collapsed, one line each.
+    """
+
+    svg: str
+    nodes: Mapping[str, tuple[str, ...]]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Diagrams:
+    """The two diagrams of one module.
+
+    Attributes:
+        after: The kernel diagram (after optimization), or None.
+        before: The op diagram (before optimization), or None.
+        note: Why a diagram is missing ("" when nothing to say).
+    """
+
+    after: Diagram | None = None
+    before: Diagram | None = None
+    note: str = ""
+
+
+DiagramsFn = Callable[[ModuleReport, ModuleDump, "Mapping[str, Any] | None"], Diagrams]
+"""Draws one module's diagrams from its report, its dump and its timing document;
+`graphviz_diagrams` is the one the report uses."""
+
+
+# ---------------------------------------------------------------------------------------
+# Entry points
+
+
+def report_html(
+    report: RunReport,
+    *,
+    timings: bool = True,
+    diagrams: bool = True,
+    title: str | None = None,
+) -> str:
+    """The HTML report of an analysed run, with what the run folder adds.
+
+    Args:
+        report: From `analyze_run`.
+        timings: Read the run's profile and `bench.json` when they are there.
+        diagrams: Draw the Graphviz diagrams (a missing `dot` binary leaves a note).
+        title: The page title; the run's script or folder name by default.
+
+    Returns:
+        The page, one self-contained HTML document.
+    """
+    run = report.run
+    return report_page(
+        report,
+        timings=load_timings(run) if timings else None,
+        bench=load_bench(run) if timings else None,
+        diagrams=graphviz_diagrams if diagrams else None,
+        title=title,
+    )
+
+
+def write_html(report: RunReport, path: str | Path, **options: Any) -> Path:
+    """Write `report_html(report, **options)` to a file (what `hloscope report --html` does).
+
+    Returns:
+        The file written.
+
+    Raises:
+        UsageError: The file cannot be written (missing folder, permissions).
+    """
+    out = Path(path)
+    page = report_html(report, **options)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(
+            f"--html {out}: cannot write ({e.strerror}); give a path in an existing folder"
+        ) from None
+    return out
+
+
+def report_page(
+    report: RunReport,
+    *,
+    timings: Mapping[str, Mapping[str, Any]] | None = None,
+    bench: Mapping[str, Any] | None = None,
+    diagrams: DiagramsFn | None = None,
+    title: str | None = None,
+    open_first: bool = True,
+) -> str:
+    """Build the HTML page of a report.
+
+    Args:
+        report: From `analyze_run`.
+        timings: Timing documents by HloModule name (`timings_doc` of each
+            `ModuleTiming`), when the run was profiled.
+        bench: The run's `bench.json` document, when there is one.
+        diagrams: Draws each module's diagrams; None leaves them out.
+        title: The page title.
+        open_first: Open the biggest module's section when the page loads.
+
+    Returns:
+        The page.
+    """
+    data = page_data(report, timings=timings, bench=bench, diagrams=diagrams)
+    data["overview"]["open_first"] = open_first
+    return _page(data, title or _title(report))
+
+
+# What the overview keeps of each module document.
+_SUMMARY_KEYS = (
+    "key", "name", "platform", "trivial", "before", "after", "ops_per_kernel", "alone", "error",
+)  # fmt: skip
+
+
+def page_data(
+    report: RunReport,
+    *,
+    timings: Mapping[str, Mapping[str, Any]] | None = None,
+    bench: Mapping[str, Any] | None = None,
+    diagrams: DiagramsFn | None = None,
+) -> dict[str, Any]:
+    """The data the page embeds: an overview document and one document per module.
+
+    The overview is `report_doc`'s `run` plus each module's summary; each module
+    document is `module_doc` plus the fused instructions and HLO text of every kernel
+    and the diagrams. Modules are embedded separately so the page parses a module's
+    data only when its section is opened.
+
+    Returns:
+        `{"overview": {...}, "modules": [{...}, ...]}`, modules in report order.
+    """
+    timings = timings or {}
+    dumps = {d.key: d for d in report.run.modules}
+    summaries: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] = []
+    heaviest: list[dict[str, Any]] = []
+    for index, m in enumerate(report.modules):
+        timing = _timing_for(timings, m)
+        doc = module_doc(m, timing=dict(timing) if timing is not None else None)
+        dump = dumps.get(m.key)
+        doc.update(_module_extras(m, dump, diagrams, timing))
+        details.append(doc)
+        summaries.append(
+            {key: doc[key] for key in _SUMMARY_KEYS}
+            | {"index": index, "timing": _timing_summary(timing)}
+        )
+        if timing is not None:
+            kinds = {k["name"]: k["kind"] for k in doc["kernels"]}
+            for k in timing.get("kernels", ()):
+                heaviest.append(
+                    {
+                        "module": m.key,
+                        "index": index,
+                        "kernel": k.get("name"),
+                        "kind": kinds.get(k.get("name"), "?"),
+                        "total_us": k.get("total_us"),
+                        "mean_us": k.get("mean_us"),
+                        "calls": k.get("calls"),
+                        "share": k.get("share"),
+                    }
+                )
+    heaviest.sort(key=lambda k: -(k["total_us"] or 0))
+    run = report.run
+    overview = {
+        "schema_version": SCHEMA_VERSION,
+        "run": run_doc(run) | _run_extras(run),
+        "modules": summaries,
+        "heaviest": heaviest[:TOP_KERNELS],
+        "timed": bool(timings),
+        "bench": dict(bench) if bench else None,
+    }
+    return {"overview": overview, "modules": details}
+
+
+# ---------------------------------------------------------------------------------------
+# Optional inputs: timings and bench results
+
+
+def load_timings(run: Run) -> dict[str, dict[str, Any]] | None:
+    """Timing documents of the run's profile, by module key, or None without a profile.
+
+    Uses `hloscope.timing` when it is installed; a run without a profile (or a profile
+    that cannot be read) simply has no timings in the page.
+    """
+    if not run.path.is_dir():
+        return None
+    try:
+        from hloscope.timing.attribution import load_profile
+        from hloscope.timing.render import timings_doc
+    except ImportError:  # a build without the timing stage: the page has no times
+        return None
+    try:
+        profile = load_profile(run.path)
+    except HloscopeError:
+        return None
+    return {key: timings_doc(mt) for key, mt in profile.modules.items()}
+
+
+def load_bench(run: Run) -> dict[str, Any] | None:
+    """The run's `bench.json` (saved by `hloscope bench --save RUN`), or None.
+
+    An unreadable file is reported in the page rather than failing the report.
+    """
+    path = run.path / BENCH_FILE if run.path.is_dir() else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return {"error": f"{BENCH_FILE} is not readable: {e}"}
+    return doc if isinstance(doc, dict) else {"error": f"{BENCH_FILE} is not a JSON object"}
+
+
+def _timing_for(
+    timings: Mapping[str, Mapping[str, Any]], m: ModuleReport
+) -> Mapping[str, Any] | None:
+    """A module's timing: by name, else `name(program_id)` (several programs, one name)."""
+    found = timings.get(m.name)
+    if found is None and "." in m.key:
+        module_id = m.key.split(".", 1)[0]
+        if module_id.isdigit():
+            found = timings.get(f"{m.name}({int(module_id)})")
+    return found
+
+
+def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if timing is None:
+        return None
+    return {
+        key: timing.get(key)
+        for key in ("executions", "total_us", "kernel_us", "mean_us", "median_us")
+        if key in timing
+    }
+
+
+def _run_extras(run: Run) -> dict[str, Any]:
+    man = run.manifest
+    extras = {
+        "command": man.get("command"),
+        "started": man.get("started") or man.get("created"),
+        "modules_total": len(run.modules),
+    }
+    return extras
+
+
+# ---------------------------------------------------------------------------------------
+# Per-module data: fused instructions, HLO text, diagrams
+
+
+def _module_extras(
+    m: ModuleReport,
+    dump: ModuleDump | None,
+    diagrams: DiagramsFn | None,
+    timing: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    extras: dict[str, Any] = {
+        "files": {
+            "before": str(dump.before) if dump and dump.before else None,
+            "after": str(dump.after) if dump and dump.after else None,
+        },
+        "fused": {},
+        "hlo": {},
+        "diagrams": None,
+    }
+    if m.after is not None:
+        extras["fused"] = {
+            k.name: [[i.opcode, i.name, i.shape.text] for i in k.ops] for k in m.after.kernels
+        }
+        module = _after_module(dump)
+        if module is not None:
+            extras["hlo"] = _kernel_hlo(module, m)
+    # Helper modules get no diagrams: they are many, tiny, and would dominate the file.
+    if diagrams is not None and dump is not None and not m.trivial:
+        try:
+            d = diagrams(m, dump, timing)
+        except HloscopeError as e:
+            d = Diagrams(note=f"no diagrams: {e}")
+        extras["diagrams"] = {
+            side: {"svg": sanitize_svg(dg.svg), "nodes": dict(dg.nodes), "notes": list(dg.notes)}
+            if dg is not None
+            else None
+            for side, dg in (("after", d.after), ("before", d.before))
+        } | {"note": d.note}
+    return extras
+
+
+def _after_module(dump: ModuleDump | None) -> HloModule | None:
+    if dump is None:
+        return None
+    try:
+        return dump.load_after()
+    except HloscopeError:  # the report already carries the error
+        return None
+
+
+def _kernel_hlo(module: HloModule, m: ModuleReport) -> dict[str, str]:
+    """Each kernel's HLO: its fused computation(s), or its own instruction line."""
+    assert m.after is not None
+    lines = _source_lines(module)
+    if lines is None:
+        return {}
+    out: dict[str, str] = {}
+    comps = module.computation_map
+    for k in m.after.kernels:
+        comp = comps.get(k.computation)
+        inst = comp.by_name.get(k.name) if comp else None
+        # the kernel's own instruction (kind, backend_config), then what it calls
+        text = _strip_metadata(lines[inst.line - 1].strip()) if inst and inst.line else ""
+        if k.fused_computation and k.fused_computation in comps:
+            names = _nested_fusions(module, k.fused_computation)
+            text = "\n\n".join([text, *(computation_text(module, n, lines) for n in names)])
+        out[k.name] = _cap(text.strip("\n"))
+    return out
+
+
+def _nested_fusions(module: HloModule, name: str) -> list[str]:
+    """A fused computation and the fused computations it calls, depth first."""
+    comps = module.computation_map
+    seen: list[str] = []
+
+    def visit(n: str, depth: int) -> None:
+        if n in seen or n not in comps or depth > 16:
+            return
+        seen.append(n)
+        for inst in comps[n].instructions:
+            if inst.opcode == "fusion":
+                for callee in inst.calls():
+                    visit(callee, depth + 1)
+
+    visit(name, 0)
+    return seen
+
+
+def _source_lines(module: HloModule) -> list[str] | None:
+    if module.path is None:
+        return None
+    try:
+        text = Path(module.path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return text.splitlines()  # as the parser counts lines (Instruction.line)
+
+
+def computation_text(module: HloModule, name: str, lines: list[str] | None = None) -> str:
+    """The HLO text of one computation as the dump prints it, without metadata.
+
+    Args:
+        module: A parsed module read from a file (`module.path`).
+        name: The computation's name.
+        lines: The file's lines, when the caller has read them already.
+
+    Returns:
+        The computation from its header to its closing brace, each instruction's
+        `metadata={...}` left out (the page shows source ops and lines separately);
+        "" when the module has no file or no such computation.
+    """
+    comp = module.computation_map.get(name)
+    if comp is None:
+        return ""
+    if lines is None:
+        lines = _source_lines(module)
+        if lines is None:
+            return ""
+    if not comp.line or not comp.instructions:
+        return ""
+    start = comp.line - 1
+    end = max(i.line for i in comp.instructions)
+    # the closing brace follows the last instruction (multi-line instructions: a bit later)
+    for j in range(end, min(end + 8, len(lines))):
+        if lines[j].strip() == "}":
+            end = j + 1
+            break
+    return "\n".join(_strip_metadata(line) for line in lines[start:end])
+
+
+_METADATA = ", metadata={"
+
+
+def _strip_metadata(line: str) -> str:
+    """Drop `, metadata={...}` from one HLO line (braces inside quotes are skipped)."""
+    at = line.find(_METADATA)
+    if at < 0:
+        return line
+    i = at + len(_METADATA)
+    depth, quoted = 1, False
+    while i < len(line) and depth:
+        c = line[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        i += 1
+    return line[:at] + _strip_metadata(line[i:])
+
+
+def _cap(text: str) -> str:
+    lines = text.split("\n")
+    if len(lines) <= HLO_MAX_LINES and len(text) <= HLO_MAX_CHARS:
+        return text
+    kept = "\n".join(lines[:HLO_MAX_LINES])[:HLO_MAX_CHARS]
+    left = len(lines) - kept.count("\n") - 1
+    return kept + f"\n… {left} more lines (see the dump file)"
+
+
+# ---------------------------------------------------------------------------------------
+# Diagrams
+
+DIAGRAM_MAX_NODES = 200
+"""Node budget of each diagram in the page (bigger graphs are collapsed by name scope)."""
+
+
+def graphviz_diagrams(
+    m: ModuleReport,
+    dump: ModuleDump,
+    timing: Mapping[str, Any] | None = None,
+    *,
+    max_nodes: int = DIAGRAM_MAX_NODES,
+) -> Diagrams:
+    """Draw a module's kernel and op diagrams with `hloscope.render.dot` and `dot`.
+
+    Args:
+        m: The module's report.
+        dump: Its dump files (parsed again from the parser's cache).
+        timing: Its timing document, to show kernel times on the kernel diagram.
+        max_nodes: Node budget of each diagram.
+
+    Returns:
+        The diagrams; a missing side (no dump for it) is None. A missing `dot` binary
+        gives no diagrams and a note saying what to install, not an error.
+    """
+    from hloscope.errors import MissingDependencyError
+    from hloscope.render import dot
+
+    try:
+        after = dump.load_after()
+        before = dump.load_before()
+    except HloscopeError as e:
+        return Diagrams(note=f"no diagrams: {e}")
+    times = {
+        str(k["name"]): float(k["total_us"])
+        for k in (timing or {}).get("kernels", ())
+        if k.get("name") is not None and isinstance(k.get("total_us"), int | float)
+    }
+    out_after = out_before = None
+    kernels_of: dict[str, tuple[str, ...]] = {}
+    try:
+        if after is not None and m.after is not None:
+            spec = dot.kernel_graph(
+                after, m.after, m.provenance, timings=times or None, max_nodes=max_nodes
+            )
+            out_after = _diagram(dot, spec, lambda n: n.members or (n.kernel,))
+        if before is not None:
+            if after is not None and m.provenance is not None:
+                kernels_of = dot.kernels_of_before_ops(before, after, m.provenance, m.after)
+            first = {op: ks[0] for op, ks in kernels_of.items()}
+            spec = dot.op_graph(
+                before, first or None, kernels_of=kernels_of or None, max_nodes=max_nodes
+            )
+            out_before = _diagram(
+                dot,
+                spec,
+                lambda n: (
+                    tuple(dict.fromkeys(k for op in n.members for k in kernels_of.get(op, ())))
+                    or (n.kernel,)
+                ),
+            )
+    except MissingDependencyError as e:
+        return Diagrams(note=f"no diagrams: {e}")
+    return Diagrams(after=out_after, before=out_before)
+
+
+def _diagram(dot: Any, spec: Any, kernels: Callable[[Any], tuple[str | None, ...]]) -> Diagram:
+    """Render a `DiagramSpec` to SVG and map its SVG node ids to kernels."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hloscope-html-") as tmp:
+        out = Path(tmp) / "diagram.svg"
+        dot.render(spec, out, "svg")
+        svg = out.read_text(encoding="utf-8")
+    nodes = {}
+    for n in spec.nodes:
+        ks = tuple(k for k in kernels(n) if k)
+        if ks:
+            # the SVG element id is the node id as `to_dot` escapes it
+            nodes[dot._safe_id(n.id)] = ks
+    return Diagram(svg=svg, nodes=nodes, notes=tuple(spec.notes))
+
+
+# ---------------------------------------------------------------------------------------
+# Safe embedding
+
+
+_SVG_NS = "http://www.w3.org/2000/svg"
+_XLINK_NS = "http://www.w3.org/1999/xlink"
+# Elements an SVG diagram may hold; anything else (script, foreignObject, iframe, use of
+# external resources, animation that can set attributes) is dropped with its content.
+_SVG_ELEMENTS = frozenset(
+    {
+        "svg", "g", "title", "desc", "path", "polygon", "polyline", "ellipse", "circle",
+        "rect", "line", "text", "tspan", "defs", "linearGradient", "radialGradient",
+        "stop", "clipPath", "marker", "a",
+    }
+)  # fmt: skip
+
+
+def sanitize_svg(svg: str) -> str:
+    """Keep only drawing elements and plain attributes of an SVG document.
+
+    Scripts, `foreignObject`, event-handler attributes (`on*`), `style` attributes (the
+    page's Content-Security-Policy forbids them) and links that are not fragment links
+    are removed; the XML prologue and DOCTYPE are dropped. The page's script sanitises
+    again when it inserts the SVG; this pass also protects notebooks, which insert SVG
+    as it is.
+
+    Args:
+        svg: An SVG document (Graphviz output).
+
+    Returns:
+        The SVG element serialised, or "" when the text is not well-formed SVG.
+    """
+    text = re.sub(r"<\?xml[^>]*\?>|<!DOCTYPE[^>[]*(\[[^\]]*\])?\s*>", "", svg)
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return ""
+    if _local(root.tag) != "svg":
+        return ""
+    _clean(root)
+    return _serialize(root)
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _clean(elem: ET.Element) -> None:
+    for child in list(elem):
+        if not isinstance(child.tag, str) or _local(child.tag) not in _SVG_ELEMENTS:
+            elem.remove(child)
+        else:
+            _clean(child)
+    for attr in list(elem.attrib):
+        name = _local(attr).lower()
+        value = elem.attrib[attr]
+        if (
+            name.startswith("on")
+            or name == "style"
+            or (name == "href" and not value.startswith("#"))
+            or "javascript:" in value.lower().replace(" ", "")
+        ):
+            del elem.attrib[attr]
+
+
+def _serialize(elem: ET.Element) -> str:
+    """Serialise without ElementTree's `ns0:` prefixes: SVG as the default namespace."""
+    parts: list[str] = []
+
+    def name_of(tag: str) -> str:
+        if tag.startswith("{"):
+            ns, local = tag[1:].split("}", 1)
+            if ns == _XLINK_NS:
+                return f"xlink:{local}"
+            return local
+        return tag
+
+    def write(e: ET.Element, top: bool) -> None:
+        tag = name_of(e.tag)
+        attrs = "".join(
+            f' {name_of(k)}="{html.escape(v, quote=True)}"' for k, v in e.attrib.items()
+        )
+        if top:
+            attrs = f' xmlns="{_SVG_NS}" xmlns:xlink="{_XLINK_NS}"' + attrs
+        parts.append(f"<{tag}{attrs}>")
+        if e.text:
+            parts.append(html.escape(e.text, quote=False))
+        for child in e:
+            write(child, False)
+            if child.tail:
+                parts.append(html.escape(child.tail, quote=False))
+        parts.append(f"</{tag}>")
+
+    write(elem, True)
+    return "".join(parts)
+
+
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_JSON_UNSAFE = re.compile("[<>&\u2028\u2029]")
+
+
+def _finite(doc: Any) -> Any:
+    """NaN and infinities (which JSON cannot hold) as null, anywhere in a document."""
+    if isinstance(doc, float):
+        return doc if math.isfinite(doc) else None
+    if isinstance(doc, Mapping):
+        return {k: _finite(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [_finite(v) for v in doc]
+    return doc
+
+
+def embed_json(doc: Any) -> str:
+    """JSON for a `<script type="application/json">` block that no data can break out of.
+
+    `<`, `>` and `&` (so no `</script>` or `<!--` can end or change the block) and
+    U+2028/U+2029 are written as `\\uXXXX` escapes, which JSON.parse reads back as the
+    same characters.
+    """
+    text = json.dumps(_finite(doc), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _JSON_UNSAFE.sub(lambda mt: _JSON_ESCAPES[mt.group()], text)
+
+
+# ---------------------------------------------------------------------------------------
+# The page
+
+
+def _asset(name: str) -> str:
+    return (resources.files("hloscope.render") / "assets" / name).read_text(encoding="utf-8")
+
+
+def _sha256(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
+
+
+def _title(report: RunReport) -> str:
+    script = report.run.manifest.get("script")
+    name = Path(str(script)).name if script else report.run.path.name
+    return f"hloscope report · {name}"
+
+
+def _page(data: Mapping[str, Any], title: str) -> str:
+    css, js = _asset("report.css"), _asset("report.js")
+    # The assets are ours; this guards against an edit that would end the block early.
+    assert "</style" not in css.lower() and "</script" not in js.lower()
+    csp = "; ".join(
+        [
+            "default-src 'none'",
+            f"script-src '{_sha256(js)}'",
+            f"style-src '{_sha256(css)}'",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
+    blocks = [
+        f'<script type="application/json" id="hs-overview">{embed_json(data["overview"])}</script>'
+    ]
+    blocks += [
+        f'<script type="application/json" id="hs-module-{i}">{embed_json(doc)}</script>'
+        for i, doc in enumerate(data["modules"])
+    ]
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            '<meta name="generator" content="hloscope">',
+            f"<title>{html.escape(title)}</title>",
+            f"<style>{css}</style>",
+            "</head>",
+            "<body>",
+            '<div id="hs-app" class="hs-app"><p class="hs-loading">Loading the report…</p></div>',
+            "<noscript><p>This report is built by JavaScript in the page; allow it to run "
+            "(the data is embedded below as JSON).</p></noscript>",
+            *blocks,
+            f"<script>{js}</script>",
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
+
+
+def iframe_html(page: str, *, height: int = 720) -> str:
+    """Wrap a page in an `<iframe srcdoc>` for a notebook cell.
+
+    The page keeps its own styles, script and Content-Security-Policy inside the frame,
+    so it cannot disturb the notebook and the notebook's styles do not leak in.
+    """
+    return (
+        f'<iframe srcdoc="{html.escape(page, quote=True)}" '
+        f'style="width:100%;height:{height}px;border:1px solid #ddd;resize:vertical" '
+        'sandbox="allow-scripts" title="hloscope report"></iframe>'
+    )

@@ -1,0 +1,323 @@
+"""The HTML report without a browser: embedding, sanitising, page data, CLI, notebook.
+
+What the page does when it runs is tested in a real browser in tests/browser/.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hloscope import notebook
+from hloscope.analysis.report import analyze_run
+from hloscope.cli import app
+from hloscope.errors import MissingDependencyError, UsageError
+from hloscope.render.html import (
+    BENCH_FILE,
+    Diagram,
+    Diagrams,
+    _strip_metadata,
+    computation_text,
+    embed_json,
+    iframe_html,
+    load_bench,
+    page_data,
+    report_html,
+    report_page,
+    sanitize_svg,
+    write_html,
+)
+from hloscope.runs import load_run
+from tests.conftest import DATA
+from tests.render.xss_probe import NAME as XSS_NAME
+from tests.render.xss_probe import PAYLOADS, make_xss_run
+
+needs_dot = pytest.mark.skipif(
+    shutil.which("dot") is None, reason="Graphviz `dot` is not installed (make system-deps)"
+)
+
+
+def _blocks(page: str) -> dict[str, str]:
+    """The JSON data blocks of a page by id."""
+    return dict(
+        re.findall(r'<script type="application/json" id="([\w-]+)">(.*?)</script>', page, re.S)
+    )
+
+
+def _code_blocks(page: str) -> tuple[str, str]:
+    """The page's one inline script and one inline style."""
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    styles = re.findall(r"<style>(.*?)</style>", page, re.S)
+    assert len(scripts) == 1 and len(styles) == 1
+    return scripts[0], styles[0]
+
+
+def _sha(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+# --- embedding --------------------------------------------------------------------------
+
+
+def test_embed_json_cannot_end_the_script_block_and_round_trips() -> None:
+    doc = {"a": "</script><script>x()</script>", "b": "<!-- & -->", "c": "\u2028\u2029é"}
+    text = embed_json(doc)
+    for bad in ("<", ">", "&", "\u2028", "\u2029"):
+        assert bad not in text
+    assert "é" in text  # non-ASCII stays readable
+    assert json.loads(text) == doc
+
+
+def test_embed_json_writes_nan_as_null() -> None:
+    assert json.loads(embed_json({"t": float("nan"), "u": [float("inf"), 1.5]})) == {
+        "t": None,
+        "u": [None, 1.5],
+    }
+
+
+def test_sanitize_svg_keeps_drawing_and_drops_code() -> None:
+    svg = (
+        '<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "x.dtd">'
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        'viewBox="0 0 10 10" onload="evil()">'
+        "<script>evil()</script><foreignObject><div>x</div></foreignObject>"
+        '<g id="k/a" class="node" onclick="evil()" style="fill:red"><title>k/a</title>'
+        '<a xlink:href="javascript:evil()" xlink:title="tip &lt;b&gt;">'
+        '<text x="1" y="2">&lt;script&gt; é</text></a>'
+        '<a xlink:href="#frag"><rect width="1" height="1"/></a></g></svg>'
+    )
+    out = sanitize_svg(svg)
+    for gone in ("script>", "onload", "onclick", "foreignObject", "style=", "javascript"):
+        assert gone not in out
+    assert out.startswith('<svg xmlns="http://www.w3.org/2000/svg"')
+    assert 'id="k/a"' in out and 'class="node"' in out
+    assert "&lt;script&gt; é" in out  # text stays text
+    assert 'xlink:href="#frag"' in out and 'xlink:title="tip &lt;b&gt;"' in out
+    assert sanitize_svg("<html><script>evil()</script></html>") == ""
+    assert sanitize_svg("not xml <") == ""
+
+
+def test_strip_metadata_skips_braces_inside_quotes() -> None:
+    line = (
+        'a = f32[] add(x, y), metadata={op_name="f{o}o\\"}" source_line=3}, sharding={replicated}'
+    )
+    assert _strip_metadata(line) == "a = f32[] add(x, y), sharding={replicated}"
+    assert _strip_metadata("b = f32[] negate(x)") == "b = f32[] negate(x)"
+
+
+def test_computation_text_is_the_fused_computation_without_metadata() -> None:
+    dump = load_run(DATA / "tf_dense_relu").modules[0]
+    module = dump.load_after()
+    assert module is not None
+    fused = next(iter(module.fused_computations))
+    text = computation_text(module, fused)
+    assert text.splitlines()[0].lstrip("%").startswith(fused)
+    assert text.splitlines()[-1] == "}"
+    assert "maximum(" in text and "metadata=" not in text
+    assert computation_text(module, "no such computation") == ""
+
+
+# --- the page ---------------------------------------------------------------------------
+
+
+def test_page_is_self_contained_with_a_csp_matching_its_code() -> None:
+    report = analyze_run(load_run(DATA / "tf_dense_relu"))
+    page = report_page(report)
+    script, style = _code_blocks(page)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert csp is not None
+    policy = csp.group(1)
+    assert "default-src 'none'" in policy and "img-src data:" in policy
+    assert f"script-src '{_sha(script)}'" in policy
+    assert f"style-src '{_sha(style)}'" in policy
+    # nothing is fetched: no external URLs, no src= or href= to anything but fragments
+    assert not re.search(r"(src|href)=\"(?!#)", page)
+    assert "http://" not in page.replace("http://www.w3.org/", "")
+    assert "https://" not in page
+    blocks = _blocks(page)
+    assert set(blocks) == {"hs-overview", "hs-module-0"}
+    overview = json.loads(blocks["hs-overview"])
+    assert overview["modules"][0]["after"]["kernels"] == 2
+    module = json.loads(blocks["hs-module-0"])
+    assert {k["name"] for k in module["kernels"]} == {"MatMul.2", "broadcast_maximum_fusion"}
+    hlo = module["hlo"]["broadcast_maximum_fusion"]
+    assert hlo.splitlines()[0].startswith("ROOT %broadcast_maximum_fusion =")  # the fusion itself
+    assert "maximum(" in hlo
+    assert [f[0] for f in module["fused"]["MatMul.2"]] == ["dot"]
+
+
+def test_page_data_attaches_timings_by_module_name_and_ranks_heaviest_kernels() -> None:
+    report = analyze_run(load_run(DATA / "tf_dense_relu"))
+    name = report.modules[0].name
+    timing = {
+        "executions": 2,
+        "total_us": 150.0,
+        "kernel_us": 123.0,
+        "kernels": [
+            {"name": "MatMul.2", "calls": 2, "total_us": 118.5, "mean_us": 59.2, "share": 0.96},
+            {"name": "broadcast_maximum_fusion", "calls": 2, "total_us": 4.8, "share": 0.04},
+        ],
+    }
+    data = page_data(report, timings={name: timing})
+    ov = data["overview"]
+    assert ov["timed"] is True
+    assert ov["modules"][0]["timing"]["kernel_us"] == 123.0
+    assert [k["kernel"] for k in ov["heaviest"]] == ["MatMul.2", "broadcast_maximum_fusion"]
+    assert ov["heaviest"][0]["kind"] == "unfused:dot"
+    assert data["modules"][0]["timing"] == timing
+    assert page_data(report)["overview"]["timed"] is False
+
+
+def test_trivial_modules_get_no_diagrams_and_come_after_the_main_ones() -> None:
+    calls: list[str] = []
+
+    def fake(m, dump, timing):  # type: ignore[no-untyped-def]
+        calls.append(m.key)
+        return Diagrams(after=Diagram("<svg xmlns='http://www.w3.org/2000/svg'/>", {}))
+
+    report = analyze_run(load_run(DATA / "jax_mlp"))
+    data = page_data(report, diagrams=fake)
+    main = [m for m in data["modules"] if not m["trivial"]]
+    assert calls == [m["key"] for m in main] == ["0030.jit_mlp"]
+    assert all(m["diagrams"] is None for m in data["modules"] if m["trivial"])
+    assert data["modules"][0]["diagrams"]["after"]["svg"].startswith("<svg")
+
+
+@needs_dot
+def test_real_diagrams_map_svg_nodes_to_kernels() -> None:
+    report = analyze_run(load_run(DATA / "tf_dense_relu"))
+    page = report_html(report)
+    module = json.loads(_blocks(page)["hs-module-0"])
+    after, before = module["diagrams"]["after"], module["diagrams"]["before"]
+    assert after["nodes"]["k/broadcast_maximum_fusion"] == ["broadcast_maximum_fusion"]
+    assert 'id="k/broadcast_maximum_fusion"' in after["svg"]
+    kernels = {k for ks in before["nodes"].values() for k in ks}
+    assert kernels == {"MatMul.2", "broadcast_maximum_fusion"}
+    for node_id in before["nodes"]:
+        assert f'id="{node_id}"' in before["svg"]
+
+
+def test_bench_json_is_read_and_a_broken_one_is_reported(tmp_path: Path) -> None:
+    run_dir = make_xss_run(tmp_path / "run")
+    run = load_run(run_dir)
+    assert load_bench(run) is None
+    (run_dir / BENCH_FILE).write_text('{"modes": [{"name": "eager", "median_s": 0.1}]}')
+    assert load_bench(run) == {"modes": [{"name": "eager", "median_s": 0.1}]}
+    (run_dir / BENCH_FILE).write_text("{not json")
+    bench = load_bench(run)
+    assert bench is not None and "not readable" in bench["error"]
+    (run_dir / BENCH_FILE).write_text("[1, 2]")
+    assert load_bench(run) == {"error": f"{BENCH_FILE} is not a JSON object"}
+
+
+def test_no_payload_from_hlo_or_the_manifest_reaches_the_page_as_markup(tmp_path: Path) -> None:
+    run = load_run(make_xss_run(tmp_path / "run"))
+    page = report_html(analyze_run(run))
+    for payload in PAYLOADS:
+        assert payload not in page
+    assert "<img" not in page and "<svg onload" not in page
+    assert page.count("<script") == 3  # overview data, one module, the page's code
+    assert page.count("</script>") == 3
+    # ...and every payload is in the data, as data
+    blocks = _blocks(page)
+    text = json.dumps([json.loads(b) for b in blocks.values()], ensure_ascii=False)
+    for payload in PAYLOADS:
+        assert json.dumps(payload)[1:-1] in text
+    # the title is escaped too
+    assert "<title>hloscope report · " in page
+
+
+def test_iframe_escapes_the_whole_page() -> None:
+    frame = iframe_html('<p class="x">a & b</p>')
+    assert 'srcdoc="&lt;p class=&quot;x&quot;&gt;a &amp; b&lt;/p&gt;"' in frame
+    assert 'sandbox="allow-scripts"' in frame
+
+
+def test_write_html_says_what_to_do_when_the_folder_is_missing(tmp_path: Path) -> None:
+    report = analyze_run(load_run(DATA / "tf_dense_relu"))
+    with pytest.raises(UsageError, match="existing folder"):
+        write_html(report, tmp_path / "missing" / "r.html", diagrams=False)
+
+
+# --- CLI --------------------------------------------------------------------------------
+
+
+def test_cli_report_html_writes_the_page(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        app, ["report", str(DATA / "tf_dense_relu"), "--html", str(out)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out}" in result.output
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "hs-module-0" in page
+
+
+def test_cli_report_html_with_json_prints_json_too(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        app, ["report", str(DATA / "tf_dense_relu"), "--html", str(out), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert out.is_file()
+    assert '"schema_version": 1' in result.stdout
+
+
+# --- notebook ---------------------------------------------------------------------------
+
+
+def test_notebook_tables() -> None:
+    run = load_run(DATA / "jax_mlp")
+    rows = notebook.summary(run)
+    assert rows[0]["key"] == "0030.jit_mlp" and rows[0]["kernels"] == 11
+    assert rows[-1]["trivial"] is True
+    dump = run.module("jit_mlp")
+    kernels = notebook.kernels(dump)
+    assert len(kernels) == 11 and all(k.name for k in kernels)
+    placements = notebook.ops(dump)
+    assert {p.status for p in placements} <= {"fused", "alone", "folded", "dead", "free", "removed"}
+    html = notebook.kernel_html(kernels[0])
+    assert kernels[0].name in html and "<script" not in html
+
+
+def test_notebook_kernel_html_escapes_names(tmp_path: Path) -> None:
+    dump = load_run(make_xss_run(tmp_path / "run")).module(XSS_NAME)
+    placements = notebook.ops(dump)
+    assert any("<img" in p.op.name for p in placements)
+    html = notebook.kernel_html(notebook.kernels(dump)[0])
+    assert "add_maximum_fusion.é" in html and "<img" not in html
+
+
+@needs_dot
+def test_notebook_graph_and_html(tmp_path: Path) -> None:
+    run = load_run(DATA / "tf_dense_relu")
+    dump = run.modules[0]
+    svg = notebook.graph(dump)
+    assert svg._repr_svg_().startswith("<svg") and "k/broadcast_maximum_fusion" in svg.data
+    before = notebook.graph(dump, before=True, max_nodes=50)
+    assert "before optimization" in before.data
+    assert svg.save(tmp_path / "g.svg").read_text(encoding="utf-8") == svg.data
+    frame = notebook.run_html(run)
+    assert frame.startswith("<iframe srcdoc=") and "hs-module-0" in frame
+    assert "hs-module-0" in notebook.module_html(dump)
+
+
+def test_to_dataframe_needs_pandas() -> None:
+    rows = [{"a": 1}]
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(MissingDependencyError, match="pip install pandas"):
+            notebook.to_dataframe(rows)
+        return
+    dump = load_run(DATA / "tf_dense_relu").modules[0]
+    df = notebook.to_dataframe(notebook.kernels(dump))
+    assert list(df["name"]) == ["MatMul.2", "broadcast_maximum_fusion"]
+    assert df["shape"][0] == "f32[64,128]{1,0}"
