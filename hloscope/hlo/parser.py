@@ -130,7 +130,7 @@ def split_modules(text: str) -> list[tuple[int, str]]:
     """
     chunks: list[tuple[int, str]] = []
     start, lines = 1, list[str]()
-    for number, line in enumerate(text.splitlines(keepends=True), 1):
+    for number, line in enumerate(_lines(text, keepends=True), 1):
         if line.strip().startswith("// -----"):
             chunks.append((start, "".join(lines)))
             start, lines = number + 1, []
@@ -153,6 +153,18 @@ def parse_modules(path: str | Path, *, strict: bool = False) -> list[HloModule]:
     if not modules:
         raise HloParseError("no 'HloModule' in file", path=str(path))
     return modules
+
+
+def _lines(text: str, keepends: bool = False) -> list[str]:
+    """Split on newlines only, as XLA does.
+
+    `str.splitlines` also splits on U+2028, form feeds and other separators, which may
+    appear inside quoted metadata (file paths, op names).
+    """
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines[-1] == "":
+        lines.pop()  # a final newline ends the last line; it does not start another
+    return [line + "\n" for line in lines] if keepends else lines
 
 
 def _read_text(path: str | Path) -> str:
@@ -344,7 +356,7 @@ class _Parser:
     def __init__(self, text: str, path: str | None, strict: bool) -> None:
         self.path = path
         self.strict = strict
-        self.lines = text.splitlines()
+        self.lines = _lines(text)
         self.i = 0  # index of the next line to read
         self.unknown_opcodes: dict[str, int] = {}
         self.unparsed: list[str] = []

@@ -440,3 +440,15 @@ def test_all_captured_dumps_parse_cleanly() -> None:
     for f in files:
         m = parse_file(f, strict=True)
         assert m.instruction_count > 0
+
+
+def test_only_newlines_end_lines() -> None:
+    # U+2028 and a form feed inside quoted metadata are not line breaks for XLA
+    text = (
+        "HloModule m\r\n\r\nENTRY e {\r\n"
+        '  ROOT p = f32[2] parameter(0), metadata={op_name="a\u2028b\x0cc"}\r\n}\r\n'
+    )
+    m = parse_module(text)
+    assert m.entry.root.metadata is not None
+    assert m.entry.root.metadata.op_name == "a\u2028b\x0cc"
+    assert m.entry.root.line == 4
