@@ -153,8 +153,14 @@ def report(
     """
     from hloscope.analysis.report import analyze_run
     from hloscope.runs import load_run
+    from hloscope.timing.render import report_timings, timings_doc
 
     result = analyze_run(load_run(run), module or ())
+    try:
+        timings = report_timings(result)
+    except HloscopeError as e:  # an unreadable profile must not hide the fusion report
+        typer.echo(f"hloscope: warning: no timings: {e}", err=True)
+        timings = {}
     if html is not None:
         from hloscope.render.html import write_html
         from hloscope.render.text import fmt_bytes
@@ -167,11 +173,12 @@ def report(
     if json:
         from hloscope.render.json import report_doc
 
-        _print_json(report_doc(result))
+        docs = {key: timings_doc(t) for key, t in timings.items()}
+        _print_json(report_doc(result, timings=docs))
         return
     from hloscope.render.text import report_view
 
-    _print(report_view(result, show_all=show_all))
+    _print(report_view(result, show_all=show_all, timings=timings))
 
 
 @app.command()
@@ -308,6 +315,42 @@ def dump(
     show_all: Annotated[
         bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
     ] = False,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="Also run the framework's profiler around the script (TensorFlow "
+            "tf.profiler, JAX jax.profiler) and keep the profile in the run: per-kernel "
+            "times in report, graph and the HTML page.",
+        ),
+    ] = False,
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            "--framework",
+            help="tf or jax, for --profile [default: from the script's imports].",
+            show_default=False,
+        ),
+    ] = None,
+    skip_first: Annotated[
+        int,
+        typer.Option(
+            "--skip-first",
+            help="With --profile: executions of each module left out as warm-up "
+            "(the first one compiles).",
+            min=0,
+        ),
+    ] = 1,
+    profile_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--profile-steps",
+            help="With --profile: keep at most this many executions of each module after "
+            "the warm-up ones [default: all].",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a TensorFlow or JAX script under XLA's dump flags and keep the run.
 
@@ -317,6 +360,7 @@ def dump(
     command reads it later. Exits with the script's status when it fails.
 
     Example: hloscope dump samples/dense_relu.py -- --batch 32
+             hloscope dump --profile samples/jax_mlp.py
     """
     from rich.console import Console
 
@@ -348,9 +392,17 @@ def dump(
             *(["--module", module_re] if module_re else []),
             *(["-o", str(out)] if out else []),
             *(["--force"] if force else []),
+            *(["--profile"] if profile else []),
+            *(["--framework", framework] if framework else []),
+            *(["--skip-first", str(skip_first)] if profile and skip_first != 1 else []),
+            *(["--profile-steps", str(profile_steps)] if profile_steps else []),
             *([script] if script else []),
             *(["--", *script_args] if script_args else []),
         ],
+        profile=profile,
+        framework=framework,
+        skip_first=skip_first,
+        profile_steps=profile_steps,
     )
     err = Console(stderr=True, highlight=False)
     if plan.flag_conflicts:
@@ -500,18 +552,12 @@ def bench(
         typer.echo(f"saved {save / 'bench.json'}", err=True)
 
 
-def _profile_timings(path: Path) -> dict[str, dict[str, float]] | None:
-    """Kernel times (µs per execution) of the profile in a run, or None without one."""
+def _profile_timings(run: Any) -> dict[str, dict[str, float]] | None:
+    """Kernel times (µs per execution) of a run's profile, or None when not profiled."""
     from hloscope.analysis.diff import coerce_timings
+    from hloscope.timing.attribution import run_timings
 
-    try:
-        from hloscope.timing.attribution import load_profile
-    except ImportError:  # timing is optional: without it, diffs compare bytes
-        return None
-    try:
-        return coerce_timings(load_profile(path, with_hlo=False))
-    except HloscopeError:  # no profile in this run
-        return None
+    return coerce_timings(run_timings(run, with_hlo=False))
 
 
 def _one_line(kind: str, violations: Any) -> str:
@@ -589,8 +635,8 @@ def diff(
     result = diff_runs(
         analyze_run(runs[0]),
         analyze_run(runs[1]),
-        timings_a=_profile_timings(run_a),
-        timings_b=_profile_timings(run_b),
+        timings_a=_profile_timings(runs[0]),
+        timings_b=_profile_timings(runs[1]),
     )
     selected = None
     if module:
@@ -799,6 +845,7 @@ def graph(
 
     from hloscope.errors import UsageError
     from hloscope.render.dot import module_diagram, render
+    from hloscope.render.text import short_name
     from hloscope.runs import load_run
 
     if stage not in (None, "before", "after"):
@@ -812,7 +859,7 @@ def graph(
     expand_arg: list[str] | str = list(expand or ())
     if "all" in expand_arg:
         expand_arg = "all"
-    times = _module_times(run, dump) if after is not None else None
+    times = _module_times(loaded, dump) if after is not None else None
     spec = module_diagram(
         before,
         after,
@@ -826,7 +873,7 @@ def graph(
         scope=scope,
     )
     if out is None:
-        name = re.sub(r"[^\w.\-]+", "_", _short_module_name(dump.name))
+        name = re.sub(r"[^\w.\-]+", "_", short_name(dump.name, 80))
         out = Path(f"{name}.{'side-by-side' if side_by_side else stage}.svg")
     fmt = _PICTURE_FORMATS.get(out.suffix.lower())
     if fmt is None:
@@ -871,19 +918,12 @@ def _graph_module(loaded: Any, pattern: str | None) -> Any:
     return chosen
 
 
-def _module_times(path: Path, dump: Any) -> dict[str, float] | None:
+def _module_times(run: Any, dump: Any) -> dict[str, float] | None:
     """Kernel times of one module, when the run has a profile."""
-    if not path.is_dir():
-        return None
-    times = _profile_timings(path)
+    times = _profile_timings(run)
     if not times:
         return None
     return times.get(dump.key) or times.get(dump.name)
-
-
-def _short_module_name(name: str) -> str:
-    cut = name.find("__XlaMustCompile")
-    return name[:cut] if cut > 0 else name
 
 
 @app.callback(invoke_without_command=True)

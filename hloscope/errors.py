@@ -58,6 +58,26 @@ class HloParseError(HloscopeError):
         return f"{where}: {self.message}" + (f": {shown!r}" if shown else "")
 
 
+class ProfileReadError(HloscopeError):
+    """A profile file that cannot be read, or a folder that holds none.
+
+    Attributes:
+        path: The file or folder.
+        offset: Byte offset of the problem in a protobuf file (0 when not relevant).
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int = 0) -> None:
+        self.message = message
+        self.path = path
+        self.offset = offset
+        where = path or "<bytes>"
+        if offset:
+            where += f" (byte {offset})"
+        super().__init__(f"{where}: {message}")
+
+
 class MissingDependencyError(HloscopeError):
     """An optional dependency (TensorFlow, JAX, the `dot` binary, a browser) is missing."""
 

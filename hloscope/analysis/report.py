@@ -24,6 +24,7 @@ class ModuleReport:
     Attributes:
         key: The module's key in its run (`0008.jit_mlp`).
         name: The HloModule name.
+        module_id: XLA's module number from the dump file name (`"0008"`), if any.
         platform: What it was compiled for (`cpu`, `sm_90`, ...), if known.
         trivial: One of the tiny helper modules frameworks compile on the side.
         before: Analysis of the before-optimization module, if dumped.
@@ -34,6 +35,7 @@ class ModuleReport:
 
     key: str
     name: str
+    module_id: str | None
     platform: str | None
     trivial: bool
     before: ModuleAnalysis | None
@@ -117,6 +119,7 @@ def analyze_dump(dump: ModuleDump) -> ModuleReport:
     return ModuleReport(
         key=dump.key,
         name=dump.name,
+        module_id=dump.module_id,
         platform=dump.platform,
         trivial=is_trivial(dump),
         before=before,

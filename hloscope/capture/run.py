@@ -48,6 +48,10 @@ STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
 _CHILD_REPORT = ".child-report.json"
 _RUNNER = Path(__file__).with_name("runner.py")
+# The profiler hooks the child loads by path (standard library only, like the runner).
+_PROFILER_HOOKS = Path(__file__).with_name("profiler.py")
+PROFILE_SUBDIR = "profile"
+PROFILE_ENV = "HLOSCOPE_PROFILE"
 _INTERRUPT_GRACE_S = 10.0
 _TERMINATE_GRACE_S = 5.0
 _LOG_TAIL_BYTES = 2 << 20
@@ -83,6 +87,9 @@ class DumpPlan:
         command: The command line that asked for the run, for the manifest.
         cwd: The working directory of the child.
         replace: Whether to clear an earlier run in `run_dir` first (`--force`).
+        profile: With `--profile`: the framework whose profiler runs around the script
+            (`tensorflow` or `jax`), the warm-up executions to leave out (`skip_first`)
+            and the executions to keep after them (`max_executions`); None otherwise.
     """
 
     kind: str
@@ -98,6 +105,7 @@ class DumpPlan:
     command: tuple[str, ...]
     cwd: Path
     replace: bool = False
+    profile: Mapping[str, Any] | None = None
 
     @property
     def display_name(self) -> str:
@@ -166,6 +174,10 @@ def plan_dump(
     command: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
     now: _dt.datetime | None = None,
+    profile: bool = False,
+    framework: str | None = None,
+    skip_first: int = 1,
+    profile_steps: int | None = None,
 ) -> DumpPlan:
     """Check a dump request and decide the run folder and the child's environment.
 
@@ -180,6 +192,11 @@ def plan_dump(
         command: The command line to record (default: `sys.argv`).
         environ: The environment to start from (default: `os.environ`).
         now: The time for the default folder name (default: now).
+        profile: Run the framework's profiler around the script (`--profile`).
+        framework: `tensorflow`/`tf` or `jax`, for `--profile`; detected from the
+            script's imports when not given.
+        skip_first: With `profile`: executions of each module left out as warm-up.
+        profile_steps: With `profile`: steady-state executions kept per module.
 
     Returns:
         The plan; nothing is created or run yet.
@@ -213,6 +230,18 @@ def plan_dump(
     dump_dir = run_dir / DUMP_SUBDIR
     flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re)
     env_set = {"XLA_FLAGS": flags.value, "PYTHONUNBUFFERED": "1"}
+    profile_plan = None
+    if profile:
+        profile_plan = _plan_profile(
+            kind, target, framework, skip_first, profile_steps, run_dir / PROFILE_SUBDIR
+        )
+        env_set[PROFILE_ENV] = json.dumps(
+            {
+                "framework": profile_plan["framework"],
+                "logdir": str(run_dir / PROFILE_SUBDIR),
+                "hooks": str(_PROFILER_HOOKS),
+            }
+        )
     return DumpPlan(
         kind=kind,
         target=target,
@@ -227,7 +256,55 @@ def plan_dump(
         command=tuple(sys.argv if command is None else command),
         cwd=cwd,
         replace=replace,
+        profile=profile_plan,
     )
+
+
+def _plan_profile(
+    kind: str,
+    target: str,
+    framework: str | None,
+    skip_first: int,
+    steps: int | None,
+    logdir: Path,
+) -> dict[str, Any]:
+    """Which profiler to run and how to read it; the framework comes from the script's
+    imports unless given."""
+    from hloscope.capture.profiler import detect_framework, normalize_framework
+
+    if skip_first < 0 or (steps is not None and steps < 1):
+        raise UsageError("--skip-first must be 0 or more and --profile-steps 1 or more")
+    if framework is not None:
+        try:
+            name = normalize_framework(framework)
+        except ValueError as e:
+            raise UsageError(f"--framework: {e}") from None
+    else:
+        source = Path(target) if kind == "script" else _module_source(target)
+        found = None
+        if source is not None and source.is_file():
+            found = detect_framework(source.read_text(encoding="utf-8", errors="replace"))
+        if found is None:
+            raise UsageError(
+                f"--profile: cannot tell from {target}'s imports whether it runs TensorFlow "
+                "or JAX; pass --framework tf or --framework jax"
+            )
+        name = found
+    return {
+        "framework": name,
+        "dir": logdir.name,
+        "skip_first": skip_first,
+        "max_executions": steps,
+    }
+
+
+def _module_source(module: str) -> Path | None:
+    """The file `python -m module` would run from the current folder, without importing."""
+    base = Path.cwd().joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__main__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def run_dump(
@@ -612,6 +689,7 @@ def _base_manifest(plan: DumpPlan, started_at: _dt.datetime) -> dict[str, Any]:
         "started_at": started_at.isoformat(timespec="seconds"),
         "dump_dir": DUMP_SUBDIR,
         "logs": {"stdout": STDOUT_LOG, "stderr": STDERR_LOG},
+        "profile": dict(plan.profile) if plan.profile is not None else None,
     }
 
 

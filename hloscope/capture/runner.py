@@ -4,7 +4,10 @@ It runs the script (or `-m` module) with `runpy` exactly as `python` would, then
 small JSON report: which of TensorFlow, JAX and jaxlib were imported, their versions, the
 devices they saw, the exit status and the end of the traceback. It is run by path with
 any Python (`--python`), so it imports nothing from hloscope and only the standard
-library; it never imports a framework the script did not import itself.
+library; it never imports a framework the script did not import itself. With
+`hloscope dump --profile` (the `HLOSCOPE_PROFILE` variable), it loads the profiler hooks
+(`profiler.py` beside it, standard library only) by path and runs the framework's
+profiler around the script.
 
 Usage: python runner.py REPORT.json (script PATH | module NAME) [ARGS...]
 """
@@ -123,11 +126,50 @@ def _user_traceback(exc: BaseException) -> list[str]:
     return traceback.format_exception(type(exc), exc, tb)
 
 
+def _start_profiler(report: dict[str, Any]) -> tuple[Any, str] | None:
+    """Start the profiler `hloscope dump --profile` asked for.
+
+    Returns:
+        The hooks module and the framework, to stop it with; None when not profiling.
+
+    A profiler that fails to start is reported, and the script runs unprofiled.
+    """
+    raw = os.environ.pop("HLOSCOPE_PROFILE", None)  # not for the script's own children
+    if not raw:
+        return None
+    try:
+        import importlib.util
+
+        config = json.loads(raw)
+        spec = importlib.util.spec_from_file_location("_hloscope_profiler", config["hooks"])
+        assert spec is not None and spec.loader is not None
+        hooks = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hooks)
+        hooks.start(config["framework"], config["logdir"])
+        return hooks, config["framework"]
+    except Exception as e:
+        report["profile_error"] = f"the profiler did not start: {type(e).__name__}: {e}"
+        print(f"hloscope: warning: {report['profile_error']}", file=sys.stderr)
+        return None
+
+
+def _stop_profiler(started: tuple[Any, str] | None, report: dict[str, Any]) -> None:
+    if started is None:
+        return
+    hooks, framework = started
+    try:
+        hooks.stop(framework)
+    except Exception as e:
+        report["profile_error"] = f"the profiler did not stop: {type(e).__name__}: {e}"
+        print(f"hloscope: warning: {report['profile_error']}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     """Run the target, write the report, return the exit status."""
     report_path, kind, target, *args = argv
     report: dict[str, Any] = {"kind": kind, "target": target}
     status = 0
+    profiler = _start_profiler(report)
     # hloscope runs this in a process group of its own and forwards Ctrl-C as SIGINT;
     # make sure it is heard even when hloscope itself was started with SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -175,6 +217,7 @@ def main(argv: list[str]) -> int:
         }
         status = 1
     finally:
+        _stop_profiler(profiler, report)
         sys.stdout.flush()
         sys.stderr.flush()
         report["exit_code"] = status

@@ -118,7 +118,7 @@ def report_html(
     run = report.run
     return report_page(
         report,
-        timings=load_timings(run) if timings else None,
+        timings=load_timings(report) if timings else None,
         bench=load_bench(run) if timings else None,
         diagrams=graphviz_diagrams if diagrams else None,
         title=title,
@@ -202,7 +202,7 @@ def page_data(
     details: list[dict[str, Any]] = []
     heaviest: list[dict[str, Any]] = []
     for index, m in enumerate(report.modules):
-        timing = _timing_for(timings, m)
+        timing = timings.get(m.key)
         doc = module_doc(m, timing=dict(timing) if timing is not None else None)
         dump = dumps.get(m.key)
         doc.update(_module_extras(m, dump, diagrams, timing))
@@ -243,24 +243,18 @@ def page_data(
 # Optional inputs: timings and bench results
 
 
-def load_timings(run: Run) -> dict[str, dict[str, Any]] | None:
+def load_timings(report: RunReport) -> dict[str, dict[str, Any]] | None:
     """Timing documents of the run's profile, by module key, or None without a profile.
 
-    Uses `hloscope.timing` when it is installed; a run without a profile (or a profile
-    that cannot be read) simply has no timings in the page.
+    A profile that cannot be read leaves the page without timings rather than failing it.
     """
-    if not run.path.is_dir():
-        return None
+    from hloscope.timing.render import report_timings, timings_doc
+
     try:
-        from hloscope.timing.attribution import load_profile
-        from hloscope.timing.render import timings_doc
-    except ImportError:  # a build without the timing stage: the page has no times
-        return None
-    try:
-        profile = load_profile(run.path)
+        found = report_timings(report)
     except HloscopeError:
         return None
-    return {key: timings_doc(mt) for key, mt in profile.modules.items()}
+    return {key: timings_doc(t) for key, t in found.items()} or None
 
 
 def load_bench(run: Run) -> dict[str, Any] | None:
@@ -276,18 +270,6 @@ def load_bench(run: Run) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, ValueError) as e:
         return {"error": f"{BENCH_FILE} is not readable: {e}"}
     return doc if isinstance(doc, dict) else {"error": f"{BENCH_FILE} is not a JSON object"}
-
-
-def _timing_for(
-    timings: Mapping[str, Mapping[str, Any]], m: ModuleReport
-) -> Mapping[str, Any] | None:
-    """A module's timing: by name, else `name(program_id)` (several programs, one name)."""
-    found = timings.get(m.name)
-    if found is None and "." in m.key:
-        module_id = m.key.split(".", 1)[0]
-        if module_id.isdigit():
-            found = timings.get(f"{m.name}({int(module_id)})")
-    return found
 
 
 def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:

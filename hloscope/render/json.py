@@ -166,13 +166,20 @@ def report_doc(
     `branches`}, `ops_per_kernel`, `alone`, `kernels` (one object per kernel),
     `provenance` (one object per source op: `op`, `type`, `location`, `status`
     (fused/alone/folded/dead/free/removed), `kernels`, `shares_with`, `bytes`,
-    `evidence`), `kernels_by_line`, and `timing` when the run was profiled.
+    `evidence`), `kernels_by_line`, and `timing` when the run was profiled
+    (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
+    `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
+    median_us, min_us, max_us, share}]`).
+
+    Args:
+        report: The analysed run.
+        timings: Timing documents by module key (`timing.render.timings_doc`).
     """
     timings = timings or {}
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run_doc(report.run),
-        "modules": [module_doc(m, timing=timings.get(m.name)) for m in report.modules],
+        "modules": [module_doc(m, timing=timings.get(m.key)) for m in report.modules],
     }
 
 

@@ -29,6 +29,7 @@ from hloscope.timing.xplane import (
 
 if TYPE_CHECKING:
     from hloscope.analysis.fusion import ModuleAnalysis
+    from hloscope.runs import Run
 
 __all__ = [
     "KernelTiming",
@@ -38,6 +39,7 @@ __all__ = [
     "attribute",
     "load_profile",
     "op_events",
+    "run_timings",
     "static_analyses",
 ]
 
@@ -240,6 +242,14 @@ class ProfileTimings:
     hostnames: tuple[str, ...] = ()
     duration_us: float | None = None
     problems: tuple[str, ...] = ()
+
+    def for_dump(self, name: str, module_id: str | None) -> ModuleTiming | None:
+        """The timing of a dumped module: by name, or by `name(program_id)` when several
+        programs share the name (XLA's program id is the dump's module number)."""
+        found = self.modules.get(name)
+        if found is None and module_id is not None and module_id.isdigit():
+            found = self.modules.get(_key(name, int(module_id), True))
+        return found
 
     def module(self, query: str) -> ModuleTiming:
         """One module by key, by name, or by a part of its name found in one module only.
@@ -556,6 +566,7 @@ def _module_timing(
     ctx: _Context,
     skip_first: int,
     static: ModuleAnalysis | None,
+    max_executions: int | None = None,
 ) -> ModuleTiming:
     names: frozenset[str] = frozenset()
     if static is not None:
@@ -573,7 +584,8 @@ def _module_timing(
         execs, split_by, wall_from = _split(device_ops, name, ctx)
         execs.sort(key=lambda ex: ex.start_ps)
         skipped += min(skip_first, len(execs))
-        executions.extend(execs[skip_first:])
+        keep = None if max_executions is None else skip_first + max_executions
+        executions.extend(execs[skip_first:keep])
     executions.sort(key=lambda ex: ex.start_ps)
 
     durations: dict[str, list[int]] = defaultdict(list)
@@ -658,12 +670,15 @@ def attribute(
     *,
     skip_first: int = 1,
     static: Mapping[str, ModuleAnalysis] | None = None,
+    max_executions: int | None = None,
 ) -> ProfileTimings:
     """Attribute a profile's op events to modules and kernels and time them.
 
     Args:
         trace: A profile read with `read_trace`.
         skip_first: Executions of each module (per device) left out as warm-up.
+        max_executions: Keep at most this many executions per module after the
+            warm-up ones (`hloscope dump --profile-steps`); all when None.
         static: `analyze_module(after_optimizations)` per module key or name; when a
             module has one, measured launches and kernel names are compared with it.
 
@@ -686,7 +701,9 @@ def attribute(
         analysis = None
         if static is not None:
             analysis = static.get(key) or (static.get(name) if names[name] == 1 else None)
-        timing = _module_timing(name, program_id, module_ops, ctx, skip_first, analysis)
+        timing = _module_timing(
+            name, program_id, module_ops, ctx, skip_first, analysis, max_executions
+        )
         timings.append((key, timing))
     timings.sort(key=lambda kv: (-kv[1].total_us, kv[0]))
     problems = list(trace.problems)
@@ -788,7 +805,11 @@ def static_analyses(
 
 
 def load_profile(
-    run_or_dir: Path | str, *, skip_first: int = 1, with_hlo: bool = True
+    run_or_dir: Path | str,
+    *,
+    skip_first: int = 1,
+    with_hlo: bool = True,
+    max_executions: int | None = None,
 ) -> ProfileTimings:
     """Read the profile in a run folder (or a profile folder or file) and time it.
 
@@ -799,6 +820,7 @@ def load_profile(
         skip_first: Executions of each module left out as warm-up.
         with_hlo: Compare with the after-optimization HLO dump found in the same
             folder or run (launch counts, kernel names).
+        max_executions: Keep at most this many steady-state executions per module.
 
     Returns:
         The timings.
@@ -812,4 +834,32 @@ def load_profile(
     if with_hlo:
         modules = {(o.module, o.program_id) for o in op_events(trace)}
         static = static_analyses(Path(run_or_dir), sorted(modules, key=str)) or None
-    return attribute(trace, skip_first=skip_first, static=static)
+    return attribute(trace, skip_first=skip_first, static=static, max_executions=max_executions)
+
+
+def run_timings(run: Run, *, with_hlo: bool = True) -> ProfileTimings | None:
+    """The timings of a run's profile, or None when the run was not profiled.
+
+    The warm-up and step settings `hloscope dump --profile` recorded in run.json
+    (`profile.skip_first`, `profile.max_executions`) are applied.
+
+    Raises:
+        ProfileReadError: The run has a profile that cannot be read.
+    """
+    if not run.path.is_dir() or not has_profile(run.path):
+        return None
+    recorded = run.manifest.get("profile")
+    settings = recorded if isinstance(recorded, Mapping) else {}
+    skip = settings.get("skip_first", 1)
+    limit = settings.get("max_executions")
+    return load_profile(
+        run.path,
+        skip_first=skip if isinstance(skip, int) else 1,
+        max_executions=limit if isinstance(limit, int) else None,
+        with_hlo=with_hlo,
+    )
+
+
+def has_profile(folder: Path) -> bool:
+    """Whether a folder holds a profile (`*.xplane.pb` or `*.trace.json.gz`) anywhere."""
+    return any(folder.rglob("*.xplane.pb")) or any(folder.rglob("*.trace.json.gz"))

@@ -14,7 +14,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.timing.attribution import ModuleTiming, ProfileTimings
+from hloscope.analysis.report import RunReport
+from hloscope.timing.attribution import ModuleTiming, ProfileTimings, run_timings
 from hloscope.timing.bench import BenchResult
 
 __all__ = [
@@ -84,6 +85,20 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
             for k in m.kernels
         ],
     }
+
+
+def report_timings(report: RunReport) -> dict[str, ModuleTiming]:
+    """The measured timing of each module of a report, by module key ({} when the run was
+    not profiled).
+
+    Raises:
+        ProfileReadError: The run has a profile that cannot be read.
+    """
+    profile = run_timings(report.run)
+    if profile is None:
+        return {}
+    found = {m.key: profile.for_dump(m.name, m.module_id) for m in report.modules}
+    return {key: t for key, t in found.items() if t is not None}
 
 
 def profile_doc(p: ProfileTimings) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import HloscopeError
+from hloscope.errors import ProfileReadError
 
 __all__ = [
     "ProfileReadError",
@@ -49,26 +49,6 @@ DEVICE_PLANE_PREFIX = "/device:"
 
 XPLANE_SUFFIX = ".xplane.pb"
 TRACE_JSON_SUFFIX = ".trace.json.gz"
-
-
-class ProfileReadError(HloscopeError):
-    """A profile file that cannot be read, or a folder that holds none.
-
-    Attributes:
-        path: The file or folder.
-        offset: Byte offset of the problem in a protobuf file (0 when not relevant).
-    """
-
-    exit_code = 2
-
-    def __init__(self, message: str, *, path: str | None = None, offset: int = 0) -> None:
-        self.message = message
-        self.path = path
-        self.offset = offset
-        where = path or "<bytes>"
-        if offset:
-            where += f" (byte {offset})"
-        super().__init__(f"{where}: {message}")
 
 
 # --------------------------------------------------------------------------------------

@@ -431,8 +431,8 @@ def test_cli_graph_default_output_in_the_current_folder(
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["graph", str(DATA / "tf_dense_relu"), "--expand", "all"])
     assert result.exit_code == 0, result.output
-    svg = tmp_path / "a_inference_dense_relu_12.after.svg"
-    assert svg.is_file() and (tmp_path / "a_inference_dense_relu_12.after.dot").is_file()
+    svg = tmp_path / "a_inference_dense_relu_12.1.after.svg"
+    assert svg.is_file() and (tmp_path / "a_inference_dense_relu_12.1.after.dot").is_file()
     assert f"wrote {svg.name} (" in result.output
     ET.fromstring(svg.read_bytes())
 

@@ -153,9 +153,9 @@ def test_page_is_self_contained_with_a_csp_matching_its_code() -> None:
     assert [f[0] for f in module["fused"]["MatMul.2"]] == ["dot"]
 
 
-def test_page_data_attaches_timings_by_module_name_and_ranks_heaviest_kernels() -> None:
+def test_page_data_attaches_timings_by_module_key_and_ranks_heaviest_kernels() -> None:
     report = analyze_run(load_run(DATA / "tf_dense_relu"))
-    name = report.modules[0].name
+    key = report.modules[0].key
     timing = {
         "executions": 2,
         "total_us": 150.0,
@@ -165,7 +165,7 @@ def test_page_data_attaches_timings_by_module_name_and_ranks_heaviest_kernels() 
             {"name": "broadcast_maximum_fusion", "calls": 2, "total_us": 4.8, "share": 0.04},
         ],
     }
-    data = page_data(report, timings={name: timing})
+    data = page_data(report, timings={key: timing})
     ov = data["overview"]
     assert ov["timed"] is True
     assert ov["modules"][0]["timing"]["kernel_us"] == 123.0

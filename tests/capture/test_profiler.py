@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.capture.profiler import detect_framework, normalize_framework
 from hloscope.timing.attribution import load_profile
-from hloscope.timing.profiler import detect_framework, normalize_framework
 from tests.timing.helpers import needs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,72 @@
+"""`hloscope dump --profile`: the profiler runs in the child and the run carries timings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hloscope.analysis.fusion import analyze_module
+from hloscope.capture.run import plan_dump
+from hloscope.cli import app
+from hloscope.errors import UsageError
+from hloscope.runs import load_run
+from tests.capture.test_dump import SAMPLES, _needs
+
+
+@pytest.mark.slow
+@pytest.mark.jax
+def test_profiled_jax_run_has_kernel_times_in_report(tmp_path: Path) -> None:
+    _needs("jax")
+    out = tmp_path / "run"
+    args = ["dump", "--profile", str(SAMPLES / "jax_mlp.py"), "-o", str(out), "--", "--calls", "3"]
+    result = CliRunner().invoke(app, args, env={"XLA_FLAGS": None})
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["profile"] == {
+        "framework": "jax",
+        "dir": "profile",
+        "skip_first": 1,
+        "max_executions": None,
+    }
+    assert list((out / "profile").rglob("*.xplane.pb"))
+    assert "HLOSCOPE_PROFILE" in manifest["env"]
+
+    doc = json.loads(CliRunner().invoke(app, ["report", str(out), "--json"]).stdout)
+    (mlp,) = [m for m in doc["modules"] if m["name"] == "jit_mlp"]
+    timing = mlp["timing"]
+    assert timing["executions"] == 2  # three calls, the first one left out as warm-up
+    assert timing["total_us"] > 0
+    kernels = {k["name"]: k for k in timing["kernels"]}
+    after = load_run(out).module("jit_mlp").load_after()
+    assert after is not None
+    static = {k.name for k in analyze_module(after).kernels}
+    assert set(kernels) == static  # every kernel measured, nothing unknown
+    assert all(k["calls"] == 2 and k["mean_us"] > 0 for k in kernels.values())
+    kernel_sum = sum(k["total_us"] for k in kernels.values())
+    assert abs(kernel_sum - timing["kernel_us"]) < 1e-2
+    assert timing["kernel_us"] <= timing["total_us"]
+
+
+def test_profile_framework_comes_from_imports_or_the_option(tmp_path: Path) -> None:
+    script = tmp_path / "plain.py"
+    script.write_text("print('no framework here')\n")
+    with pytest.raises(UsageError, match="--framework"):
+        plan_dump(script, profile=True, out=tmp_path / "a")
+    plan = plan_dump(script, profile=True, framework="tf", out=tmp_path / "b")
+    assert plan.profile is not None and plan.profile["framework"] == "tensorflow"
+    jax_script = tmp_path / "uses_jax.py"
+    jax_script.write_text("import jax.numpy as jnp\n")
+    plan = plan_dump(jax_script, profile=True, profile_steps=5, out=tmp_path / "c")
+    assert plan.profile == {
+        "framework": "jax",
+        "dir": "profile",
+        "skip_first": 1,
+        "max_executions": 5,
+    }
+    config = json.loads(plan.env_set["HLOSCOPE_PROFILE"])
+    assert Path(config["hooks"]).is_file() and config["framework"] == "jax"
+    with pytest.raises(UsageError, match="--framework"):
+        plan_dump(script, profile=True, framework="torch", out=tmp_path / "d")
