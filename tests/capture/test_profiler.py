@@ -16,7 +16,7 @@ from hloscope.timing.attribution import load_profile
 from tests.timing.helpers import needs
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOKS = ROOT / "hloscope" / "timing" / "profiler.py"
+HOOKS = ROOT / "hloscope" / "capture" / "profiler.py"
 
 
 @pytest.mark.parametrize(
