@@ -895,26 +895,13 @@ def _graph_module(loaded: Any, pattern: str | None) -> Any:
     """The module to draw: the one asked for, else the biggest non-trivial one."""
     if pattern is not None:
         return loaded.module(pattern)
-    from hloscope.runs import is_trivial
-
-    modules = list(loaded.modules)
-    if not modules:
-        from hloscope.errors import UsageError
-
-        raise UsageError(f"{loaded.path} holds no modules to draw")
-    if len(modules) == 1:
-        return modules[0]
-    main = [m for m in modules if not is_trivial(m)] or modules
-
-    def size(m: Any) -> int:
-        path = m.after or m.before
-        return path.stat().st_size if path is not None else 0
-
-    chosen = max(main, key=size)
-    typer.echo(
-        f"drawing {chosen.key}, the biggest of {len(modules)} modules (pick one with --module)",
-        err=True,
-    )
+    chosen = loaded.main()
+    if len(loaded.modules) > 1:
+        typer.echo(
+            f"drawing {chosen.key}, the biggest of {len(loaded.modules)} modules "
+            "(pick one with --module)",
+            err=True,
+        )
     return chosen
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "kernel_html",
     "kernels",
     "module_html",
+    "module_summary",
     "ops",
     "run_html",
     "summary",
@@ -76,6 +77,11 @@ def summary(run: Run) -> list[dict[str, Any]]:
         DataFrame.
     """
     return [_summary_row(m) for m in analyze_run(run).modules]
+
+
+def module_summary(dump: ModuleDump) -> list[dict[str, Any]]:
+    """The one summary row of a module (see `summary`)."""
+    return [_summary_row(analyze_dump(dump))]
 
 
 def _summary_row(m: ModuleReport) -> dict[str, Any]:

@@ -129,6 +129,37 @@ class ModuleDump:
         """
         return _load(self.after) if self.after is not None else None
 
+    # Notebook views (hloscope.notebook), imported only when asked for.
+
+    def summary(self) -> list[dict[str, Any]]:
+        """This module's row of the run summary (instructions, kernels, launches, ...)."""
+        from hloscope import notebook
+
+        return notebook.module_summary(self)
+
+    def kernels(self) -> list[Any]:
+        """The kernels after optimization (`hloscope.analysis.fusion.Kernel`)."""
+        from hloscope import notebook
+
+        return notebook.kernels(self)
+
+    def ops(self) -> list[Any]:
+        """Where each source op went (`hloscope.analysis.provenance.Placement`)."""
+        from hloscope import notebook
+
+        return notebook.ops(self)
+
+    def graph(self, **options: Any) -> Any:
+        """The Graphviz diagram (an SVG object notebooks display); see `notebook.graph`."""
+        from hloscope import notebook
+
+        return notebook.graph(self, **options)
+
+    def _repr_html_(self) -> str:
+        from hloscope import notebook
+
+        return notebook.module_html(self)
+
 
 @dataclass(frozen=True)
 class Run:
@@ -153,6 +184,42 @@ class Run:
         if isinstance(recorded, str):
             return recorded
         return platform_of(self.modules)
+
+    # Notebook views (hloscope.notebook), imported only when asked for.
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per module: instructions before/after, kernels, launches, ..."""
+        from hloscope import notebook
+
+        return notebook.summary(self)
+
+    def main(self) -> ModuleDump:
+        """The biggest module that is not a trivial helper (what `graph` draws by default).
+
+        Raises:
+            UsageError: The run holds no modules.
+        """
+        if not self.modules:
+            raise UsageError(f"{self.path} holds no modules")
+        candidates = [m for m in self.modules if not is_trivial(m)] or list(self.modules)
+        return max(candidates, key=_dump_size)
+
+    def kernels(self) -> list[Any]:
+        """The kernels of the main module (see `main`)."""
+        return self.main().kernels()
+
+    def ops(self) -> list[Any]:
+        """Where each source op of the main module went (see `main`)."""
+        return self.main().ops()
+
+    def graph(self, **options: Any) -> Any:
+        """The diagram of the main module (see `main` and `ModuleDump.graph`)."""
+        return self.main().graph(**options)
+
+    def _repr_html_(self) -> str:
+        from hloscope import notebook
+
+        return notebook.run_html(self)
 
     def module(self, pattern: str) -> ModuleDump:
         """Find one module by key, name, id or unique substring of its key.
@@ -329,6 +396,14 @@ def platform_of(modules: Iterable[ModuleDump]) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
+def _dump_size(m: ModuleDump) -> int:
+    path = m.after or m.before
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
 def _load_cached(path: str, mtime_ns: int) -> HloModule:
     from hloscope.hlo.parser import parse_file
 

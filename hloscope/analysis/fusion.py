@@ -86,6 +86,11 @@ class Kernel:
         """How many compute instructions it contains."""
         return len(self.ops)
 
+    def _repr_html_(self) -> str:
+        from hloscope.notebook import kernel_html
+
+        return kernel_html(self)
+
 
 @dataclass(frozen=True)
 class Loop:
