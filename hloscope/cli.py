@@ -75,189 +75,7 @@ StrictOption = Annotated[
 ]
 
 
-@app.command()
-@_command
-def parse(
-    file: Annotated[Path, typer.Argument(help="An HLO text file (.txt or .hlo).")],
-    json: JsonOption = False,
-    strict: StrictOption = False,
-) -> None:
-    """Parse an HLO text file and summarise it: computations, instructions, fusions, opcodes.
-
-    A file holding several modules separated by `// -----` (FileCheck tests) is parsed
-    module by module; `--json` then prints a list instead of one object.
-    """
-    from hloscope.analysis.stats import module_stats
-    from hloscope.hlo.parser import parse_modules
-
-    modules = parse_modules(file, strict=strict)
-    stats = [module_stats(m) for m in modules]
-    if json:
-        from hloscope.render.json import parse_doc
-
-        docs = [parse_doc(s) for s in stats]
-        _print_json(docs[0] if len(docs) == 1 else docs)
-        return
-    from hloscope.render.text import parse_summary
-
-    for s in stats:
-        _print(parse_summary(s))
-
-
-RunArgument = Annotated[
-    Path,
-    typer.Argument(
-        help="A run folder (from `hloscope dump`), a bare XLA dump folder, or one HLO file.",
-        show_default=False,
-    ),
-]
-ModuleOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--module",
-        "-M",
-        help="Only this module (key, name, id or unique part of the key); repeatable.",
-        show_default=False,
-    ),
-]
-
-
-@app.command()
-@_command
-def report(
-    run: RunArgument,
-    module: ModuleOption = None,
-    json: JsonOption = False,
-    show_all: Annotated[
-        bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
-    ] = False,
-    html: Annotated[
-        Path | None,
-        typer.Option(
-            "--html",
-            help="Write a self-contained HTML report (diagrams, tables, timings) to this file.",
-            metavar="PATH",
-            show_default=False,
-        ),
-    ] = None,
-) -> None:
-    """What XLA fused, per module: instructions before → after, kernels by kind,
-    launches per execution, ops per kernel, the biggest unfused ops, and the source lines
-    that produce the most kernels.
-
-    Reads a run again without re-running the model. `--json` prints the stable schema
-    documented in README.md (for CI scripts). `--html report.html` writes one file that
-    opens from disk in any browser (no server, no network): the kernel and op diagrams
-    side by side, searchable kernel and op tables, and kernel times when the run was
-    profiled.
-    """
-    from hloscope.analysis.report import analyze_run
-    from hloscope.runs import load_run
-    from hloscope.timing.render import report_timings, timings_doc
-
-    result = analyze_run(load_run(run), module or ())
-    try:
-        timings = report_timings(result)
-    except HloscopeError as e:  # an unreadable profile must not hide the fusion report
-        typer.echo(f"hloscope: warning: no timings: {e}", err=True)
-        timings = {}
-    if html is not None:
-        from hloscope.render.html import write_html
-        from hloscope.render.text import fmt_bytes
-
-        written = write_html(result, html)
-        size = fmt_bytes(written.stat().st_size)
-        typer.echo(f"wrote {written} ({size}, {len(result.modules)} modules)", err=True)
-        if not json:
-            return
-    if json:
-        from hloscope.render.json import report_doc
-
-        docs = {key: timings_doc(t) for key, t in timings.items()}
-        _print_json(report_doc(result, timings=docs))
-        return
-    from hloscope.render.text import report_view
-
-    _print(report_view(result, show_all=show_all, timings=timings))
-
-
-@app.command()
-@_command
-def ops(
-    run: RunArgument,
-    module: ModuleOption = None,
-    op: Annotated[
-        str | None,
-        typer.Option(
-            "--op",
-            help="Only source ops whose name, TF op type or source location contains this.",
-            show_default=False,
-        ),
-    ] = None,
-    unfused: Annotated[
-        bool,
-        typer.Option(
-            "--unfused", help="Only ops that run as a kernel of their own, biggest first."
-        ),
-    ] = False,
-    json: JsonOption = False,
-) -> None:
-    """Where did each of my ops go? One line per source op: the kernel it fused into and
-    with which other ops, or that it runs alone (and the evidence why), or that
-    optimization removed it.
-
-    Example: `hloscope ops RUN --op Relu` answers "did my Relu fuse with the MatMul?";
-    `hloscope ops RUN --unfused` lists the ops that did not fuse, by bytes moved.
-    """
-    from hloscope.analysis.provenance import ALONE
-    from hloscope.analysis.report import analyze_run
-    from hloscope.runs import load_run
-
-    result = analyze_run(load_run(run), module or ())
-    shown = [m for m in (result.modules if module else result.main) if m.provenance]
-    selected = []
-    for m in shown:
-        assert m.provenance is not None and m.after is not None
-        placements = m.provenance.find(op) if op else list(m.provenance.placements)
-        if unfused:
-            placements = sorted(
-                (p for p in placements if p.status == ALONE), key=lambda p: -p.bytes
-            )
-        selected.append((m, placements))
-    if json:
-        from hloscope.render.json import placement_doc
-
-        _print_json(
-            [
-                {"module": m.key, "name": m.name, "ops": [placement_doc(p) for p in ps]}
-                for m, ps in selected
-            ]
-        )
-        return
-    from rich.text import Text
-
-    from hloscope.render.text import placement_line, short_name
-
-    if not shown:
-        raise _fail(f"{run}: no module has an after-optimization dump to trace ops in", 1)
-    for m, placements in selected:
-        assert m.after is not None
-        kinds = {k.name: k.kind for k in m.after.kernels}
-        _print(
-            Text.assemble(
-                ("── ", "dim"),
-                (short_name(m.name, 70), "bold cyan"),
-                (f"  [{m.key}]  {len(placements)} ops", "dim"),
-            )
-        )
-        if not placements:
-            what = "runs alone" if unfused else f"matches {op!r}"
-            _print(Text(f"no source op {what}", style="dim"))
-        for p in placements:
-            _print(placement_line(p, kinds))
-
-
-@app.command()
+@app.command(rich_help_panel="Capture")
 @_command
 def dump(
     script: Annotated[
@@ -428,7 +246,157 @@ def dump(
     raise typer.Exit(result.command_exit_code)
 
 
-@app.command()
+RunArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="A run folder (from `hloscope dump`), a bare XLA dump folder, or one HLO file.",
+        show_default=False,
+    ),
+]
+ModuleOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--module",
+        "-M",
+        help="Only this module (key, name, id or unique part of the key); repeatable.",
+        show_default=False,
+    ),
+]
+
+
+@app.command(rich_help_panel="Inspect")
+@_command
+def report(
+    run: RunArgument,
+    module: ModuleOption = None,
+    json: JsonOption = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
+    ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write a self-contained HTML report (diagrams, tables, timings) to this file.",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """What XLA fused, per module: instructions before → after, kernels by kind,
+    launches per execution, ops per kernel, the biggest unfused ops, and the source lines
+    that produce the most kernels.
+
+    Reads a run again without re-running the model. `--json` prints the stable schema
+    documented in README.md (for CI scripts). `--html report.html` writes one file that
+    opens from disk in any browser (no server, no network): the kernel and op diagrams
+    side by side, searchable kernel and op tables, and kernel times when the run was
+    profiled.
+    """
+    from hloscope.analysis.report import analyze_run
+    from hloscope.runs import load_run
+    from hloscope.timing.render import report_timings, timings_doc
+
+    result = analyze_run(load_run(run), module or ())
+    try:
+        timings = report_timings(result)
+    except HloscopeError as e:  # an unreadable profile must not hide the fusion report
+        typer.echo(f"hloscope: warning: no timings: {e}", err=True)
+        timings = {}
+    if html is not None:
+        from hloscope.render.html import write_html
+        from hloscope.render.text import fmt_bytes
+
+        written = write_html(result, html)
+        size = fmt_bytes(written.stat().st_size)
+        typer.echo(f"wrote {written} ({size}, {len(result.modules)} modules)", err=True)
+        if not json:
+            return
+    if json:
+        from hloscope.render.json import report_doc
+
+        docs = {key: timings_doc(t) for key, t in timings.items()}
+        _print_json(report_doc(result, timings=docs))
+        return
+    from hloscope.render.text import report_view
+
+    _print(report_view(result, show_all=show_all, timings=timings))
+
+
+@app.command(rich_help_panel="Inspect")
+@_command
+def ops(
+    run: RunArgument,
+    module: ModuleOption = None,
+    op: Annotated[
+        str | None,
+        typer.Option(
+            "--op",
+            help="Only source ops whose name, TF op type or source location contains this.",
+            show_default=False,
+        ),
+    ] = None,
+    unfused: Annotated[
+        bool,
+        typer.Option(
+            "--unfused", help="Only ops that run as a kernel of their own, biggest first."
+        ),
+    ] = False,
+    json: JsonOption = False,
+) -> None:
+    """Where did each of my ops go? One line per source op: the kernel it fused into and
+    with which other ops, or that it runs alone (and the evidence why), or that
+    optimization removed it.
+
+    Example: `hloscope ops RUN --op Relu` answers "did my Relu fuse with the MatMul?";
+    `hloscope ops RUN --unfused` lists the ops that did not fuse, by bytes moved.
+    """
+    from hloscope.analysis.provenance import ALONE
+    from hloscope.analysis.report import analyze_run
+    from hloscope.runs import load_run
+
+    result = analyze_run(load_run(run), module or ())
+    shown = [m for m in (result.modules if module else result.main) if m.provenance]
+    selected = []
+    for m in shown:
+        assert m.provenance is not None and m.after is not None
+        placements = m.provenance.find(op) if op else list(m.provenance.placements)
+        if unfused:
+            placements = sorted(
+                (p for p in placements if p.status == ALONE), key=lambda p: -p.bytes
+            )
+        selected.append((m, placements))
+    if json:
+        from hloscope.render.json import placement_doc
+
+        _print_json(
+            [
+                {"module": m.key, "name": m.name, "ops": [placement_doc(p) for p in ps]}
+                for m, ps in selected
+            ]
+        )
+        return
+    from rich.text import Text
+
+    from hloscope.render.text import module_heading, placement_line, short_name
+
+    if not shown:
+        raise _fail(f"{run}: no module has an after-optimization dump to trace ops in", 1)
+    for m, placements in selected:
+        assert m.after is not None
+        kinds = {k.name: k.kind for k in m.after.kernels}
+        _print(
+            Text.assemble(("── ", "dim"), module_heading(m), (f"  {len(placements)} ops", "dim"))
+        )
+        if not placements:
+            what = "runs alone" if unfused else f"matches {op!r}"
+            _print(Text(f"no source op {what}", style="dim"))
+        width = min(40, max((len(short_name(p.op.label, 56)) for p in placements), default=0))
+        for p in placements:
+            _print(placement_line(p, kinds, width))
+
+
+@app.command(rich_help_panel="Time")
 @_command
 def profile(
     path: Annotated[
@@ -477,7 +445,7 @@ def profile(
     _print(profile_table(timings, module=key, top=top))
 
 
-@app.command()
+@app.command(rich_help_panel="Time")
 @_command
 def bench(
     target: Annotated[
@@ -570,7 +538,7 @@ def _one_line(kind: str, violations: Any) -> str:
     return f"hloscope: {kind}: {first.message}{more}"
 
 
-@app.command()
+@app.command(rich_help_panel="Compare (CI)")
 @_command
 def diff(
     run_a: Annotated[
@@ -687,7 +655,7 @@ def _ids(*keys: str) -> set[int]:
     return {int(k.split(".", 1)[0]) for k in keys if k.split(".", 1)[0].isdigit()}
 
 
-@app.command()
+@app.command(rich_help_panel="Compare (CI)")
 @_command
 def check(
     run: RunArgument,
@@ -750,7 +718,7 @@ def check(
 _PICTURE_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
 
 
-@app.command()
+@app.command(rich_help_panel="Inspect")
 @_command
 def graph(
     run: RunArgument,
@@ -889,6 +857,35 @@ def graph(
         typer.echo(f"wrote {result.dot} ({what})")
     for note in spec.notes[1:]:
         typer.echo(f"  {note}")
+
+
+@app.command(rich_help_panel="Inspect")
+@_command
+def parse(
+    file: Annotated[Path, typer.Argument(help="An HLO text file (.txt or .hlo).")],
+    json: JsonOption = False,
+    strict: StrictOption = False,
+) -> None:
+    """Parse an HLO text file and summarise it: computations, instructions, fusions, opcodes.
+
+    A file holding several modules separated by `// -----` (FileCheck tests) is parsed
+    module by module; `--json` then prints a list instead of one object.
+    """
+    from hloscope.analysis.stats import module_stats
+    from hloscope.hlo.parser import parse_modules
+
+    modules = parse_modules(file, strict=strict)
+    stats = [module_stats(m) for m in modules]
+    if json:
+        from hloscope.render.json import parse_doc
+
+        docs = [parse_doc(s) for s in stats]
+        _print_json(docs[0] if len(docs) == 1 else docs)
+        return
+    from hloscope.render.text import parse_summary
+
+    for s in stats:
+        _print(parse_summary(s))
 
 
 def _graph_module(loaded: Any, pattern: str | None) -> Any:

@@ -395,7 +395,6 @@ def platform_of(modules: Iterable[ModuleDump]) -> str | None:
 # ---------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=64)
 def _dump_size(m: ModuleDump) -> int:
     path = m.after or m.before
     try:
@@ -404,6 +403,7 @@ def _dump_size(m: ModuleDump) -> int:
         return 0
 
 
+@functools.lru_cache(maxsize=64)
 def _load_cached(path: str, mtime_ns: int) -> HloModule:
     from hloscope.hlo.parser import parse_file
 

@@ -33,7 +33,7 @@ from hloscope.hlo.model import (
 )
 from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES, KNOWN_OPCODES
 
-__all__ = ["parse_file", "parse_module", "parse_modules", "split_modules"]
+__all__ = ["parse_file", "parse_module", "parse_modules", "split_lines", "split_modules"]
 
 # ---------------------------------------------------------------------------------------
 # Regular expressions. Possessive quantifiers (`*+`, `++`) keep failed matches linear.
@@ -130,7 +130,7 @@ def split_modules(text: str) -> list[tuple[int, str]]:
     """
     chunks: list[tuple[int, str]] = []
     start, lines = 1, list[str]()
-    for number, line in enumerate(_lines(text, keepends=True), 1):
+    for number, line in enumerate(split_lines(text, keepends=True), 1):
         if line.strip().startswith("// -----"):
             chunks.append((start, "".join(lines)))
             start, lines = number + 1, []
@@ -155,7 +155,7 @@ def parse_modules(path: str | Path, *, strict: bool = False) -> list[HloModule]:
     return modules
 
 
-def _lines(text: str, keepends: bool = False) -> list[str]:
+def split_lines(text: str, keepends: bool = False) -> list[str]:
     """Split on newlines only, as XLA does.
 
     `str.splitlines` also splits on U+2028, form feeds and other separators, which may
@@ -356,7 +356,7 @@ class _Parser:
     def __init__(self, text: str, path: str | None, strict: bool) -> None:
         self.path = path
         self.strict = strict
-        self.lines = _lines(text)
+        self.lines = split_lines(text)
         self.i = 0  # index of the next line to read
         self.unknown_opcodes: dict[str, int] = {}
         self.unparsed: list[str] = []

@@ -25,6 +25,7 @@ from typing import Any
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
+from hloscope.hlo.parser import split_lines
 from hloscope.render.json import SCHEMA_VERSION, module_doc, run_doc
 from hloscope.runs import ModuleDump, Run
 
@@ -387,7 +388,7 @@ def _source_lines(module: HloModule) -> list[str] | None:
         text = Path(module.path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    return text.splitlines()  # as the parser counts lines (Instruction.line)
+    return split_lines(text)  # as the parser counts lines (Instruction.line)
 
 
 def computation_text(module: HloModule, name: str, lines: list[str] | None = None) -> str:

@@ -161,13 +161,15 @@ def modules_table(report: RunReport, *, show_all: bool = False) -> RenderableTyp
     return Group(table, note)
 
 
+def module_heading(m: ModuleReport) -> Text:
+    """`name  [module 0030]`: a module's short name and where it is in the run."""
+    where = f"module {m.module_id}" if m.module_id is not None else "module"
+    return Text.assemble((short_name(m.name, 64), "bold cyan"), (f"  [{where}]", "dim"))
+
+
 def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
     """Kernels by kind, launches, the biggest unfused ops and the busiest source lines."""
-    parts: list[RenderableType] = [
-        Text.assemble(
-            ("\n── ", "dim"), (short_name(m.name, 70), "bold cyan"), (f"  [{m.key}]", "dim")
-        )
-    ]
+    parts: list[RenderableType] = [Text.assemble(("\n── ", "dim"), module_heading(m))]
     if m.error:
         parts.append(Text(f"could not read: {m.error}", style="red"))
     a = m.after
@@ -246,9 +248,15 @@ _STATUS_STYLE = {
 }
 
 
-def placement_line(p: Placement, kinds: dict[str, str]) -> Text:
-    """`hloscope ops`: one line per source op saying where it went."""
-    label = short_name(p.op.label, 56)
+def placement_line(p: Placement, kinds: dict[str, str], width: int = 0) -> Text:
+    """`hloscope ops`: one line per source op saying where it went.
+
+    Args:
+        p: The source op's placement.
+        kinds: Kernel name -> kind, for the kernels it names.
+        width: Pad the op's label to this many characters (to line up a list).
+    """
+    label = short_name(p.op.label, 56).ljust(width)
     status = Text(f"{p.status:<7}", style=_STATUS_STYLE.get(p.status, ""))
     if p.status == "fused":
         where = ", ".join(f"{k} [{kinds.get(k, '?')}]" for k in p.kernels)

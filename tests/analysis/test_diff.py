@@ -112,6 +112,7 @@ def report(
     return ModuleReport(
         key=key,
         name=key.split(".", 1)[1],
+        module_id=key.split(".", 1)[0],
         platform="cpu",
         trivial=False,
         before=analyze_module(bm) if bm is not None else None,
