@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from parse_bench import big_module  # noqa: E402
+from parse_bench import big_module
 
 
 def timed(args: list[str]) -> float:
@@ -44,10 +44,14 @@ def main() -> None:
             parse.append(timed(["parse", str(path), "--json"]))
     n = text.count("\n")
     print(f"module: {len(text) / 1e6:.2f} MB, {n} lines")
-    print(f"hloscope report --json: median {statistics.median(report):.2f} s "
-          f"(runs: {', '.join(f'{t:.2f}' for t in report)}); target < 3 s")
-    print(f"hloscope parse --json:  median {statistics.median(parse):.2f} s "
-          f"(runs: {', '.join(f'{t:.2f}' for t in parse)})")
+    print(
+        f"hloscope report --json: median {statistics.median(report):.2f} s "
+        f"(runs: {', '.join(f'{t:.2f}' for t in report)}); target < 3 s"
+    )
+    print(
+        f"hloscope parse --json:  median {statistics.median(parse):.2f} s "
+        f"(runs: {', '.join(f'{t:.2f}' for t in parse)})"
+    )
 
 
 if __name__ == "__main__":
