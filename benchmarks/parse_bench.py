@@ -46,8 +46,9 @@ print(jax.jit(jax.grad(model)).lower(params, x).compile().as_text())
 """
 
 
-def big_module(layers: int) -> str:
-    """The after-optimization text of the generated model (cached in the temp dir)."""
+def big_module_file(layers: int) -> Path:
+    """A file holding the after-optimization text of the generated model (cached in the
+    temp dir; the other benchmarks use the same file)."""
     cache = Path(tempfile.gettempdir()) / f"hloscope-bench-{layers}-layers.hlo.txt"
     if not cache.exists():
         import subprocess
@@ -59,7 +60,12 @@ def big_module(layers: int) -> str:
             text=True,
         ).stdout
         cache.write_text(text)
-    return cache.read_text()
+    return cache
+
+
+def big_module(layers: int) -> str:
+    """The after-optimization text of the generated model (see `big_module_file`)."""
+    return big_module_file(layers).read_text()
 
 
 def main() -> None:

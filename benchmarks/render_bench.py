@@ -26,40 +26,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))
+from parse_bench import big_module_file  # noqa: E402  (the shared 27k-instruction module)
+
 RESNET = ROOT / "tests" / "data" / "tf_resnet50"
-
-GENERATOR = """
-import sys
-import jax, jax.numpy as jnp
-
-def model(params, x):
-    for i, (w, b) in enumerate(params):
-        with jax.named_scope(f"layer_{i}"):
-            h = jax.nn.gelu(x @ w + b)
-            h = h - h.mean(-1, keepdims=True)
-            h = h / jnp.sqrt((h * h).mean(-1, keepdims=True) + 1e-5)
-            x = x + jax.nn.softmax(h, axis=-1)
-    return (x ** 2).mean()
-
-layers = int(sys.argv[1])
-params = [(jnp.ones((64, 64)) * 0.01, jnp.zeros((64,))) for _ in range(layers)]
-x = jnp.ones((8, 64))
-print(jax.jit(jax.grad(model)).lower(params, x).compile().as_text())
-"""
-
-
-def big_module(layers: int) -> Path:
-    """The after-optimization text of the generated JAX model (cached in the temp dir)."""
-    cache = Path(tempfile.gettempdir()) / f"hloscope-render-bench-{layers}-layers.hlo.txt"
-    if not cache.exists():
-        text = subprocess.run(
-            [sys.executable, "-c", GENERATOR, str(layers)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        cache.write_text(text)
-    return cache
 
 
 def run_dot(source: Path, out: Path, cap: float) -> float | None:
@@ -136,7 +106,7 @@ def main() -> None:
 
     from hloscope.hlo.parser import parse_file
 
-    big = big_module(args.layers)
+    big = big_module_file(args.layers)
     cases = [
         (
             "ResNet-50 (Keras, TF)",

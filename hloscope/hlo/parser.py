@@ -284,13 +284,14 @@ def _unescape(s: str) -> str:
     )
 
 
-def _split_top(text: str) -> list[str]:
-    """Split on commas outside brackets and strings (the slow, general path)."""
-    parts: list[str] = []
+def _brackets(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """Yield `(index, char, depth)` for each bracket and comma outside strings.
+
+    `depth` is the nesting after an opening bracket and before a closing one, so the
+    closing bracket of what opened at depth d is yielded with depth d.
+    """
     depth = 0
-    start = 0
-    i = 0
-    n = len(text)
+    i, n = start, len(text)
     while i < n:
         c = text[i]
         if c == '"':
@@ -299,12 +300,23 @@ def _split_top(text: str) -> list[str]:
                 i += 2 if text[i] == "\\" else 1
         elif c in "([{":
             depth += 1
+            yield i, c, depth
         elif c in ")]}":
+            yield i, c, depth
             depth -= 1
-        elif c == "," and depth == 0:
+        elif c == ",":
+            yield i, c, depth
+        i += 1
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside brackets and strings (the slow, general path)."""
+    parts: list[str] = []
+    start = 0
+    for i, c, depth in _brackets(text):
+        if c == "," and depth == 0:
             parts.append(text[start:i])
             start = i + 1
-        i += 1
     parts.append(text[start:])
     return parts
 
@@ -667,21 +679,9 @@ class _Parser:
         return tuple(names)
 
     def _matching_paren(self, text: str, open_at: int, line: int) -> int:
-        depth = 0
-        i, n = open_at, len(text)
-        while i < n:
-            c = text[i]
-            if c == '"':
-                i += 1
-                while i < n and text[i] != '"':
-                    i += 2 if text[i] == "\\" else 1
-            elif c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth -= 1
-                if depth == 0:
-                    return i
-            i += 1
+        for i, c, depth in _brackets(text, open_at):
+            if c in ")]}" and depth == 1:
+                return i
         raise self.error("unclosed '(' in operand list", line, open_at + 1, text[open_at:])
 
     # -- stack frame tables -------------------------------------------------------------

@@ -267,14 +267,14 @@ def test_notebook_frame_shows_the_same_report(tab: ReportTab) -> None:
 @pytest.fixture(scope="module")
 def big_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The report of benchmarks/parse_bench.py's 85-layer module (27k instructions)."""
+    from benchmarks.parse_bench import big_module_file
+
     cached = Path(tempfile.gettempdir()) / "hloscope-bench-85-layers.hlo.txt"
     if not cached.exists():
         pytest.importorskip("jax", reason="generating the benchmark module needs JAX")
-    from benchmarks.parse_bench import big_module
-
-    big_module(85)  # writes the cache file, a single-file run
+    module = big_module_file(85)  # a single-file run
     out = tmp_path_factory.mktemp("big") / "big.html"
-    return write_html(analyze_run(load_run(cached)), out)
+    return write_html(analyze_run(load_run(module)), out)
 
 
 def test_big_module_becomes_interactive_in_seconds(

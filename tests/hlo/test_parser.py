@@ -452,3 +452,17 @@ def test_only_newlines_end_lines() -> None:
     assert m.entry.root.metadata is not None
     assert m.entry.root.metadata.op_name == "a\u2028b\x0cc"
     assert m.entry.root.line == 4
+
+
+def test_slow_path_for_deep_nesting_and_tuple_typed_operands() -> None:
+    deep = '{"a":{"b":{"c":{"d":{"e":{"f":[1,{"g":2}]}}}}}}'  # beyond the fast regex
+    text = (
+        "HloModule m\n\nENTRY e {\n"
+        "  p = (f32[2], s32[]) parameter(0)\n"
+        f"  ROOT g = f32[2] get-tuple-element((f32[2], s32[]) p), index=0, backend_config={deep}\n"
+        "}\n"
+    )
+    root = parse_module(text).entry.root
+    assert root.operands == ("p",)
+    assert root.attributes["index"] == "0"
+    assert root.backend_config == {"a": {"b": {"c": {"d": {"e": {"f": [1, {"g": 2}]}}}}}}
