@@ -32,9 +32,12 @@ browser:
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 demo: $(STAMP) system-deps
-	$(BIN)/hloscope dump samples/dense_relu.py --out hloscope-runs/demo --force
+	$(BIN)/hloscope dump samples/dense_relu.py --out hloscope-runs/demo --force --profile
 	$(BIN)/hloscope report hloscope-runs/demo
+	$(BIN)/hloscope ops hloscope-runs/demo --op relu
 	$(BIN)/hloscope graph hloscope-runs/demo --expand all -o hloscope-runs/demo/dense_relu.svg
+	$(BIN)/hloscope report hloscope-runs/demo --html hloscope-runs/demo/report.html
+	@echo "open hloscope-runs/demo/report.html in a browser, or hloscope-runs/demo/dense_relu.svg"
 
 lint: $(STAMP)
 	$(BIN)/ruff check hloscope tests benchmarks samples

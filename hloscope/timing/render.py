@@ -218,11 +218,12 @@ def _unit(values: list[float]) -> tuple[str, float]:
 
 def _kernel_table(m: ModuleTiming, limit: int) -> Table:
     unit, scale = _unit([k.total_us for k in m.kernels])
-    table = Table(box=None, pad_edge=False)
-    table.add_column("kernel (HLO op)", overflow="fold")
+    table = Table(box=None, pad_edge=False, collapse_padding=True)
+    table.add_column("kernel (HLO op)", no_wrap=True, overflow="ellipsis", min_width=20)
     table.add_column("calls", justify="right", no_wrap=True)
     for name in ("total", "mean", "median", "min", "max"):
-        table.add_column(f"{name} {unit}", justify="right", no_wrap=True)
+        header = f"{name} {unit}" if name == "total" else name
+        table.add_column(header, justify="right", no_wrap=True)
     table.add_column("share", justify="right", no_wrap=True)
     many = any(k.kernels_per_op > 1 for k in m.kernels)
     if many:
