@@ -49,7 +49,8 @@ def run_dot(source: Path, out: Path, cap: float) -> float | None:
 
 def ours(after: Path, before: Path | None, out: Path, cap: float) -> dict[str, object]:
     from hloscope.hlo.parser import parse_file
-    from hloscope.render.dot import module_diagram, to_dot
+    from hloscope.render.diagram import module_diagram
+    from hloscope.render.dot import to_dot
 
     started = time.perf_counter()
     after_m = parse_file(after)

@@ -55,13 +55,13 @@ _EXPORTS = {
     "OpChange": "hloscope.analysis.diff",
     "Violation": "hloscope.analysis.diff",
     "diff_doc": "hloscope.render.json",
-    "kernel_graph": "hloscope.render.dot",
-    "op_graph": "hloscope.render.dot",
-    "side_by_side": "hloscope.render.dot",
-    "module_diagram": "hloscope.render.dot",
-    "kernel_of_before_ops": "hloscope.render.dot",
+    "kernel_graph": "hloscope.render.diagram",
+    "op_graph": "hloscope.render.diagram",
+    "side_by_side": "hloscope.render.diagram",
+    "module_diagram": "hloscope.render.diagram",
+    "kernel_of_before_ops": "hloscope.render.diagram",
     "to_dot": "hloscope.render.dot",
-    "DiagramSpec": "hloscope.render.dot",
+    "DiagramSpec": "hloscope.render.diagram",
     "report_html": "hloscope.render.html",
     "write_html": "hloscope.render.html",
 }
@@ -88,15 +88,15 @@ if TYPE_CHECKING:
     from hloscope.hlo.graph import call_graph, computation_graph, to_networkx
     from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
     from hloscope.hlo.parser import parse_file, parse_module, parse_modules
-    from hloscope.render.dot import (
+    from hloscope.render.diagram import (
         DiagramSpec,
         kernel_graph,
         kernel_of_before_ops,
         module_diagram,
         op_graph,
         side_by_side,
-        to_dot,
     )
+    from hloscope.render.dot import to_dot
     from hloscope.render.html import report_html, write_html
     from hloscope.render.json import diff_doc
     from hloscope.runs import ModuleDump, Run, is_trivial, load_run

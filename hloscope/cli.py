@@ -812,7 +812,8 @@ def graph(
     import re
 
     from hloscope.errors import UsageError
-    from hloscope.render.dot import module_diagram, render
+    from hloscope.render.diagram import module_diagram
+    from hloscope.render.dot import render
     from hloscope.render.text import short_name
     from hloscope.runs import load_run
 

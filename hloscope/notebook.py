@@ -135,7 +135,7 @@ def graph(dump: ModuleDump, *, before: bool = False, **options: Any) -> SVG:
         dump: One module of a run.
         before: Draw the ops before optimization (coloured by the kernel each went to)
             instead of the kernels after optimization.
-        **options: Passed to `hloscope.render.dot.kernel_graph` (or `op_graph`):
+        **options: Passed to `hloscope.render.diagram.kernel_graph` (or `op_graph`):
             `max_nodes`, `expand`, `around`, `depth`, `scope`, `timings`.
 
     Returns:
@@ -146,7 +146,7 @@ def graph(dump: ModuleDump, *, before: bool = False, **options: Any) -> SVG:
             nothing in it.
         MissingDependencyError: The Graphviz `dot` binary is not installed.
     """
-    from hloscope.render import dot
+    from hloscope.render import diagram, dot
     from hloscope.render.html import sanitize_svg
 
     m = analyze_dump(dump)
@@ -156,11 +156,11 @@ def graph(dump: ModuleDump, *, before: bool = False, **options: Any) -> SVG:
         if module is None:
             raise UsageError(f"{dump.key} has no before-optimization dump to draw")
         kernels_of = (
-            dot.kernels_of_before_ops(module, after, m.provenance, m.after)
+            diagram.kernels_of_before_ops(module, after, m.provenance, m.after)
             if after is not None and m.provenance is not None
             else {}
         )
-        spec = dot.op_graph(
+        spec = diagram.op_graph(
             module,
             {op: ks[0] for op, ks in kernels_of.items()} or None,
             kernels_of=kernels_of or None,
@@ -169,7 +169,7 @@ def graph(dump: ModuleDump, *, before: bool = False, **options: Any) -> SVG:
     else:
         if after is None or m.after is None:
             raise UsageError(f"{dump.key} has no after-optimization dump to draw")
-        spec = dot.kernel_graph(after, m.after, m.provenance, **options)
+        spec = diagram.kernel_graph(after, m.after, m.provenance, **options)
     with tempfile.TemporaryDirectory(prefix="hloscope-graph-") as tmp:
         out = Path(tmp) / "graph.svg"
         dot.render(spec, out, "svg")

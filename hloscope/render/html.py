@@ -473,7 +473,7 @@ def graphviz_diagrams(
     *,
     max_nodes: int = DIAGRAM_MAX_NODES,
 ) -> Diagrams:
-    """Draw a module's kernel and op diagrams with `hloscope.render.dot` and `dot`.
+    """Draw a module's kernel and op diagrams with `hloscope.render.diagram` and `dot`.
 
     Args:
         m: The module's report.
@@ -486,7 +486,7 @@ def graphviz_diagrams(
         gives no diagrams and a note saying what to install, not an error.
     """
     from hloscope.errors import MissingDependencyError
-    from hloscope.render import dot
+    from hloscope.render import diagram, dot
 
     try:
         after = dump.load_after()
@@ -502,15 +502,15 @@ def graphviz_diagrams(
     kernels_of: dict[str, tuple[str, ...]] = {}
     try:
         if after is not None and m.after is not None:
-            spec = dot.kernel_graph(
+            spec = diagram.kernel_graph(
                 after, m.after, m.provenance, timings=times or None, max_nodes=max_nodes
             )
             out_after = _diagram(dot, spec, lambda n: n.members or (n.kernel,))
         if before is not None:
             if after is not None and m.provenance is not None:
-                kernels_of = dot.kernels_of_before_ops(before, after, m.provenance, m.after)
+                kernels_of = diagram.kernels_of_before_ops(before, after, m.provenance, m.after)
             first = {op: ks[0] for op, ks in kernels_of.items()}
-            spec = dot.op_graph(
+            spec = diagram.op_graph(
                 before, first or None, kernels_of=kernels_of or None, max_nodes=max_nodes
             )
             out_before = _diagram(
@@ -539,7 +539,7 @@ def _diagram(dot: Any, spec: Any, kernels: Callable[[Any], tuple[str | None, ...
         ks = tuple(k for k in kernels(n) if k)
         if ks:
             # the SVG element id is the node id as `to_dot` escapes it
-            nodes[dot._safe_id(n.id)] = ks
+            nodes[dot.safe_id(n.id)] = ks
     return Diagram(svg=svg, nodes=nodes, notes=tuple(spec.notes))
 
 

@@ -23,6 +23,7 @@ from hloscope.cli import app
 from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import parse_file, parse_module
+from hloscope.render import diagram as G
 from hloscope.render import dot as D
 from tests.conftest import DATA, dump_file
 
@@ -38,13 +39,13 @@ def _pair(folder: str, name: str = "") -> tuple[HloModule, HloModule]:
     return before, after
 
 
-def _kernel_spec(folder: str, name: str = "", **options: object) -> D.DiagramSpec:
+def _kernel_spec(folder: str, name: str = "", **options: object) -> G.DiagramSpec:
     before, after = _pair(folder, name)
     analysis = analyze_module(after)
-    return D.kernel_graph(after, analysis, trace(after, analysis, before), **options)  # type: ignore[arg-type]
+    return G.kernel_graph(after, analysis, trace(after, analysis, before), **options)  # type: ignore[arg-type]
 
 
-def _svg(spec: D.DiagramSpec, tmp_path: Path, name: str = "g.svg") -> tuple[str, ET.Element]:
+def _svg(spec: G.DiagramSpec, tmp_path: Path, name: str = "g.svg") -> tuple[str, ET.Element]:
     result = D.render(spec, tmp_path / name)
     assert result.out is not None and result.out.is_file()
     assert result.dot.is_file() and result.dot.suffix == ".dot"
@@ -56,8 +57,8 @@ def _ids(root: ET.Element, cls: str) -> set[str]:
     return {g.get("id", "") for g in root.iter(f"{SVG_NS}g") if g.get("class") == cls}
 
 
-def _counted(spec: D.DiagramSpec) -> int:
-    return sum(n.count for n in spec.nodes if n.role in (D.KERNEL, D.GROUP_NODE, D.REPEAT))
+def _counted(spec: G.DiagramSpec) -> int:
+    return sum(n.count for n in spec.nodes if n.role in (G.KERNEL, G.GROUP_NODE, G.REPEAT))
 
 
 # --- the after graph --------------------------------------------------------------------
@@ -78,8 +79,8 @@ def test_dense_relu_after_graph(tmp_path: Path) -> None:
     fusion = by_id["k/broadcast_maximum_fusion"]
     # the kernel's own op (its root's, ReLU) first
     assert fusion.lines[:3] == ("broadcast_maximum_fusion", "kLoop · f32[64,128]", "Relu, add")
-    assert fusion.fill == D.kind_color("kLoop") != by_id["k/MatMul.2"].fill
-    assert by_id["p/arg0.1"].role == D.PARAMETER and by_id["out"].role == D.OUTPUT
+    assert fusion.fill == G.kind_color("kLoop") != by_id["k/MatMul.2"].fill
+    assert by_id["p/arg0.1"].role == G.PARAMETER and by_id["out"].role == G.OUTPUT
     edges = {(e.src, e.dst): e for e in spec.edges}
     assert edges["k/MatMul.2", "k/broadcast_maximum_fusion"].label == "f32[64,128] · 32 KiB"
     assert ("k/broadcast_maximum_fusion", "out") in edges
@@ -141,14 +142,14 @@ def test_timings_show_time_and_share_and_emphasise_the_heaviest() -> None:
     assert dot_node.heavy and not by_id["k/add_divide_fusion"].heavy
     assert by_id["k/custom-call"].kind == "custom-call:TopK"
     source = D.to_dot(spec)
-    assert D._HEAVY_COLOR in source
+    assert G.HEAVY_COLOR in source
 
 
 def test_kernels_talk_through_free_instructions() -> None:
     # The transformer block's kernels meet through bitcasts and parameters only: every
     # kernel has a producer and a consumer in the graph.
     spec = _kernel_spec("jax_transformer_block", "jit_block")
-    kernels = {n.id for n in spec.nodes if n.role == D.KERNEL}
+    kernels = {n.id for n in spec.nodes if n.role == G.KERNEL}
     assert len(kernels) == 28
     srcs = {e.src for e in spec.edges}
     dsts = {e.dst for e in spec.edges}
@@ -164,7 +165,7 @@ def test_kernels_talk_through_free_instructions() -> None:
 def test_resnet_default_fits_and_accounts_for_every_kernel(tmp_path: Path) -> None:
     before, after = _pair("tf_resnet50")
     analysis = analyze_module(after)
-    spec = D.kernel_graph(after, analysis, trace(after, analysis, before))
+    spec = G.kernel_graph(after, analysis, trace(after, analysis, before))
     assert len(spec.nodes) <= 300
     assert any("321 parameters not drawn" in n for n in spec.notes)
     assert _counted(spec) == analysis.kernel_count == spec.units
@@ -180,19 +181,19 @@ def test_resnet_default_fits_and_accounts_for_every_kernel(tmp_path: Path) -> No
 def test_resnet_collapsed_by_scope_keeps_every_kernel(tmp_path: Path, budget: int) -> None:
     before, after = _pair("tf_resnet50")
     analysis = analyze_module(after)
-    spec = D.kernel_graph(after, analysis, trace(after, analysis, before), max_nodes=budget)
+    spec = G.kernel_graph(after, analysis, trace(after, analysis, before), max_nodes=budget)
     assert spec.collapsed
     assert len(spec.nodes) <= budget
     assert _counted(spec) == analysis.kernel_count
     assert set(spec.where) == {k.name for k in analysis.kernels}
-    groups = [n for n in spec.nodes if n.role in (D.GROUP_NODE, D.REPEAT)]
+    groups = [n for n in spec.nodes if n.role in (G.GROUP_NODE, G.REPEAT)]
     assert groups and all(n.id.startswith(("g/", "r/")) for n in groups)
     for n in groups:
         assert n.count == len(n.members)
         assert all(spec.where[m] == n.id for m in n.members)
     if budget == 40:
         # conv4 has 6 bottleneck blocks; blocks 2-6 have the same kernels: one node ×N
-        repeats = {n.lines[0]: n for n in spec.nodes if n.role == D.REPEAT}
+        repeats = {n.lines[0]: n for n in spec.nodes if n.role == G.REPEAT}
         assert any("×" in title for title in repeats)
     _, root = _svg(spec, tmp_path)
     assert {n.id for n in groups} <= _ids(root, "node")
@@ -200,7 +201,7 @@ def test_resnet_collapsed_by_scope_keeps_every_kernel(tmp_path: Path, budget: in
 
 def test_scope_and_around_cut_the_graph() -> None:
     spec = _kernel_spec("tf_resnet50", scope="conv2_block1")
-    kernels = [n for n in spec.nodes if n.role == D.KERNEL]
+    kernels = [n for n in spec.nodes if n.role == G.KERNEL]
     assert 0 < len(kernels) < 20
     assert any("--scope conv2_block1" in n for n in spec.notes)
 
@@ -209,7 +210,7 @@ def test_scope_and_around_cut_the_graph() -> None:
     assert "k/convolution.53" in ids and len(ids) < 10
     # an instruction inside a fusion centres the picture on its fusion
     spec = _kernel_spec("tf_dense_relu", around="Relu.0", depth=0)
-    assert {n.id for n in spec.nodes if n.role == D.KERNEL} == {"k/broadcast_maximum_fusion"}
+    assert {n.id for n in spec.nodes if n.role == G.KERNEL} == {"k/broadcast_maximum_fusion"}
     with pytest.raises(UsageError, match=r"did you mean MatMul\.2"):
         _kernel_spec("tf_dense_relu", around="MatMul.3x")
     with pytest.raises(UsageError, match="nothing comes from scope"):
@@ -223,7 +224,7 @@ def test_kernel_of_before_ops_joins_on_source_ops() -> None:
     before, after = _pair("tf_dense_relu")
     analysis = analyze_module(after)
     prov = trace(after, analysis, before)
-    kernel_of = D.kernel_of_before_ops(before, after, prov)
+    kernel_of = G.kernel_of_before_ops(before, after, prov)
     assert kernel_of == {
         "MatMul.2": "MatMul.2",
         "MatMul.3": "MatMul.2",  # the transpose XLA removed belongs to the MatMul op
@@ -240,7 +241,7 @@ def test_before_graph_colours_ops_by_their_kernel(tmp_path: Path) -> None:
     before, after = _pair("tf_dense_relu")
     analysis = analyze_module(after)
     prov = trace(after, analysis, before)
-    spec = D.op_graph(before, D.kernel_of_before_ops(before, after, prov))
+    spec = G.op_graph(before, G.kernel_of_before_ops(before, after, prov))
     by_id = {n.id: n for n in spec.nodes}
     fused = {by_id[f"b/{name}"].fill for name in ("add.3", "Relu.5", "add.2")}
     assert len(fused) == 1
@@ -255,8 +256,8 @@ def test_before_graph_colours_ops_by_their_kernel(tmp_path: Path) -> None:
 
 def test_before_graph_without_after_is_uncoloured() -> None:
     before, _ = _pair("tf_dense_relu")
-    spec = D.op_graph(before)
-    ops = [n for n in spec.nodes if n.role == D.OP]
+    spec = G.op_graph(before)
+    ops = [n for n in spec.nodes if n.role == G.OP]
     assert ops and all(n.kernel is None for n in ops)
     assert not spec.legend
 
@@ -264,7 +265,7 @@ def test_before_graph_without_after_is_uncoloured() -> None:
 @needs_dot
 def test_side_by_side_shares_the_kernel_colours(tmp_path: Path) -> None:
     before, after = _pair("tf_dense_relu")
-    spec = D.module_diagram(before, after, both=True)
+    spec = G.module_diagram(before, after, both=True)
     assert [c.id for c in spec.clusters[:2]] == ["before", "after"]
     by_id = {n.id: n for n in spec.nodes}
     assert by_id["b/Relu.5"].fill == by_id["k/broadcast_maximum_fusion"].fill
@@ -277,7 +278,7 @@ def test_side_by_side_shares_the_kernel_colours(tmp_path: Path) -> None:
 def test_module_diagram_says_which_side_is_missing() -> None:
     before, _ = _pair("tf_dense_relu")
     with pytest.raises(UsageError, match=r"no after-optimization module.*--stage before"):
-        D.module_diagram(before, None)
+        G.module_diagram(before, None)
 
 
 # --- loops, escaping, rendering ---------------------------------------------------------
@@ -322,7 +323,7 @@ ENTRY %main (x0: f32[4]) -> f32[4] {
 def test_loop_body_kernels_are_drawn_inside_a_box(tmp_path: Path) -> None:
     after = parse_module(LOOP)
     analysis = analyze_module(after)
-    spec = D.kernel_graph(after, analysis, expand="all")
+    spec = G.kernel_graph(after, analysis, expand="all")
     by_id = {n.id: n for n in spec.nodes}
     assert by_id["c/loop"].lines == ("loop", "while ×10")
     assert by_id["k/next_i"].cluster == "c/loop/body"
@@ -362,7 +363,7 @@ ENTRY %main (p0: f32[8], p1: f32[8]) -> f32[8] {
 def test_hostile_names_survive_dot_and_svg(tmp_path: Path, options: dict[str, object]) -> None:
     after = parse_module(HOSTILE)
     analysis = analyze_module(after)
-    spec = D.kernel_graph(after, analysis, **options)  # type: ignore[arg-type]
+    spec = G.kernel_graph(after, analysis, **options)  # type: ignore[arg-type]
     text, root = _svg(spec, tmp_path)
     assert "<script" not in text and "<b>" not in text
     assert "evil" not in _ids(root, "node")  # the DOT string was not broken out of
@@ -382,7 +383,7 @@ def test_long_labels_get_an_ellipsis_and_the_full_text_goes_to_the_tooltip() -> 
     name = "x" * 300
     text = HOSTILE.replace("%copy.3", f"%{name}")
     after = parse_module(text)
-    spec = D.kernel_graph(after, analyze_module(after))
+    spec = G.kernel_graph(after, analyze_module(after))
     node = next(n for n in spec.nodes if n.kernel == name)
     assert node.lines[0] == "x" * 39 + "…"
     assert name in node.tooltip
