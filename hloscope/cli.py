@@ -522,10 +522,10 @@ def bench(
 
 def _profile_timings(run: Any) -> dict[str, dict[str, float]] | None:
     """Kernel times (µs per execution) of a run's profile, or None when not profiled."""
-    from hloscope.analysis.diff import coerce_timings
     from hloscope.timing.attribution import run_timings
 
-    return coerce_timings(run_timings(run, with_hlo=False))
+    profile = run_timings(run, with_hlo=False)
+    return profile.kernel_us_per_execution() if profile is not None else None
 
 
 def _one_line(kind: str, violations: Any) -> str:

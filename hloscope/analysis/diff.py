@@ -14,7 +14,6 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from hloscope.analysis.fusion import Kernel
 from hloscope.analysis.provenance import ALONE, FUSED, Placement, SourceOp, is_framework_file
@@ -39,7 +38,6 @@ __all__ = [
     "RunDiff",
     "Violation",
     "check_run",
-    "coerce_timings",
     "diff_modules",
     "diff_runs",
     "match_modules",
@@ -878,7 +876,7 @@ def diff_runs(
         a: `analyze_run` of run A (the baseline).
         b: `analyze_run` of run B.
         timings_a: Module key, name or `name(program_id)` -> (kernel name -> µs per
-            execution), when A was profiled (see `coerce_timings`).
+            execution), when A was profiled (see `ProfileTimings.kernel_us_per_execution`).
         timings_b: The same for B.
 
     Returns:
@@ -896,66 +894,6 @@ def diff_runs(
         for x, y, how in pairs
     )
     return RunDiff(a, b, modules, tuple(only_a), tuple(only_b))
-
-
-def coerce_timings(profile: Any) -> dict[str, dict[str, float]] | None:
-    """Per-module kernel times from whatever `hloscope.timing` hands back.
-
-    Accepted: a mapping module -> (kernel name -> µs, or -> an object or mapping with
-    `total_us`), or an object whose `modules` is such a mapping or a sequence of
-    objects with `name`/`key` and `kernels` (`hloscope.timing.attribution`'s
-    `ProfileTimings`). Where a module says how many `executions` were measured, times
-    are per execution, so that runs profiled for different numbers of steps compare.
-    Anything else counts as "not profiled".
-
-    Args:
-        profile: The profile object, or None.
-
-    Returns:
-        Module name or key -> (kernel name -> total µs), or None.
-    """
-    if profile is None:
-        return None
-    modules = getattr(profile, "modules", profile)
-    out: dict[str, dict[str, float]] = {}
-    if isinstance(modules, Mapping):
-        items: Iterable[tuple[Any, Any]] = modules.items()
-    elif isinstance(modules, Iterable) and not isinstance(modules, str | bytes):
-        items = [
-            (getattr(m, "key", None) or getattr(m, "name", None), getattr(m, "kernels", None))
-            for m in modules
-        ]
-    else:
-        return None
-    for name, kernels in items:
-        times = _kernel_times(kernels)
-        if isinstance(name, str) and times is not None:
-            out[name] = times
-            alias = getattr(kernels, "name", None)
-            if isinstance(alias, str):
-                out.setdefault(alias, times)
-    return out or None
-
-
-def _kernel_times(module: Any) -> dict[str, float] | None:
-    kernels = getattr(module, "kernels", module)
-    executions = getattr(module, "executions", None)
-    per = executions if isinstance(executions, int) and executions > 0 else 1
-    if isinstance(kernels, Mapping):
-        pairs: Iterable[tuple[Any, Any]] = kernels.items()
-    elif isinstance(kernels, Iterable) and not isinstance(kernels, str | bytes):
-        pairs = [(getattr(k, "name", None), k) for k in kernels]
-    else:
-        return None
-    out: dict[str, float] = {}
-    for name, value in pairs:
-        if isinstance(value, Mapping):
-            value = value.get("total_us")
-        elif not isinstance(value, int | float):
-            value = getattr(value, "total_us", None)
-        if isinstance(name, str) and isinstance(value, int | float) and math.isfinite(value):
-            out[name] = float(value) / per
-    return out
 
 
 # ---------------------------------------------------------------------------------------

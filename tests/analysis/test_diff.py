@@ -3,7 +3,6 @@ timings, the CI guards, and real dumps (a run against itself, a real fusion pass
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -283,32 +282,6 @@ def test_timings_order_changes_and_give_time_deltas() -> None:
     assert all(r.time_us is None for k in half.kernels for r in (*k.a, *k.b))
 
 
-@dataclass(frozen=True)
-class _KernelTiming:
-    name: str
-    total_us: float
-
-
-@dataclass(frozen=True)
-class _ModuleTiming:
-    name: str
-    executions: int
-    kernels: tuple[_KernelTiming, ...]
-
-
-@dataclass(frozen=True)
-class _Profile:
-    modules: dict[str, _ModuleTiming]
-
-
-def test_coerce_timings_reads_profile_objects_and_plain_mappings() -> None:
-    profile = _Profile({"jit_f(7)": _ModuleTiming("jit_f", 2, (_KernelTiming("k0", 30.0),))})
-    assert D.coerce_timings(profile) == {"jit_f(7)": {"k0": 15.0}, "jit_f": {"k0": 15.0}}
-    assert D.coerce_timings({"m": {"k": 1, "j": {"total_us": 2.5}}}) == {"m": {"k": 1.0, "j": 2.5}}
-    assert D.coerce_timings(None) is None
-    assert D.coerce_timings(42) is None
-
-
 # ---------------------------------------------------------------------------------------
 # Modules
 
@@ -433,7 +406,7 @@ def test_profiled_run_against_itself() -> None:
     from hloscope.timing.attribution import load_profile
 
     run = DATA / "jax_mlp_profile"
-    times = D.coerce_timings(load_profile(run, with_hlo=False))
+    times = load_profile(run, with_hlo=False).kernel_us_per_execution()
     r = analyze_run(load_run(run))
     d = D.diff_runs(r, r, timings_a=times, timings_b=times)
     [mlp] = d.main

@@ -319,3 +319,14 @@ def test_launch_mismatch_is_flagged() -> None:
     m = attribute(dropped, static=static).modules["jit_mlp"]
     assert m.launch_mismatch is True and m.launches_per_execution == 10
     assert m.missing_kernels == ("ynn_fusion",)
+
+
+def test_kernel_us_per_execution_divides_by_steady_state_executions() -> None:
+    profile = load_profile(JAX_PROFILE, with_hlo=False)
+    per = profile.kernel_us_per_execution()
+    mlp = profile.module("jit_mlp")
+    assert mlp.executions >= 1
+    times = per["jit_mlp"]
+    assert set(times) == {k.name for k in mlp.kernels}
+    for k in mlp.kernels:
+        assert math.isclose(times[k.name], k.total_us / mlp.executions)
