@@ -1220,28 +1220,8 @@ def _after_node(after: HloModule, n: str, d: dict, b: _Builder) -> Node:
             share=share,
         )
     inst: Instruction = item
-    if role == PARAMETER:
-        return Node(
-            id=n,
-            role=role,
-            lines=(
-                ellipsis(inst.name, _LINE),
-                f"parameter {inst.parameter_number} · {_short_shape(inst.shape, 30)}",
-            ),
-            tooltip=f"parameter {inst.parameter_number}: {inst.name}\n{inst.shape.text}"
-            + _op_line(inst),
-            fill=_IO_COLOR,
-            kind="parameter",
-        )
-    if role == OUTPUT:
-        return Node(
-            id=n,
-            role=role,
-            lines=("output", _short_shape(inst.shape, _LINE)),
-            tooltip=f"the module's result ({inst.name})\n{inst.shape.text}",
-            fill=_IO_COLOR,
-            kind="output",
-        )
+    if role in (PARAMETER, OUTPUT):
+        return _io_node(n, role, inst)
     trips = _trip_text(inst)
     return Node(
         id=n,
@@ -1255,10 +1235,8 @@ def _after_node(after: HloModule, n: str, d: dict, b: _Builder) -> Node:
     )
 
 
-def _before_node(before: HloModule, n: str, d: dict, colors: Mapping[str, str]) -> Node:
-    role = d[_ROLE]
-    inst: Instruction = d[_ITEM]
-    inputs = d.get(_INPUTS) or []
+def _io_node(n: str, role: str, inst: Instruction) -> Node:
+    """A parameter or the module's output, drawn the same before and after."""
     if role == PARAMETER:
         return Node(
             id=n,
@@ -1272,15 +1250,22 @@ def _before_node(before: HloModule, n: str, d: dict, colors: Mapping[str, str]) 
             fill=_IO_COLOR,
             kind="parameter",
         )
-    if role == OUTPUT:
-        return Node(
-            id=n,
-            role=role,
-            lines=("output", _short_shape(inst.shape, _LINE)),
-            tooltip=f"the module's result ({inst.name})\n{inst.shape.text}",
-            fill=_IO_COLOR,
-            kind="output",
-        )
+    return Node(
+        id=n,
+        role=role,
+        lines=("output", _short_shape(inst.shape, _LINE)),
+        tooltip=f"the module's result ({inst.name})\n{inst.shape.text}",
+        fill=_IO_COLOR,
+        kind="output",
+    )
+
+
+def _before_node(before: HloModule, n: str, d: dict, colors: Mapping[str, str]) -> Node:
+    role = d[_ROLE]
+    inst: Instruction = d[_ITEM]
+    inputs = d.get(_INPUTS) or []
+    if role in (PARAMETER, OUTPUT):
+        return _io_node(n, role, inst)
     kernels: tuple[str, ...] = d.get(_KERNELS, ())
     kernel = kernels[0] if kernels else None
     lines = [
