@@ -15,7 +15,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,32 +88,47 @@ def inspect(
 
 
 def detect_framework(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
-    """`"tensorflow"` or `"jax"`, from the function's type and the arguments' types.
+    """`"tensorflow"` or `"jax"` for a function and its example arguments.
 
     Raises:
-        UsageError: Nothing tells, and both or neither framework is imported.
+        UsageError: Nothing tells (see `guess_framework`).
     """
-    found = {_framework_of_type(type(fn))}
-    found |= {_framework_of_type(type(leaf)) for leaf in _leaves(args)}
-    found.discard(None)
-    if len(found) == 1:
-        return str(found.pop())
-    imported = {fw for fw in ("tensorflow", "jax") if fw in sys.modules}
-    if not found and len(imported) == 1:
-        return imported.pop()
-    raise UsageError(
-        "cannot tell whether the function is TensorFlow or JAX code; "
-        "pass framework='tensorflow' or framework='jax'"
-    )
+    found = guess_framework(fn, args)
+    if found is None:
+        raise UsageError(
+            "cannot tell whether the function is TensorFlow or JAX code; "
+            "pass framework='tensorflow' or framework='jax'"
+        )
+    return found
 
 
-def _framework_of_type(cls: type) -> str | None:
-    module = cls.__module__ or ""
-    if module.startswith("tensorflow"):
-        return "tensorflow"
-    if module.startswith(("jax", "jaxlib")):
-        return "jax"
-    return None
+_TF_MODULES = ("tensorflow", "keras", "tf_keras")
+_JAX_MODULES = ("jax", "jaxlib", "flax")
+
+
+def guess_framework(fn: Callable[..., Any], args: Sequence[Any]) -> str | None:
+    """`tensorflow` or `jax`, from the types of the arguments, else from where `fn` (a
+    `tf.function`, a jitted function) or the objects it closes over come from, else from
+    which one framework is imported; None when nothing tells."""
+
+    def framework_of(obj: Any, module: str | None = None) -> str | None:
+        top = (module or type(obj).__module__ or "").split(".")[0]
+        if top in _TF_MODULES:
+            return "tensorflow"
+        if top in _JAX_MODULES:
+            return "jax"
+        return None
+
+    found = {framework_of(leaf) for leaf in _leaves(list(args))} - {None}
+    if not found:
+        closure = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())]
+        found = {framework_of(fn)} | {
+            framework_of(obj, getattr(obj, "__module__", None)) for obj in [fn, *closure]
+        }
+        found.discard(None)
+    if not found:
+        found = {fw for fw in ("tensorflow", "jax") if fw in sys.modules}
+    return str(found.pop()) if len(found) == 1 else None
 
 
 def _leaves(value: Any, depth: int = 0) -> Iterator[Any]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from hloscope.capture.inprocess import guess_framework
 from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
     "Mode",
     "ModeResult",
     "bench",
-    "detect_bench_framework",
     "load_target",
     "measure",
     "percentile",
@@ -381,47 +381,6 @@ def _replace_speedup(r: ModeResult, speedup: float | None) -> ModeResult:
 # --------------------------------------------------------------------------------------
 # Frameworks
 
-_TF_MODULES = ("tensorflow", "keras", "tf_keras")
-_JAX_MODULES = ("jax", "jaxlib", "flax")
-
-
-def _leaves(value: Any, depth: int = 0) -> list[Any]:
-    if depth > 8:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [leaf for v in value for leaf in _leaves(v, depth + 1)]
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _leaves(v, depth + 1)]
-    return [value]
-
-
-def detect_bench_framework(fn: Callable[..., Any], args: Sequence[Any]) -> str | None:
-    """`tensorflow` or `jax` from the types of the arguments, else from where `fn` or the
-    objects it closes over come from, else from which one is imported; None if unclear."""
-    found: set[str] = set()
-    for leaf in _leaves(list(args)):
-        top = type(leaf).__module__.split(".")[0]
-        if top in _TF_MODULES:
-            found.add("tensorflow")
-        elif top in _JAX_MODULES:
-            found.add("jax")
-    if len(found) == 1:
-        return found.pop()
-    if not found:
-        for obj in [fn, *(c.cell_contents for c in (getattr(fn, "__closure__", None) or ()))]:
-            top = (getattr(obj, "__module__", None) or type(obj).__module__ or "").split(".")[0]
-            if top in _TF_MODULES:
-                found.add("tensorflow")
-            elif top in _JAX_MODULES:
-                found.add("jax")
-        if len(found) == 1:
-            return found.pop()
-    if not found:
-        loaded = {fw for fw in ("tensorflow", "jax") if fw in sys.modules}
-        if len(loaded) == 1:
-            return loaded.pop()
-    return None
-
 
 def _cpu_name() -> str:
     try:
@@ -554,7 +513,7 @@ def bench(
         MissingDependencyError: The framework is not installed.
     """
     if framework is None:
-        framework = detect_bench_framework(fn, args)
+        framework = guess_framework(fn, args)
         if framework is None:
             raise UsageError(
                 "cannot tell whether this is a TensorFlow or a JAX function; "

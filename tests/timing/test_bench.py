@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.capture.inprocess import guess_framework
 from hloscope.errors import UsageError
 from hloscope.timing.bench import (
     Measurement,
     Mode,
     bench,
-    detect_bench_framework,
     load_target,
     measure,
     percentile,
@@ -145,11 +145,11 @@ def test_detect_framework_from_argument_types() -> None:
     def fake(module: str) -> object:
         return type("Array", (), {"__module__": module})()
 
-    assert detect_bench_framework(lambda x: x, [fake("jaxlib._jax")]) == "jax"
-    assert detect_bench_framework(lambda x: x, [[(fake("tensorflow.python.framework.ops"),)]]) == (
+    assert guess_framework(lambda x: x, [fake("jaxlib._jax")]) == "jax"
+    assert guess_framework(lambda x: x, [[(fake("tensorflow.python.framework.ops"),)]]) == (
         "tensorflow"
     )
-    assert detect_bench_framework(lambda x, y: x, [fake("jax"), fake("tensorflow")]) is None
+    assert guess_framework(lambda x, y: x, [fake("jax"), fake("tensorflow")]) is None
 
 
 def test_bench_needs_a_known_framework() -> None:
