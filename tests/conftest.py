@@ -9,6 +9,8 @@ import pytest
 DATA = Path(__file__).parent / "data"
 # The corpus of real XLA modules lives beside the checkout (../shared/corpus), never in it.
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+# Real GPU and TPU artifacts from other projects' CI (../shared/gpu, see its README.md).
+GPU = Path(__file__).resolve().parents[2] / "shared" / "gpu"
 
 
 @pytest.fixture(scope="session")

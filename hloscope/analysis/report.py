@@ -8,12 +8,13 @@ pairs each module's before- and after-optimization text from a run (see
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.analysis.fusion_log import find_log, read_decisions
 from hloscope.analysis.provenance import ALONE, Provenance, trace
 from hloscope.errors import HloscopeError
+from hloscope.hlo.model import HloModule
 from hloscope.runs import ModuleDump, Run, is_trivial
 
 
@@ -31,6 +32,8 @@ class ModuleReport:
         after: Analysis of the after-optimization module, if dumped.
         provenance: Source op -> kernel join (needs the after module).
         error: Why a side could not be read, when it could not ("" otherwise).
+        before_module: The parsed before-optimization module, if dumped and readable.
+        after_module: The parsed after-optimization module, if dumped and readable.
     """
 
     key: str
@@ -42,6 +45,8 @@ class ModuleReport:
     after: ModuleAnalysis | None
     provenance: Provenance | None
     error: str = ""
+    before_module: HloModule | None = field(default=None, compare=False, repr=False)
+    after_module: HloModule | None = field(default=None, compare=False, repr=False)
 
     @property
     def ops_per_kernel(self) -> float | None:
@@ -126,6 +131,8 @@ def analyze_dump(dump: ModuleDump) -> ModuleReport:
         after=after,
         provenance=provenance,
         error="; ".join(errors),
+        before_module=before_module,
+        after_module=after_module,
     )
 
 
