@@ -6,7 +6,6 @@ anything the analyses did not, and never print: the CLI prints what they return.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
 
@@ -19,6 +18,7 @@ from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.provenance import Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
+from hloscope.render.format import fmt_bytes, short_name
 from hloscope.render.json import run_doc
 from hloscope.timing.attribution import ModuleTiming
 from hloscope.timing.render import module_detail
@@ -60,32 +60,6 @@ def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableTyp
         ops.add_row(f"… {len(items) - top_opcodes} more", str(rest), style="dim")
     parts.append(ops)
     return Group(*parts)
-
-
-_TF_HASH = re.compile(r"__XlaMustCompile_(?:true|false)_config_proto_\d+_executor_type_\d+_")
-
-
-def short_name(name: str, width: int = 48) -> str:
-    """A module or op name fit for a table cell.
-
-    TensorFlow's `_XlaMustCompile_..._config_proto_<hash>_executor_type_<hash>_` middle
-    is dropped; what is still too long is cut in the middle with an ellipsis.
-    """
-    name = _TF_HASH.sub("", name)
-    if len(name) <= width:
-        return name
-    half = (width - 1) // 2
-    return name[:half] + "…" + name[-(width - 1 - half) :]
-
-
-def fmt_bytes(n: int) -> str:
-    """`1536` -> `1.5 KiB`."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _arrow(a: int | None, b: int | None) -> str:

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.analysis.report import RunReport
+from hloscope.render.format import fmt_bytes, fmt_seconds, fmt_us
 from hloscope.timing.attribution import ModuleTiming, ProfileTimings, run_timings
 from hloscope.timing.bench import BenchResult
 
@@ -159,30 +160,6 @@ def bench_doc(r: BenchResult) -> dict[str, Any]:
 # Tables
 
 
-def _us(x: float) -> str:
-    if x >= 1e6:
-        return f"{x / 1e6:.2f} s"
-    if x >= 1e3:
-        return f"{x / 1e3:.2f} ms"
-    return f"{x:.1f} µs"
-
-
-def _secs(x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "–"
-    return _us(x * 1e6)
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "n/a"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
-
-
 def _launches(m: ModuleTiming) -> Text:
     measured = f"{m.launches_per_execution:g}"
     if m.kernel_launches_per_execution != m.launches_per_execution:
@@ -203,9 +180,9 @@ def _module_header(key: str, m: ModuleTiming) -> Text:
         (key, "bold cyan"),
         pid,
         f"\n{m.executions} executions{warm} (split by {m.split_by}); ",
-        f"{_us(m.mean_us)} per execution (median {_us(m.median_us)}, {m.wall_from})\n",
-        f"kernels {_us(m.kernel_us)} ({kernel_pct:.0f}%), "
-        f"not in any kernel {_us(m.unattributed_us)}; launches per execution ",
+        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})\n",
+        f"kernels {fmt_us(m.kernel_us)} ({kernel_pct:.0f}%), "
+        f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
         _launches(m),
     )
 
@@ -297,7 +274,7 @@ def profile_table(
         ("profile ", "bold"),
         str(p.path),
         f"  ({p.format}, {p.op_events} op events"
-        + (f", {_us(p.duration_us)} profiled" if p.duration_us else "")
+        + (f", {fmt_us(p.duration_us)} profiled" if p.duration_us else "")
         + ")",
     )
     parts: list[RenderableType] = [head]
@@ -317,8 +294,8 @@ def profile_table(
             summary.add_row(
                 key,
                 str(m.executions),
-                _us(m.mean_us),
-                _us(m.total_us),
+                fmt_us(m.mean_us),
+                fmt_us(m.total_us),
                 f"{100 * m.kernel_us / m.total_us:.0f}%" if m.total_us else "–",
                 str(len(m.kernels)),
                 _launches(m),
@@ -356,13 +333,13 @@ def bench_table(r: BenchResult) -> RenderableType:
             speed = Text(f"{m.speedup:.2f}x", style=style)
         table.add_row(
             m.label,
-            _secs(m.first_call_s),
-            _secs(m.median_s),
-            _secs(m.p10_s),
-            _secs(m.p90_s),
+            fmt_seconds(m.first_call_s),
+            fmt_seconds(m.median_s),
+            fmt_seconds(m.p10_s),
+            fmt_seconds(m.p90_s),
             str(m.repeats),
             speed,
-            _bytes(m.peak_memory_bytes),
+            fmt_bytes(m.peak_memory_bytes),
         )
     parts: list[RenderableType] = [head, table]
     parts += [Text(n, style="dim") for n in r.notes]
