@@ -1,9 +1,10 @@
 """hloscope: see what the XLA compiler fused.
 
-The pipeline is capture -> hlo -> analysis -> timing -> render, one sub-package each.
-This module is the public API for scripts and notebooks; names are imported lazily so
-that `import hloscope` (and `hloscope --help`) stays fast and never pulls in TensorFlow
-or JAX.
+The pipeline is capture -> hlo -> runs -> analysis -> timing -> inspection -> render,
+one module or sub-package each (README.md, "How the code is laid out"). This module is
+the public API for scripts and notebooks; names are imported lazily so that
+`import hloscope` (and `hloscope --help`) stays fast and never pulls in TensorFlow or
+JAX.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
-_EXPORTS = {
+# public name -> module that defines it, or (module, name there) for the notebook facade
+_EXPORTS: dict[str, str | tuple[str, str]] = {
     "parse_module": "hloscope.hlo.parser",
     "parse_file": "hloscope.hlo.parser",
     "parse_modules": "hloscope.hlo.parser",
@@ -29,20 +30,25 @@ _EXPORTS = {
     "HloscopeError": "hloscope.errors",
     "HloParseError": "hloscope.errors",
     "UsageError": "hloscope.errors",
-    "inspect": "hloscope.capture.inprocess",
-    "load_run": "hloscope.runs",
+    "inspect": "hloscope.notebook",
+    "load_run": ("hloscope.notebook", "open_run"),
+    "RunView": "hloscope.notebook",
+    "ModuleView": "hloscope.notebook",
+    "inspect_run": "hloscope.inspection",
+    "Inspection": "hloscope.inspection",
+    "RunManifest": "hloscope.manifest",
     "is_trivial": "hloscope.runs",
     "Run": "hloscope.runs",
     "ModuleDump": "hloscope.runs",
     "bench": "hloscope.timing.bench",
     "BenchResult": "hloscope.timing.bench",
-    "load_profile": "hloscope.timing.attribution",
+    "load_profile": "hloscope.timing.sources",
     "attribute": "hloscope.timing.attribution",
     "read_trace": "hloscope.timing.xplane",
     "ProfileTimings": "hloscope.timing.attribution",
     "ModuleTiming": "hloscope.timing.attribution",
     "KernelTiming": "hloscope.timing.attribution",
-    "timings_doc": "hloscope.timing.render",
+    "timings_doc": "hloscope.render.timing",
     "diff_runs": "hloscope.analysis.diff",
     "diff_modules": "hloscope.analysis.diff",
     "match_modules": "hloscope.analysis.diff",
@@ -83,11 +89,14 @@ if TYPE_CHECKING:
         regressions,
     )
     from hloscope.analysis.stats import module_stats
-    from hloscope.capture.inprocess import inspect
     from hloscope.errors import HloParseError, HloscopeError, UsageError
     from hloscope.hlo.graph import call_graph, computation_graph, to_networkx
     from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
     from hloscope.hlo.parser import parse_file, parse_module, parse_modules
+    from hloscope.inspection import Inspection, inspect_run
+    from hloscope.manifest import RunManifest
+    from hloscope.notebook import ModuleView, RunView, inspect
+    from hloscope.notebook import open_run as load_run
     from hloscope.render.diagram import (
         DiagramSpec,
         kernel_graph,
@@ -99,24 +108,20 @@ if TYPE_CHECKING:
     from hloscope.render.dot import to_dot
     from hloscope.render.html import report_html, write_html
     from hloscope.render.json import diff_doc
-    from hloscope.runs import ModuleDump, Run, is_trivial, load_run
-    from hloscope.timing.attribution import (
-        KernelTiming,
-        ModuleTiming,
-        ProfileTimings,
-        attribute,
-        load_profile,
-    )
+    from hloscope.render.timing import timings_doc
+    from hloscope.runs import ModuleDump, Run, is_trivial
+    from hloscope.timing.attribution import KernelTiming, ModuleTiming, ProfileTimings, attribute
     from hloscope.timing.bench import BenchResult, bench
-    from hloscope.timing.render import timings_doc
+    from hloscope.timing.sources import load_profile, run_timings
     from hloscope.timing.xplane import read_trace
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    where = _EXPORTS.get(name)
+    if where is None:
         raise AttributeError(f"module 'hloscope' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, attr = where if isinstance(where, tuple) else (where, name)
+    value = getattr(importlib.import_module(module), attr)
     globals()[name] = value
     return value
 

@@ -183,9 +183,9 @@ def dump(
     from rich.console import Console
 
     from hloscope.analysis.report import analyze_run
-    from hloscope.capture.display import DumpProgress, outcome
     from hloscope.capture.run import plan_dump, run_dump
     from hloscope.errors import UsageError
+    from hloscope.render.progress import DumpProgress, outcome
     from hloscope.render.text import modules_table
 
     script_args = list(args or [])
@@ -293,34 +293,28 @@ def report(
     side by side, searchable kernel and op tables, and kernel times when the run was
     profiled.
     """
-    from hloscope.analysis.report import analyze_run
-    from hloscope.runs import load_run
-    from hloscope.timing.render import report_timings, timings_doc
+    from hloscope.inspection import inspect_run
 
-    result = analyze_run(load_run(run), module or ())
-    try:
-        timings = report_timings(result)
-    except HloscopeError as e:  # an unreadable profile must not hide the fusion report
-        typer.echo(f"hloscope: warning: no timings: {e}", err=True)
-        timings = {}
+    inspection = inspect_run(run, module or (), sources=html is not None)
+    if inspection.timing_error:  # an unreadable profile must not hide the fusion report
+        typer.echo(f"hloscope: warning: no timings: {inspection.timing_error}", err=True)
     if html is not None:
+        from hloscope.render.format import fmt_bytes
         from hloscope.render.html import write_html
-        from hloscope.render.text import fmt_bytes
 
-        written = write_html(result, html)
+        written = write_html(inspection, html)
         size = fmt_bytes(written.stat().st_size)
-        typer.echo(f"wrote {written} ({size}, {len(result.modules)} modules)", err=True)
+        typer.echo(f"wrote {written} ({size}, {len(inspection.modules)} modules)", err=True)
         if not json:
             return
     if json:
         from hloscope.render.json import report_doc
 
-        docs = {key: timings_doc(t) for key, t in timings.items()}
-        _print_json(report_doc(result, timings=docs))
+        _print_json(report_doc(inspection))
         return
     from hloscope.render.text import report_view
 
-    _print(report_view(result, show_all=show_all, timings=timings))
+    _print(report_view(inspection, show_all=show_all))
 
 
 @app.command(rich_help_panel="Inspect")
@@ -351,21 +345,11 @@ def ops(
     Example: `hloscope ops RUN --op Relu` answers "did my Relu fuse with the MatMul?";
     `hloscope ops RUN --unfused` lists the ops that did not fuse, by bytes moved.
     """
-    from hloscope.analysis.provenance import ALONE
-    from hloscope.analysis.report import analyze_run
-    from hloscope.runs import load_run
+    from hloscope.inspection import inspect_run
 
-    result = analyze_run(load_run(run), module or ())
-    shown = [m for m in (result.modules if module else result.main) if m.provenance]
-    selected = []
-    for m in shown:
-        assert m.provenance is not None and m.after is not None
-        placements = m.provenance.find(op) if op else list(m.provenance.placements)
-        if unfused:
-            placements = sorted(
-                (p for p in placements if p.status == ALONE), key=lambda p: -p.bytes
-            )
-        selected.append((m, placements))
+    inspection = inspect_run(run, module or (), timings=False, bench=False)
+    shown = [m for m in (inspection.modules if module else inspection.main) if m.provenance]
+    selected = [(m, m.placements(op, unfused=unfused)) for m in shown]
     if json:
         from hloscope.render.json import placement_doc
 
@@ -378,7 +362,8 @@ def ops(
         return
     from rich.text import Text
 
-    from hloscope.render.text import module_heading, placement_line, short_name
+    from hloscope.render.format import short_name
+    from hloscope.render.text import module_heading, placement_line
 
     if not shown:
         raise _fail(f"{run}: no module has an after-optimization dump to trace ops in", 1)
@@ -425,7 +410,7 @@ def profile(
 
     Example: hloscope profile tests/data/jax_mlp_profile
     """
-    from hloscope.timing.attribution import load_profile
+    from hloscope.timing.sources import load_profile
 
     timings = load_profile(path, skip_first=skip_first)
     key = None
@@ -433,14 +418,14 @@ def profile(
         chosen = timings.module(module)
         key = next(k for k, m in timings.modules.items() if m is chosen)
     if json:
-        from hloscope.timing.render import profile_doc, timings_doc
+        from hloscope.render.timing import profile_doc, timings_doc
 
         if key is not None:
             _print_json(timings_doc(timings.modules[key]))
         else:
             _print_json(profile_doc(timings))
         return
-    from hloscope.timing.render import profile_table
+    from hloscope.render.timing import profile_table
 
     _print(profile_table(timings, module=key, top=top))
 
@@ -499,9 +484,9 @@ def bench(
             f"--save {save}: no such run folder; run `hloscope dump` first or give an "
             "existing folder"
         )
+    from hloscope.render.timing import bench_doc
     from hloscope.timing.bench import bench as run_bench
     from hloscope.timing.bench import load_target
-    from hloscope.timing.render import bench_doc
 
     fn, args = load_target(target)
     result = run_bench(fn, *args, repeats=repeats, min_time=min_time, rounds=rounds, target=target)
@@ -513,19 +498,11 @@ def bench(
     if json:
         _print_json(doc)
         return
-    from hloscope.timing.render import bench_table
+    from hloscope.render.timing import bench_table
 
     _print(bench_table(result))
     if save is not None:
         typer.echo(f"saved {save / 'bench.json'}", err=True)
-
-
-def _profile_timings(run: Any) -> dict[str, dict[str, float]] | None:
-    """Kernel times (µs per execution) of a run's profile, or None when not profiled."""
-    from hloscope.timing.attribution import run_timings
-
-    profile = run_timings(run, with_hlo=False)
-    return profile.kernel_us_per_execution() if profile is not None else None
 
 
 def _one_line(kind: str, violations: Any) -> str:
@@ -594,17 +571,16 @@ def diff(
     Example: hloscope diff runs/before runs/after --fail-on-regression --tolerance 5%
     """
     from hloscope.analysis.diff import diff_runs, parse_tolerance, regressions
-    from hloscope.analysis.report import analyze_run
     from hloscope.errors import UsageError
-    from hloscope.runs import load_run
+    from hloscope.inspection import inspect_run
 
     tol = parse_tolerance(tolerance)
-    runs = load_run(run_a), load_run(run_b)
+    a, b = inspect_run(run_a, bench=False), inspect_run(run_b, bench=False)
     result = diff_runs(
-        analyze_run(runs[0]),
-        analyze_run(runs[1]),
-        timings_a=_profile_timings(runs[0]),
-        timings_b=_profile_timings(runs[1]),
+        a.report,
+        b.report,
+        timings_a=a.all_kernel_times() or None,
+        timings_b=b.all_kernel_times() or None,
     )
     selected = None
     if module:
@@ -689,17 +665,16 @@ def check(
     Example: hloscope check runs/latest --max-kernels 12 --min-ops-per-kernel 4
     """
     from hloscope.analysis.diff import Budget, check_run
-    from hloscope.analysis.report import analyze_run
     from hloscope.errors import UsageError
-    from hloscope.runs import load_run
+    from hloscope.inspection import inspect_run
 
     budget = Budget(max_kernels, max_launches, min_ops_per_kernel)
     if budget.empty:
         raise UsageError(
             "give at least one budget: --max-kernels N, --max-launches N or --min-ops-per-kernel X"
         )
-    result = analyze_run(load_run(run), module or ())
-    checked = [m for m in (result.modules if module else result.main) if m.after is not None]
+    inspection = inspect_run(run, module or (), timings=False, bench=False)
+    checked = [m for m in (inspection.modules if module else inspection.main) if m.after]
     if not checked:
         raise UsageError(
             f"{run}: no {'selected' if module else 'non-trivial'} module has an "
@@ -812,29 +787,29 @@ def graph(
     import re
 
     from hloscope.errors import UsageError
+    from hloscope.inspection import inspect_run
     from hloscope.render.diagram import module_diagram
     from hloscope.render.dot import render
-    from hloscope.render.text import short_name
+    from hloscope.render.format import short_name
     from hloscope.runs import load_run
 
     if stage not in (None, "before", "after"):
         raise UsageError(f"--stage {stage!r}: use before or after")
     loaded = load_run(run)
     dump = _graph_module(loaded, module)
-    before, after = dump.load_before(), dump.load_after()
+    inspection = inspect_run(loaded, [dump.key], bench=False)
+    analysed = inspection.module(dump.key)
     if stage is None:
         given_before = run.is_file() and dump.before is not None and run == dump.before
-        stage = "before" if given_before or after is None else "after"
+        stage = "before" if given_before or analysed.after_module is None else "after"
     expand_arg: list[str] | str = list(expand or ())
     if "all" in expand_arg:
         expand_arg = "all"
-    times = _module_times(loaded, dump) if after is not None else None
     spec = module_diagram(
-        before,
-        after,
+        analysed,
         stage="before" if stage == "before" else "after",
         both=side_by_side,
-        timings=times,
+        timings=inspection.kernel_times(dump.key),
         expand=expand_arg,
         max_nodes=max_nodes,
         around=around,
@@ -901,14 +876,6 @@ def _graph_module(loaded: Any, pattern: str | None) -> Any:
             err=True,
         )
     return chosen
-
-
-def _module_times(run: Any, dump: Any) -> dict[str, float] | None:
-    """Kernel times of one module, when the run has a profile."""
-    times = _profile_timings(run)
-    if not times:
-        return None
-    return times.get(dump.key) or times.get(dump.name)
 
 
 @app.callback(invoke_without_command=True)

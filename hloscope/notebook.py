@@ -1,17 +1,16 @@
-"""Notebook display: what a run, a module and a kernel show in Jupyter.
+"""Notebooks: a run and its modules as objects that show themselves.
 
-Functions here take a `Run` or a `ModuleDump` (from `hloscope.load_run` or
-`hloscope.inspect`) and return plain tables, lists of the analysis dataclasses, an SVG
-diagram object, or HTML; they are attached as methods (`run.summary()`,
-`module.graph()`, `_repr_html_`) by the objects that own them. The HTML is the report's
-own page (`hloscope.render.html`) inside an iframe, so a notebook shows the same
-components as `hloscope report --html`.
+`hloscope.load_run` and `hloscope.inspect` return a `RunView`; `run.main()` and
+`run.module(...)` return `ModuleView`s. They are a facade: every table, list and
+picture comes from the same inspection (`hloscope.inspection.inspect_run`) and the same
+renderers the command line uses, so a notebook shows what `hloscope report --html` and
+`hloscope graph` show. Inspections are built on first use and kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import html
+import functools
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,23 +18,14 @@ from typing import Any
 
 from hloscope.analysis.fusion import Kernel
 from hloscope.analysis.provenance import Placement, SourceOp
-from hloscope.analysis.report import ModuleReport, RunReport, analyze_dump, analyze_run
-from hloscope.errors import MissingDependencyError, UsageError
+from hloscope.analysis.report import ModuleReport
+from hloscope.errors import MissingDependencyError
 from hloscope.hlo.model import Instruction, Shape, SourceLocation
-from hloscope.runs import ModuleDump, Run
+from hloscope.inspection import Inspection, inspect_run
+from hloscope.manifest import RunManifest
+from hloscope.runs import ModuleDump, Run, load_run
 
-__all__ = [
-    "SVG",
-    "graph",
-    "kernel_html",
-    "kernels",
-    "module_html",
-    "module_summary",
-    "ops",
-    "run_html",
-    "summary",
-    "to_dataframe",
-]
+__all__ = ["SVG", "ModuleView", "RunView", "inspect", "open_run", "summary_row", "to_dataframe"]
 
 RUN_FRAME_HEIGHT = 900
 MODULE_FRAME_HEIGHT = 820
@@ -64,27 +54,190 @@ class SVG:
         return out
 
 
-def summary(run: Run) -> list[dict[str, Any]]:
-    """One row per module of a run, biggest first, trivial helper modules last.
+class RunView:
+    """A run in a notebook: its modules, summary, kernels, ops, diagrams and HTML report.
 
-    Args:
-        run: From `hloscope.load_run` or `hloscope.inspect`.
-
-    Returns:
-        Rows with `key`, `name`, `platform`, `trivial`, `instructions_before`,
-        `instructions_after`, `ops`, `kernels`, `launches`, `ops_per_kernel`, `alone`
-        and `error` (None where a side is missing). Pass them to `to_dataframe` for a
-        DataFrame.
+    Attributes:
+        run: The run folder as loaded (`hloscope.runs.Run`).
     """
-    return [_summary_row(m) for m in analyze_run(run).modules]
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def __repr__(self) -> str:
+        return f"RunView({str(self.run.path)!r}, {len(self.run.modules)} modules)"
+
+    @property
+    def path(self) -> Path:
+        """Where the run was loaded from."""
+        return self.run.path
+
+    @property
+    def manifest(self) -> RunManifest:
+        """How the run was made (`run.json`)."""
+        return self.run.manifest
+
+    @property
+    def modules(self) -> tuple[ModuleView, ...]:
+        """Every module of the run, in module-id order."""
+        return tuple(ModuleView(self.run, d) for d in self.run.modules)
+
+    @functools.cached_property
+    def inspection(self) -> Inspection:
+        """Every module analysed and timed (built on first use)."""
+        return inspect_run(self.run, sources=True)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per module, biggest first, trivial helper modules last: `key`,
+        `name`, `platform`, `trivial`, `instructions_before`, `instructions_after`,
+        `ops`, `kernels`, `launches`, `ops_per_kernel`, `alone`, `error` (None where a
+        side is missing). `to_dataframe` turns them into a DataFrame."""
+        return [summary_row(m) for m in self.inspection.modules]
+
+    def main(self) -> ModuleView:
+        """The biggest module that is not a trivial helper (what `graph` draws by default).
+
+        Raises:
+            UsageError: The run holds no modules.
+        """
+        return ModuleView(self.run, self.run.main())
+
+    def module(self, pattern: str) -> ModuleView:
+        """One module by key, name, id or unique part of its key (see `Run.module`)."""
+        return ModuleView(self.run, self.run.module(pattern))
+
+    def kernels(self) -> list[Kernel]:
+        """The kernels of the main module (see `main`)."""
+        return self.main().kernels()
+
+    def ops(self) -> list[Placement]:
+        """Where each source op of the main module went (see `main`)."""
+        return self.main().ops()
+
+    def graph(self, **options: Any) -> SVG:
+        """The diagram of the main module (see `ModuleView.graph`)."""
+        return self.main().graph(**options)
+
+    def _repr_html_(self) -> str:
+        from hloscope.render.html import iframe_html, report_html
+
+        return iframe_html(report_html(self.inspection), height=RUN_FRAME_HEIGHT)
 
 
-def module_summary(dump: ModuleDump) -> list[dict[str, Any]]:
-    """The one summary row of a module (see `summary`)."""
-    return [_summary_row(analyze_dump(dump))]
+class ModuleView:
+    """One module of a run in a notebook.
+
+    Attributes:
+        run: The run it belongs to.
+        dump: Its dump files.
+    """
+
+    def __init__(self, run: Run, dump: ModuleDump) -> None:
+        self.run, self.dump = run, dump
+
+    def __repr__(self) -> str:
+        return f"ModuleView({self.key!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ModuleView) and (other.run.path, other.dump) == (
+            self.run.path,
+            self.dump,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.run.path, self.dump))
+
+    @property
+    def key(self) -> str:
+        """The module's key in its run (`0030.jit_mlp`)."""
+        return self.dump.key
+
+    @property
+    def name(self) -> str:
+        """The HloModule name."""
+        return self.dump.name
+
+    @functools.cached_property
+    def inspection(self) -> Inspection:
+        """This module analysed and timed (built on first use)."""
+        return inspect_run(self.run, [self.dump.key], sources=True)
+
+    @property
+    def report(self) -> ModuleReport:
+        """Before vs after, with provenance and the parsed modules."""
+        return self.inspection.modules[0]
+
+    def summary(self) -> list[dict[str, Any]]:
+        """This module's row of the run summary (see `RunView.summary`)."""
+        return [summary_row(self.report)]
+
+    def kernels(self) -> list[Kernel]:
+        """The kernels after optimization, in program order (empty without an
+        after-optimization dump)."""
+        after = self.report.after
+        return list(after.kernels) if after else []
+
+    def ops(self) -> list[Placement]:
+        """Where each source op went: one `Placement` per op, first seen first."""
+        provenance = self.report.provenance
+        return list(provenance.placements) if provenance else []
+
+    def graph(self, *, before: bool = False, **options: Any) -> SVG:
+        """The module's Graphviz diagram as an SVG that displays inline.
+
+        Args:
+            before: Draw the ops before optimization (coloured by the kernel each went
+                to) instead of the kernels after optimization.
+            **options: `max_nodes`, `expand`, `around`, `depth`, `scope`, `both` (as
+                `hloscope graph` takes them); kernel times come from the run's profile.
+
+        Raises:
+            UsageError: The module lacks the dump that side needs, or an option names
+                nothing in it.
+            MissingDependencyError: The Graphviz `dot` binary is not installed.
+        """
+        from hloscope.render import dot
+        from hloscope.render.diagram import module_diagram
+        from hloscope.render.html import sanitize_svg
+
+        options.setdefault("timings", self.inspection.kernel_times(self.key))
+        spec = module_diagram(self.report, stage="before" if before else "after", **options)
+        with tempfile.TemporaryDirectory(prefix="hloscope-graph-") as tmp:
+            out = Path(tmp) / "graph.svg"
+            dot.render(spec, out, "svg")
+            return SVG(sanitize_svg(out.read_text(encoding="utf-8")))
+
+    def _repr_html_(self) -> str:
+        from hloscope.render.html import graphviz_diagrams, iframe_html, report_page
+
+        page = report_page(
+            self.inspection, diagrams=graphviz_diagrams, title=f"hloscope · {self.name}"
+        )
+        return iframe_html(page, height=MODULE_FRAME_HEIGHT)
 
 
-def _summary_row(m: ModuleReport) -> dict[str, Any]:
+def open_run(path: str | Path) -> RunView:
+    """Load a run folder, a bare XLA dump folder, or one HLO file for a notebook
+    (`hloscope.load_run`).
+
+    Raises:
+        UsageError: The path holds no run.
+    """
+    return RunView(load_run(path))
+
+
+def inspect(
+    fn: Any, *example_args: Any, framework: str | None = None, save_to: str | Path | None = None
+) -> RunView:
+    """Compile `fn(*example_args)` with XLA in this process and show what it fused
+    (`hloscope.inspect`; see `hloscope.capture.inprocess.inspect` for the arguments)."""
+    from hloscope.capture.inprocess import inspect as capture
+
+    return RunView(capture(fn, *example_args, framework=framework, save_to=save_to))
+
+
+def summary_row(m: ModuleReport) -> dict[str, Any]:
+    """A module's row of `RunView.summary`."""
     b, a = m.before, m.after
     return {
         "key": m.key,
@@ -100,160 +253,6 @@ def _summary_row(m: ModuleReport) -> dict[str, Any]:
         "alone": m.alone,
         "error": m.error or None,
     }
-
-
-def kernels(dump: ModuleDump) -> list[Kernel]:
-    """The kernels of a module after optimization, in program order.
-
-    Args:
-        dump: One module of a run (`run.module("jit_mlp")`).
-
-    Returns:
-        The `Kernel`s (empty without an after-optimization dump).
-    """
-    m = analyze_dump(dump)
-    return list(m.after.kernels) if m.after else []
-
-
-def ops(dump: ModuleDump) -> list[Placement]:
-    """Where each source op of a module went: one `Placement` per op, first seen first.
-
-    Args:
-        dump: One module of a run.
-
-    Returns:
-        The placements (empty without an after-optimization dump).
-    """
-    m = analyze_dump(dump)
-    return list(m.provenance.placements) if m.provenance else []
-
-
-def graph(dump: ModuleDump, *, before: bool = False, **options: Any) -> SVG:
-    """The module's Graphviz diagram as an SVG that displays inline.
-
-    Args:
-        dump: One module of a run.
-        before: Draw the ops before optimization (coloured by the kernel each went to)
-            instead of the kernels after optimization.
-        **options: Passed to `hloscope.render.diagram.kernel_graph` (or `op_graph`):
-            `max_nodes`, `expand`, `around`, `depth`, `scope`, `timings`.
-
-    Returns:
-        The picture.
-
-    Raises:
-        UsageError: The module lacks the dump that side needs, or an option names
-            nothing in it.
-        MissingDependencyError: The Graphviz `dot` binary is not installed.
-    """
-    from hloscope.render import diagram, dot
-    from hloscope.render.html import sanitize_svg
-
-    m = analyze_dump(dump)
-    after = dump.load_after()
-    if before:
-        module = dump.load_before()
-        if module is None:
-            raise UsageError(f"{dump.key} has no before-optimization dump to draw")
-        kernels_of = (
-            diagram.kernels_of_before_ops(module, after, m.provenance, m.after)
-            if after is not None and m.provenance is not None
-            else {}
-        )
-        spec = diagram.op_graph(
-            module,
-            {op: ks[0] for op, ks in kernels_of.items()} or None,
-            kernels_of=kernels_of or None,
-            **options,
-        )
-    else:
-        if after is None or m.after is None:
-            raise UsageError(f"{dump.key} has no after-optimization dump to draw")
-        spec = diagram.kernel_graph(after, m.after, m.provenance, **options)
-    with tempfile.TemporaryDirectory(prefix="hloscope-graph-") as tmp:
-        out = Path(tmp) / "graph.svg"
-        dot.render(spec, out, "svg")
-        return SVG(sanitize_svg(out.read_text(encoding="utf-8")))
-
-
-def run_html(run: Run, *, height: int = RUN_FRAME_HEIGHT) -> str:
-    """The run's HTML report in an iframe, for `Run._repr_html_`.
-
-    Args:
-        run: From `hloscope.load_run` or `hloscope.inspect`.
-        height: Height of the frame in pixels (the frame can be resized).
-
-    Returns:
-        HTML for a notebook output cell.
-    """
-    from hloscope.render.html import iframe_html, report_html
-
-    return iframe_html(report_html(analyze_run(run)), height=height)
-
-
-def module_html(dump: ModuleDump, *, height: int = MODULE_FRAME_HEIGHT) -> str:
-    """One module's section of the HTML report in an iframe, for `ModuleDump._repr_html_`.
-
-    Args:
-        dump: One module of a run.
-        height: Height of the frame in pixels.
-
-    Returns:
-        HTML for a notebook output cell.
-    """
-    from hloscope.render.html import graphviz_diagrams, iframe_html, report_page
-
-    where = dump.after or dump.before
-    run = Run(
-        path=where if where is not None else Path(dump.key),
-        manifest={},
-        modules=(dump,),
-        dump_dir=where.parent if where is not None else None,
-    )
-    report = RunReport(run, (analyze_dump(dump),))
-    page = report_page(report, diagrams=graphviz_diagrams, title=f"hloscope · {dump.name}")
-    return iframe_html(page, height=height)
-
-
-def kernel_html(kernel: Kernel) -> str:
-    """A kernel as a small HTML table (no script), for `Kernel._repr_html_`.
-
-    Args:
-        kernel: One kernel from `kernels(dump)`.
-
-    Returns:
-        HTML with the kernel's kind, shape, launches, bytes and fused instructions,
-        every value escaped.
-    """
-    e = html.escape
-    rows = [
-        ("kind", kernel.kind),
-        ("class", kernel.cls),
-        ("shape", kernel.shape.text),
-        ("launches", "–" if kernel.launches is None else str(kernel.launches)),
-        ("bytes in / out", f"{kernel.bytes_in:,} / {kernel.bytes_out:,}"),
-        ("computation", kernel.computation),
-    ]
-    if kernel.fused_computation:
-        rows.append(("fused computation", kernel.fused_computation))
-    head = "".join(
-        f'<tr><th style="text-align:left;padding-right:12px">{e(k)}</th>'
-        f'<td style="text-align:left;font-family:monospace">{e(v)}</td></tr>'
-        for k, v in rows
-    )
-    shown = kernel.ops[:50]
-    fused = "".join(
-        f"<tr><td>{e(i.opcode)}</td><td>{e(i.name)}</td><td>{e(i.shape.text)}</td></tr>"
-        for i in shown
-    )
-    more = f"<p>… {len(kernel.ops) - len(shown)} more</p>" if len(kernel.ops) > len(shown) else ""
-    return (
-        f'<div class="hloscope-kernel"><b style="font-family:monospace">{e(kernel.name)}</b>'
-        f"<table>{head}</table>"
-        f"<details><summary>{len(kernel.ops)} instructions</summary>"
-        f'<table style="font-family:monospace;font-size:12px">{fused}</table>{more}</details>'
-        "</div>"
-    )
 
 
 def to_dataframe(rows: Iterable[Any]) -> Any:

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hloscope.errors import HloscopeError, UsageError
+from hloscope.files import read_regular
 from hloscope.hlo.model import HloModule
+from hloscope.manifest import MANIFEST, RunManifest
 
 __all__ = [
     "MANIFEST",
@@ -28,11 +29,12 @@ __all__ = [
     "dump_file_info",
     "is_trivial",
     "load_run",
+    "read_manifest",
     "scan_dump_dir",
 ]
 
-MANIFEST = "run.json"
-"""File name of the manifest in a run folder."""
+# A manifest is a few kilobytes; reading stops well past that.
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 # `[<timestamp>.]module_<id>.<name>.before_optimizations.txt` and
 # `[<timestamp>.]module_<id>.<name>.<platform>_after_optimizations.txt`, where <platform>
@@ -129,37 +131,6 @@ class ModuleDump:
         """
         return _load(self.after) if self.after is not None else None
 
-    # Notebook views (hloscope.notebook), imported only when asked for.
-
-    def summary(self) -> list[dict[str, Any]]:
-        """This module's row of the run summary (instructions, kernels, launches, ...)."""
-        from hloscope import notebook
-
-        return notebook.module_summary(self)
-
-    def kernels(self) -> list[Any]:
-        """The kernels after optimization (`hloscope.analysis.fusion.Kernel`)."""
-        from hloscope import notebook
-
-        return notebook.kernels(self)
-
-    def ops(self) -> list[Any]:
-        """Where each source op went (`hloscope.analysis.provenance.Placement`)."""
-        from hloscope import notebook
-
-        return notebook.ops(self)
-
-    def graph(self, **options: Any) -> Any:
-        """The Graphviz diagram (an SVG object notebooks display); see `notebook.graph`."""
-        from hloscope import notebook
-
-        return notebook.graph(self, **options)
-
-    def _repr_html_(self) -> str:
-        from hloscope import notebook
-
-        return notebook.module_html(self)
-
 
 @dataclass(frozen=True)
 class Run:
@@ -167,31 +138,21 @@ class Run:
 
     Attributes:
         path: The run folder, the dump folder, or the single file it was loaded from.
-        manifest: The `run.json` contents; `{}` for bare dumps and single files.
+        manifest: What `run.json` records; empty (`RunManifest()`) for bare dumps and
+            single files.
         modules: The modules, ordered by module id.
         dump_dir: The folder with the XLA dump files; None for a single file.
     """
 
     path: Path
-    manifest: Mapping[str, Any]
+    manifest: RunManifest
     modules: tuple[ModuleDump, ...]
     dump_dir: Path | None
 
     @property
     def platform(self) -> str | None:
         """What the modules were compiled for (`cpu`, `sm_90`, ...), if known."""
-        recorded = self.manifest.get("platform")
-        if isinstance(recorded, str):
-            return recorded
-        return platform_of(self.modules)
-
-    # Notebook views (hloscope.notebook), imported only when asked for.
-
-    def summary(self) -> list[dict[str, Any]]:
-        """One row per module: instructions before/after, kernels, launches, ..."""
-        from hloscope import notebook
-
-        return notebook.summary(self)
+        return self.manifest.platform or platform_of(self.modules)
 
     def main(self) -> ModuleDump:
         """The biggest module that is not a trivial helper (what `graph` draws by default).
@@ -203,23 +164,6 @@ class Run:
             raise UsageError(f"{self.path} holds no modules")
         candidates = [m for m in self.modules if not is_trivial(m)] or list(self.modules)
         return max(candidates, key=_dump_size)
-
-    def kernels(self) -> list[Any]:
-        """The kernels of the main module (see `main`)."""
-        return self.main().kernels()
-
-    def ops(self) -> list[Any]:
-        """Where each source op of the main module went (see `main`)."""
-        return self.main().ops()
-
-    def graph(self, **options: Any) -> Any:
-        """The diagram of the main module (see `main` and `ModuleDump.graph`)."""
-        return self.main().graph(**options)
-
-    def _repr_html_(self) -> str:
-        from hloscope import notebook
-
-        return notebook.run_html(self)
 
     def module(self, pattern: str) -> ModuleDump:
         """Find one module by key, name, id or unique substring of its key.
@@ -275,14 +219,13 @@ def load_run(path: str | Path) -> Run:
     if p.is_file():
         return _load_file(p)
     manifest_path = p / MANIFEST
-    if manifest_path.is_file():
-        manifest = _read_manifest(manifest_path)
-        recorded = manifest.get("dump_dir", "dump")
-        dump_dir = p / recorded if isinstance(recorded, str) and (p / recorded).is_dir() else p
+    if manifest_path.exists() or manifest_path.is_symlink():
+        manifest = read_manifest(manifest_path)
+        dump_dir = p / manifest.dump_dir if (p / manifest.dump_dir).is_dir() else p
         return Run(p, manifest, scan_dump_dir(dump_dir), dump_dir)
     modules = scan_dump_dir(p)
     if modules:
-        return Run(p, {}, modules, p)
+        return Run(p, RunManifest(), modules, p)
     # A folder holding the dump one level down (`hlo/`, `dump/`, `xla_dump/`).
     subdirs = sorted(d for d in p.iterdir() if d.is_dir())
     runs = [d for d in subdirs if (d / MANIFEST).is_file()]
@@ -293,7 +236,7 @@ def load_run(path: str | Path) -> Run:
     nested = [(d, mods) for d, mods in nested if mods]
     if len(nested) == 1:
         d, mods = nested[0]
-        return Run(p, {}, mods, d)
+        return Run(p, RunManifest(), mods, d)
     if len(nested) > 1:
         raise UsageError(
             f"{p} holds several dump folders ({', '.join(str(d) for d, _ in nested)}); "
@@ -442,14 +385,17 @@ def _listing(modules: Iterable[ModuleDump], limit: int = 12) -> str:
     return shown + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
+def read_manifest(path: Path) -> RunManifest:
+    """Read a run folder's `run.json`.
+
+    Raises:
+        UsageError: The file is not a regular file, too big, or not a valid manifest.
+    """
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise UsageError(f"{path}: not a readable run manifest ({e})") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"{path}: not a run manifest (expected a JSON object)")
-    return doc
+        data = read_regular(path, MAX_MANIFEST_BYTES)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the run manifest ({e.strerror or e})") from None
+    return RunManifest.loads(data, where=str(path))
 
 
 def _load_file(path: Path) -> Run:
@@ -459,7 +405,7 @@ def _load_file(path: Path) -> Run:
         stamp, module_id, name, platform = info
         for module in scan_dump_dir(path.parent):
             if path in (module.before, module.after):
-                return Run(path, {}, (module,), None)
+                return Run(path, RunManifest(), (module,), None)
         is_after = platform is not None
     else:
         name, is_after = _header(path)
@@ -472,7 +418,7 @@ def _load_file(path: Path) -> Run:
         platform=platform,
         stamp=stamp,
     )
-    return Run(path, {}, (module,), None)
+    return Run(path, RunManifest(), (module,), None)
 
 
 def _header(path: Path) -> tuple[str, bool]:

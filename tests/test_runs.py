@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.errors import UsageError
+from hloscope.manifest import RunManifest
 from hloscope.runs import ModuleDump, dump_file_info, is_trivial, load_run, scan_dump_dir
 from tests.conftest import DATA, dump_file
 
@@ -79,7 +80,7 @@ def test_dump_file_info_ignores_other_files(name: str) -> None:
 
 def test_bare_jax_dump_folder() -> None:
     run = load_run(DATA / "jax_mlp")
-    assert run.manifest == {}
+    assert run.manifest == RunManifest()
     assert run.dump_dir == DATA / "jax_mlp"
     assert len(run.modules) == 21
     ids = [m.id_number for m in run.modules]
@@ -112,7 +113,7 @@ def test_run_folder_reads_manifest_and_dump_subfolder(tmp_path: Path) -> None:
     shutil.copytree(DATA / "tf_dense_relu", tmp_path / "dump")
     (tmp_path / "run.json").write_text(json.dumps({"schema_version": 1, "platform": "cpu"}))
     run = load_run(tmp_path)
-    assert run.manifest["schema_version"] == 1
+    assert run.manifest.schema_version == 1 and run.manifest.platform == "cpu"
     assert run.dump_dir == tmp_path / "dump"
     assert len(run.modules) == 1
 

@@ -87,9 +87,9 @@ class Kernel:
         return len(self.ops)
 
     def _repr_html_(self) -> str:
-        from hloscope.notebook import kernel_html
+        from hloscope.render.display import repr_html  # the one allowed upward reach
 
-        return kernel_html(self)
+        return repr_html(self)
 
 
 @dataclass(frozen=True)

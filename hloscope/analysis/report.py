@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.analysis.fusion_log import find_log, read_decisions
-from hloscope.analysis.provenance import ALONE, Provenance, trace
+from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
 from hloscope.runs import ModuleDump, Run, is_trivial
@@ -61,6 +61,24 @@ class ModuleReport:
         if self.provenance is None:
             return None
         return sum(1 for p in self.provenance.placements if p.status == ALONE)
+
+    def placements(self, op: str | None = None, *, unfused: bool = False) -> list[Placement]:
+        """Where the source ops went, as `hloscope ops` lists them.
+
+        Args:
+            op: Only ops whose name, TF op type or source location contains this.
+            unfused: Only ops that run as a kernel of their own, most bytes first.
+
+        Returns:
+            The placements, first seen first (or by bytes with `unfused`); empty without
+            an after-optimization module.
+        """
+        if self.provenance is None:
+            return []
+        found = self.provenance.find(op) if op else list(self.provenance.placements)
+        if unfused:
+            found = sorted((p for p in found if p.status == ALONE), key=lambda p: -p.bytes)
+        return found
 
     @property
     def size(self) -> int:

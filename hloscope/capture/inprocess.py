@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
-import json
 import re
 import shutil
 import sys
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import UsageError
-from hloscope.runs import MANIFEST, Run, load_run
+from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest
+from hloscope.runs import Run, load_run, read_manifest
 
 __all__ = ["Captured", "detect_framework", "inspect"]
 
@@ -162,10 +162,9 @@ def _prepare_folder(save_to: str | Path | None) -> Path:
 
 def _is_inspect_run(folder: Path) -> bool:
     try:
-        doc = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_manifest(folder / MANIFEST).source == "inspect"
+    except UsageError:
         return False
-    return isinstance(doc, dict) and doc.get("source") == "inspect"
 
 
 def _file_platform(platform: str) -> str:
@@ -187,27 +186,26 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
     before.write_text(captured.before, encoding="utf-8")
     after.write_text(captured.after, encoding="utf-8")
     info = framework_info()
-    manifest = {
-        "schema_version": 1,
-        "source": "inspect",
-        "function": getattr(fn, "__qualname__", None) or type(fn).__name__,
-        "started_at": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "framework": captured.framework,
-        "versions": info["versions"],
-        "platform": captured.platform,
-        "device": detect_device(captured.platform, info["devices"]),
-        "devices": info["devices"],
-        "dump_dir": _DUMP_SUBDIR,
-        "modules": [
-            {
-                "key": f"0000.{module_name}",
-                "name": module_name,
-                "id": "0000",
-                "platform": captured.platform,
-                "before": before.relative_to(folder).as_posix(),
-                "after": after.relative_to(folder).as_posix(),
-            }
-        ],
-    }
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    manifest = RunManifest(
+        source="inspect",
+        function=getattr(fn, "__qualname__", None) or type(fn).__name__,
+        started_at=_dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        framework=captured.framework,
+        versions=info["versions"],
+        platform=captured.platform,
+        device=detect_device(captured.platform, info["devices"]),
+        devices=tuple(info["devices"]),
+        dump_dir=_DUMP_SUBDIR,
+        modules=(
+            ModuleEntry(
+                key=f"0000.{module_name}",
+                name=module_name,
+                id="0000",
+                platform=captured.platform,
+                before=before.relative_to(folder).as_posix(),
+                after=after.relative_to(folder).as_posix(),
+            ),
+        ),
+    )
+    (folder / MANIFEST).write_text(manifest.dumps(), encoding="utf-8")
     return load_run(folder)

@@ -28,7 +28,8 @@ from typing import IO, Any
 from hloscope.capture.env import detect_device, detect_framework, detect_platform
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.errors import UsageError
-from hloscope.runs import MANIFEST, Run, load_run
+from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
+from hloscope.runs import Run, load_run
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -334,7 +335,7 @@ def run_dump(
     env.update(plan.env_set)
     started_at = _dt.datetime.now().astimezone()
     manifest = _base_manifest(plan, started_at)
-    _write_manifest(plan.run_dir, {**manifest, "status": "running"})
+    _write_manifest(plan.run_dir, manifest.updated(status="running"))
     report_path = plan.run_dir / _CHILD_REPORT
     out = out or std_sink(sys.stdout)
     err = err or std_sink(sys.stderr)
@@ -388,21 +389,19 @@ def run_dump(
     versions = dict(child.get("versions") or {})
     devices = list(child.get("devices") or [])
     platform = detect_platform(run.modules, devices)
-    manifest.update(
-        {
-            "status": status,
-            "exit_code": exit_code,
-            "interrupted": interrupted,
-            "wall_time_s": round(wall, 3),
-            "framework": detect_framework(versions, run.modules),
-            "versions": versions,
-            "platform": platform,
-            "device": detect_device(platform, devices),
-            "devices": devices,
-            "exception": child.get("exception"),
-            "xla_errors": list(xla_errors),
-            "modules": [_module_entry(m, plan.run_dir) for m in run.modules],
-        }
+    manifest = manifest.updated(
+        status=status,
+        exit_code=exit_code,
+        interrupted=interrupted,
+        wall_time_s=round(wall, 3),
+        framework=detect_framework(versions, run.modules),
+        versions=versions,
+        platform=platform,
+        device=detect_device(platform, devices),
+        devices=tuple(devices),
+        exception=child.get("exception"),
+        xla_errors=xla_errors,
+        modules=tuple(_module_entry(m, plan.run_dir) for m in run.modules),
     )
     _write_manifest(plan.run_dir, manifest)
     return DumpResult(
@@ -670,30 +669,29 @@ def _traceback_tail(child: Mapping[str, Any], stderr_log: Path, lines: int = 6) 
     return tuple(block[:end][-lines:])
 
 
-def _base_manifest(plan: DumpPlan, started_at: _dt.datetime) -> dict[str, Any]:
+def _base_manifest(plan: DumpPlan, started_at: _dt.datetime) -> RunManifest:
     from hloscope import __version__
 
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "source": "dump",
-        "hloscope_version": __version__,
-        "command": list(plan.command),
-        "script_command": plan.script_command,
-        "target": {"kind": plan.kind, "name": plan.target, "args": list(plan.args)},
-        "python": plan.python,
-        "cwd": str(plan.cwd),
-        "env": dict(plan.env_set),
-        "user_xla_flags": plan.user_xla_flags,
-        "xla_flag_conflicts": list(plan.flag_conflicts),
-        "module_re": plan.module_re,
-        "started_at": started_at.isoformat(timespec="seconds"),
-        "dump_dir": DUMP_SUBDIR,
-        "logs": {"stdout": STDOUT_LOG, "stderr": STDERR_LOG},
-        "profile": dict(plan.profile) if plan.profile is not None else None,
-    }
+    return RunManifest(
+        source="dump",
+        hloscope_version=__version__,
+        command=tuple(plan.command),
+        script_command=tuple(plan.script_command),
+        target=Target(kind=plan.kind, name=plan.target, args=tuple(plan.args)),
+        python=plan.python,
+        cwd=str(plan.cwd),
+        env=dict(plan.env_set),
+        user_xla_flags=plan.user_xla_flags,
+        xla_flag_conflicts=tuple(plan.flag_conflicts),
+        module_re=plan.module_re,
+        started_at=started_at.isoformat(timespec="seconds"),
+        dump_dir=DUMP_SUBDIR,
+        logs={"stdout": STDOUT_LOG, "stderr": STDERR_LOG},
+        profile=dict(plan.profile) if plan.profile is not None else None,
+    )
 
 
-def _module_entry(module: Any, run_dir: Path) -> dict[str, Any]:
+def _module_entry(module: Any, run_dir: Path) -> ModuleEntry:
     def rel(p: Path | None) -> str | None:
         if p is None:
             return None
@@ -702,17 +700,17 @@ def _module_entry(module: Any, run_dir: Path) -> dict[str, Any]:
         except ValueError:
             return str(p)
 
-    return {
-        "key": module.key,
-        "name": module.name,
-        "id": module.module_id,
-        "platform": module.platform,
-        "before": rel(module.before),
-        "after": rel(module.after),
-    }
+    return ModuleEntry(
+        key=module.key,
+        name=module.name,
+        id=module.module_id,
+        platform=module.platform,
+        before=rel(module.before),
+        after=rel(module.after),
+    )
 
 
-def _write_manifest(run_dir: Path, manifest: Mapping[str, Any]) -> None:
+def _write_manifest(run_dir: Path, manifest: RunManifest) -> None:
     tmp = run_dir / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(manifest.dumps(), encoding="utf-8")
     tmp.replace(run_dir / MANIFEST)

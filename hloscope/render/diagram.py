@@ -42,7 +42,8 @@ from hloscope.analysis.collapse import (
     scope_of,
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, analyze_module, trip_count, walk
-from hloscope.analysis.provenance import Provenance, source_op, trace
+from hloscope.analysis.provenance import Provenance, source_op
+from hloscope.analysis.report import ModuleReport
 from hloscope.errors import UsageError
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
 
@@ -501,8 +502,7 @@ def kernel_of_before_ops(
 
 
 def module_diagram(
-    before: HloModule | None,
-    after: HloModule | None,
+    module: ModuleReport,
     *,
     stage: Literal["before", "after"] = "after",
     both: bool = False,
@@ -517,8 +517,7 @@ def module_diagram(
     """The diagram `hloscope graph` draws for one module, from whichever sides it has.
 
     Args:
-        before: The module before optimization, if dumped.
-        after: The module after optimization, if dumped.
+        module: The analysed module (its parsed sides, analyses and provenance).
         stage: Which side to draw: the kernel graph (`after`) or the op graph (`before`,
             coloured by kernel when `after` is there too).
         both: Draw both sides in one picture (`side_by_side`); `stage` is ignored.
@@ -533,14 +532,14 @@ def module_diagram(
     Raises:
         UsageError: The side asked for is missing, or an option names nothing.
     """
+    before, after = module.before_module, module.after_module
     need = ("before", "after") if both else (stage,)
-    for side, module in (("before", before), ("after", after)):
-        if side in need and module is None:
+    for side, parsed in (("before", before), ("after", after)):
+        if side in need and parsed is None:
             other = "after" if side == "before" else "before"
             hint = "" if both else f"; draw the other side with --stage {other}"
             raise UsageError(f"no {side}-optimization module was dumped for this module{hint}")
-    analysis = analyze_module(after) if after is not None else None
-    provenance = trace(after, analysis, before) if after is not None and analysis else None
+    analysis, provenance = module.after, module.provenance
 
     def after_spec(budget: int, around_name: str | None) -> DiagramSpec:
         assert after is not None and analysis is not None

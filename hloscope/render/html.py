@@ -1,7 +1,7 @@
 """Result objects -> one self-contained HTML page: the `hloscope report --html` file.
 
-`report_page` turns a `RunReport` (plus optional profile timings, `bench` results and
-Graphviz diagrams) into a single HTML file that needs no server and no network: CSS, JS
+`report_page` turns an `Inspection` (the analysed run with its timings, `bench` results
+and HLO text) and its Graphviz diagrams into a single HTML file that needs no server and no network: CSS, JS
 and data are inline, a Content-Security-Policy lets only that inline code run, and every
 string from HLO or user code reaches the page as JSON data that the script turns into
 DOM text, never into markup. Notebooks show the same page in an iframe (`iframe_html`).
@@ -16,21 +16,21 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hloscope.analysis.report import ModuleReport, RunReport
+from hloscope.analysis.report import ModuleReport
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
-from hloscope.hlo.parser import split_lines
+from hloscope.inspection import Inspection
 from hloscope.render.json import SCHEMA_VERSION, module_doc, run_doc
+from hloscope.render.timing import timings_doc
 from hloscope.runs import ModuleDump, Run
 
 __all__ = [
-    "BENCH_FILE",
     "DIAGRAM_MAX_NODES",
     "Diagram",
     "Diagrams",
@@ -39,17 +39,12 @@ __all__ = [
     "embed_json",
     "graphviz_diagrams",
     "iframe_html",
-    "load_bench",
-    "load_timings",
     "page_data",
     "report_html",
     "report_page",
     "sanitize_svg",
     "write_html",
 ]
-
-BENCH_FILE = "bench.json"
-"""File name of the eager-vs-XLA results `hloscope bench --save RUN` keeps in a run."""
 
 # The HLO shown for one kernel is cut at these sizes; the page says how much was left out.
 HLO_MAX_LINES = 400
@@ -89,8 +84,8 @@ class Diagrams:
     note: str = ""
 
 
-DiagramsFn = Callable[[ModuleReport, ModuleDump, "Mapping[str, Any] | None"], Diagrams]
-"""Draws one module's diagrams from its report, its dump and its timing document;
+DiagramsFn = Callable[[ModuleReport, "Mapping[str, float] | None"], Diagrams]
+"""Draws one module's diagrams from its report and its kernel times (µs per execution);
 `graphviz_diagrams` is the one the report uses."""
 
 
@@ -99,35 +94,27 @@ DiagramsFn = Callable[[ModuleReport, ModuleDump, "Mapping[str, Any] | None"], Di
 
 
 def report_html(
-    report: RunReport,
+    inspection: Inspection,
     *,
-    timings: bool = True,
     diagrams: bool = True,
     title: str | None = None,
 ) -> str:
-    """The HTML report of an analysed run, with what the run folder adds.
+    """The HTML report of an inspected run.
 
     Args:
-        report: From `analyze_run`.
-        timings: Read the run's profile and `bench.json` when they are there.
+        inspection: From `inspect_run(..., sources=True)` (without sources the page
+            has no HLO text per kernel).
         diagrams: Draw the Graphviz diagrams (a missing `dot` binary leaves a note).
         title: The page title; the run's script or folder name by default.
 
     Returns:
         The page, one self-contained HTML document.
     """
-    run = report.run
-    return report_page(
-        report,
-        timings=load_timings(report) if timings else None,
-        bench=load_bench(run) if timings else None,
-        diagrams=graphviz_diagrams if diagrams else None,
-        title=title,
-    )
+    return report_page(inspection, diagrams=graphviz_diagrams if diagrams else None, title=title)
 
 
-def write_html(report: RunReport, path: str | Path, **options: Any) -> Path:
-    """Write `report_html(report, **options)` to a file (what `hloscope report --html` does).
+def write_html(inspection: Inspection, path: str | Path, **options: Any) -> Path:
+    """Write `report_html(inspection, **options)` to a file (`hloscope report --html`).
 
     Returns:
         The file written.
@@ -136,7 +123,7 @@ def write_html(report: RunReport, path: str | Path, **options: Any) -> Path:
         UsageError: The file cannot be written (missing folder, permissions).
     """
     out = Path(path)
-    page = report_html(report, **options)
+    page = report_html(inspection, **options)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:
@@ -147,21 +134,16 @@ def write_html(report: RunReport, path: str | Path, **options: Any) -> Path:
 
 
 def report_page(
-    report: RunReport,
+    inspection: Inspection,
     *,
-    timings: Mapping[str, Mapping[str, Any]] | None = None,
-    bench: Mapping[str, Any] | None = None,
     diagrams: DiagramsFn | None = None,
     title: str | None = None,
     open_first: bool = True,
 ) -> str:
-    """Build the HTML page of a report.
+    """Build the HTML page of an inspected run.
 
     Args:
-        report: From `analyze_run`.
-        timings: Timing documents by HloModule name (`timings_doc` of each
-            `ModuleTiming`), when the run was profiled.
-        bench: The run's `bench.json` document, when there is one.
+        inspection: The analysed run, with its timings, bench results and HLO text.
         diagrams: Draws each module's diagrams; None leaves them out.
         title: The page title.
         open_first: Open the biggest module's section when the page loads.
@@ -169,9 +151,9 @@ def report_page(
     Returns:
         The page.
     """
-    data = page_data(report, timings=timings, bench=bench, diagrams=diagrams)
+    data = page_data(inspection, diagrams=diagrams)
     data["overview"]["open_first"] = open_first
-    return _page(data, title or _title(report))
+    return _page(data, title or _title(inspection))
 
 
 # What the overview keeps of each module document.
@@ -180,13 +162,7 @@ _SUMMARY_KEYS = (
 )  # fmt: skip
 
 
-def page_data(
-    report: RunReport,
-    *,
-    timings: Mapping[str, Mapping[str, Any]] | None = None,
-    bench: Mapping[str, Any] | None = None,
-    diagrams: DiagramsFn | None = None,
-) -> dict[str, Any]:
+def page_data(inspection: Inspection, *, diagrams: DiagramsFn | None = None) -> dict[str, Any]:
     """The data the page embeds: an overview document and one document per module.
 
     The overview is `report_doc`'s `run` plus each module's summary; each module
@@ -197,16 +173,19 @@ def page_data(
     Returns:
         `{"overview": {...}, "modules": [{...}, ...]}`, modules in report order.
     """
-    timings = timings or {}
+    report = inspection.report
     dumps = {d.key: d for d in report.run.modules}
     summaries: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
     heaviest: list[dict[str, Any]] = []
     for index, m in enumerate(report.modules):
-        timing = timings.get(m.key)
-        doc = module_doc(m, timing=dict(timing) if timing is not None else None)
-        dump = dumps.get(m.key)
-        doc.update(_module_extras(m, dump, diagrams, timing))
+        measured = inspection.timing(m.key)
+        timing = timings_doc(measured) if measured is not None else None
+        doc = module_doc(m, timing=timing)
+        extras = _module_extras(m, dumps.get(m.key), inspection.sources.get(m.key))
+        if diagrams is not None and not m.trivial:
+            extras["diagrams"] = _diagrams_doc(diagrams, m, inspection.kernel_times(m.key))
+        doc.update(extras)
         details.append(doc)
         summaries.append(
             {key: doc[key] for key in _SUMMARY_KEYS}
@@ -234,43 +213,10 @@ def page_data(
         "run": run_doc(run) | _run_extras(run),
         "modules": summaries,
         "heaviest": heaviest[:TOP_KERNELS],
-        "timed": bool(timings),
-        "bench": dict(bench) if bench else None,
+        "timed": bool(inspection.module_timings),
+        "bench": dict(inspection.bench) if inspection.bench else None,
     }
     return {"overview": overview, "modules": details}
-
-
-# ---------------------------------------------------------------------------------------
-# Optional inputs: timings and bench results
-
-
-def load_timings(report: RunReport) -> dict[str, dict[str, Any]] | None:
-    """Timing documents of the run's profile, by module key, or None without a profile.
-
-    A profile that cannot be read leaves the page without timings rather than failing it.
-    """
-    from hloscope.timing.render import report_timings, timings_doc
-
-    try:
-        found = report_timings(report)
-    except HloscopeError:
-        return None
-    return {key: timings_doc(t) for key, t in found.items()} or None
-
-
-def load_bench(run: Run) -> dict[str, Any] | None:
-    """The run's `bench.json` (saved by `hloscope bench --save RUN`), or None.
-
-    An unreadable file is reported in the page rather than failing the report.
-    """
-    path = run.path / BENCH_FILE if run.path.is_dir() else None
-    if path is None or not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        return {"error": f"{BENCH_FILE} is not readable: {e}"}
-    return doc if isinstance(doc, dict) else {"error": f"{BENCH_FILE} is not a JSON object"}
 
 
 def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -284,13 +230,7 @@ def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _run_extras(run: Run) -> dict[str, Any]:
-    man = run.manifest
-    extras = {
-        "command": man.get("command"),
-        "started": man.get("started") or man.get("created"),
-        "modules_total": len(run.modules),
-    }
-    return extras
+    return {"modules_total": len(run.modules)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -298,10 +238,7 @@ def _run_extras(run: Run) -> dict[str, Any]:
 
 
 def _module_extras(
-    m: ModuleReport,
-    dump: ModuleDump | None,
-    diagrams: DiagramsFn | None,
-    timing: Mapping[str, Any] | None,
+    m: ModuleReport, dump: ModuleDump | None, lines: Sequence[str] | None
 ) -> dict[str, Any]:
     extras: dict[str, Any] = {
         "files": {
@@ -316,39 +253,30 @@ def _module_extras(
         extras["fused"] = {
             k.name: [[i.opcode, i.name, i.shape.text] for i in k.ops] for k in m.after.kernels
         }
-        module = _after_module(dump)
-        if module is not None:
-            extras["hlo"] = _kernel_hlo(module, m)
-    # Helper modules get no diagrams: they are many, tiny, and would dominate the file.
-    if diagrams is not None and dump is not None and not m.trivial:
-        try:
-            d = diagrams(m, dump, timing)
-        except HloscopeError as e:
-            d = Diagrams(note=f"no diagrams: {e}")
-        extras["diagrams"] = {
-            side: {"svg": sanitize_svg(dg.svg), "nodes": dict(dg.nodes), "notes": list(dg.notes)}
-            if dg is not None
-            else None
-            for side, dg in (("after", d.after), ("before", d.before))
-        } | {"note": d.note}
+        if m.after_module is not None and lines is not None:
+            extras["hlo"] = _kernel_hlo(m.after_module, m, lines)
     return extras
 
 
-def _after_module(dump: ModuleDump | None) -> HloModule | None:
-    if dump is None:
-        return None
+def _diagrams_doc(
+    draw: DiagramsFn, m: ModuleReport, times: Mapping[str, float] | None
+) -> dict[str, Any]:
+    # Helper modules get no diagrams: they are many, tiny, and would dominate the file.
     try:
-        return dump.load_after()
-    except HloscopeError:  # the report already carries the error
-        return None
+        d = draw(m, times)
+    except HloscopeError as e:
+        d = Diagrams(note=f"no diagrams: {e}")
+    return {
+        side: {"svg": sanitize_svg(dg.svg), "nodes": dict(dg.nodes), "notes": list(dg.notes)}
+        if dg is not None
+        else None
+        for side, dg in (("after", d.after), ("before", d.before))
+    } | {"note": d.note}
 
 
-def _kernel_hlo(module: HloModule, m: ModuleReport) -> dict[str, str]:
+def _kernel_hlo(module: HloModule, m: ModuleReport, lines: Sequence[str]) -> dict[str, str]:
     """Each kernel's HLO: its fused computation(s), or its own instruction line."""
     assert m.after is not None
-    lines = _source_lines(module)
-    if lines is None:
-        return {}
     out: dict[str, str] = {}
     comps = module.computation_map
     for k in m.after.kernels:
@@ -381,23 +309,13 @@ def _nested_fusions(module: HloModule, name: str) -> list[str]:
     return seen
 
 
-def _source_lines(module: HloModule) -> list[str] | None:
-    if module.path is None:
-        return None
-    try:
-        text = Path(module.path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    return split_lines(text)  # as the parser counts lines (Instruction.line)
-
-
-def computation_text(module: HloModule, name: str, lines: list[str] | None = None) -> str:
+def computation_text(module: HloModule, name: str, lines: Sequence[str]) -> str:
     """The HLO text of one computation as the dump prints it, without metadata.
 
     Args:
-        module: A parsed module read from a file (`module.path`).
+        module: A parsed module.
         name: The computation's name.
-        lines: The file's lines, when the caller has read them already.
+        lines: The lines of the file it was parsed from, as the parser counts lines.
 
     Returns:
         The computation from its header to its closing brace, each instruction's
@@ -407,10 +325,6 @@ def computation_text(module: HloModule, name: str, lines: list[str] | None = Non
     comp = module.computation_map.get(name)
     if comp is None:
         return ""
-    if lines is None:
-        lines = _source_lines(module)
-        if lines is None:
-            return ""
     if not comp.line or not comp.instructions:
         return ""
     start = comp.line - 1
@@ -468,17 +382,15 @@ DIAGRAM_MAX_NODES = 200
 
 def graphviz_diagrams(
     m: ModuleReport,
-    dump: ModuleDump,
-    timing: Mapping[str, Any] | None = None,
+    times: Mapping[str, float] | None = None,
     *,
     max_nodes: int = DIAGRAM_MAX_NODES,
 ) -> Diagrams:
     """Draw a module's kernel and op diagrams with `hloscope.render.diagram` and `dot`.
 
     Args:
-        m: The module's report.
-        dump: Its dump files (parsed again from the parser's cache).
-        timing: Its timing document, to show kernel times on the kernel diagram.
+        m: The module's report (with its parsed modules).
+        times: µs per execution of each kernel, to show on the kernel diagram.
         max_nodes: Node budget of each diagram.
 
     Returns:
@@ -488,16 +400,7 @@ def graphviz_diagrams(
     from hloscope.errors import MissingDependencyError
     from hloscope.render import diagram, dot
 
-    try:
-        after = dump.load_after()
-        before = dump.load_before()
-    except HloscopeError as e:
-        return Diagrams(note=f"no diagrams: {e}")
-    times = {
-        str(k["name"]): float(k["total_us"])
-        for k in (timing or {}).get("kernels", ())
-        if k.get("name") is not None and isinstance(k.get("total_us"), int | float)
-    }
+    after, before = m.after_module, m.before_module
     out_after = out_before = None
     kernels_of: dict[str, tuple[str, ...]] = {}
     try:
@@ -685,9 +588,9 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
-def _title(report: RunReport) -> str:
-    script = report.run.manifest.get("script")
-    name = Path(str(script)).name if script else report.run.path.name
+def _title(inspection: Inspection) -> str:
+    script = inspection.run.manifest.script
+    name = Path(str(script)).name if script else inspection.run.path.name
     return f"hloscope report · {name}"
 
 

@@ -12,9 +12,12 @@ from typing import Any
 from hloscope.analysis.diff import KernelChange, KernelRef, ModuleDiff, RunDiff, Violation
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.provenance import Placement, SourceOp
-from hloscope.analysis.report import ModuleReport, RunReport
+from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
+from hloscope.inspection import Inspection
+from hloscope.render.timing import timings_doc
 from hloscope.runs import Run
+from hloscope.timing.attribution import ModuleTiming
 
 SCHEMA_VERSION = 1
 
@@ -142,19 +145,19 @@ def run_doc(run: Run) -> dict[str, Any]:
     man = run.manifest
     return {
         "path": str(run.path),
-        "script": man.get("script"),
-        "framework": man.get("framework"),
-        "versions": man.get("versions"),
+        "script": man.script,
+        "command": list(man.command) or None,
+        "started": man.started_at,
+        "framework": man.framework,
+        "versions": dict(man.versions) or None,
         "platform": run.platform,
-        "device": man.get("device"),
-        "exit_code": man.get("exit_code"),
-        "wall_time_s": man.get("wall_time_s"),
+        "device": man.device,
+        "exit_code": man.exit_code,
+        "wall_time_s": man.wall_time_s,
     }
 
 
-def report_doc(
-    report: RunReport, *, timings: dict[str, dict[str, Any]] | None = None
-) -> dict[str, Any]:
+def report_doc(inspection: Inspection) -> dict[str, Any]:
     """The `hloscope report --json` document.
 
     Schema (version 1): `schema_version`; `run` (path, script, framework, versions,
@@ -172,15 +175,19 @@ def report_doc(
     median_us, min_us, max_us, share}]`).
 
     Args:
-        report: The analysed run.
-        timings: Timing documents by module key (`timing.render.timings_doc`).
+        inspection: The analysed (and, when profiled, timed) run.
     """
-    timings = timings or {}
     return {
         "schema_version": SCHEMA_VERSION,
-        "run": run_doc(report.run),
-        "modules": [module_doc(m, timing=timings.get(m.key)) for m in report.modules],
+        "run": run_doc(inspection.run),
+        "modules": [
+            module_doc(m, timing=_timing_doc(inspection.timing(m.key))) for m in inspection.modules
+        ],
     }
+
+
+def _timing_doc(timing: ModuleTiming | None) -> dict[str, Any] | None:
+    return timings_doc(timing) if timing is not None else None
 
 
 def _kernel_ref_doc(k: KernelRef) -> dict[str, Any]:

@@ -7,7 +7,6 @@ anything the analyses did not, and never print: the CLI prints what they return.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -18,10 +17,10 @@ from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.provenance import Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
+from hloscope.inspection import Inspection
 from hloscope.render.format import fmt_bytes, short_name
 from hloscope.render.json import run_doc
-from hloscope.timing.attribution import ModuleTiming
-from hloscope.timing.render import module_detail
+from hloscope.render.timing import module_detail
 
 
 def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableType:
@@ -189,24 +188,18 @@ def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
     return Group(*parts)
 
 
-def report_view(
-    report: RunReport,
-    *,
-    show_all: bool = False,
-    timings: Mapping[str, ModuleTiming] | None = None,
-) -> RenderableType:
+def report_view(inspection: Inspection, *, show_all: bool = False) -> RenderableType:
     """The whole `hloscope report` terminal output.
 
     Args:
-        report: The analysed run.
+        inspection: The analysed (and, when profiled, timed) run.
         show_all: List the trivial helper modules too.
-        timings: Measured timings by module key, when the run was profiled.
     """
-    timings = timings or {}
+    report = inspection.report
     parts: list[RenderableType] = [run_header(report), modules_table(report, show_all=show_all)]
     for m in report.modules if show_all else report.main:
         parts.append(module_details(m))
-        timing = timings.get(m.key)
+        timing = inspection.timing(m.key)
         if timing is not None:
             parts.append(module_detail(short_name(m.key, 60), timing, limit=10))
     return Group(*parts)

@@ -16,20 +16,13 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import UsageError
-from hloscope.timing.xplane import (
-    DEVICE_PLANE_PREFIX,
-    Trace,
-    find_profile,
-    read_trace,
-)
+from hloscope.timing.xplane import DEVICE_PLANE_PREFIX, Trace
 
 if TYPE_CHECKING:
     from hloscope.analysis.fusion import ModuleAnalysis
-    from hloscope.runs import Run
 
 __all__ = [
     "KernelTiming",
@@ -37,10 +30,8 @@ __all__ = [
     "OpEvent",
     "ProfileTimings",
     "attribute",
-    "load_profile",
     "op_events",
-    "run_timings",
-    "static_analyses",
+    "timing_key",
 ]
 
 # Lines the profiler's post-processing derives from the kernel lines (xprof's
@@ -262,7 +253,7 @@ class ProfileTimings:
         programs share the name (XLA's program id is the dump's module number)."""
         found = self.modules.get(name)
         if found is None and module_id is not None and module_id.isdigit():
-            found = self.modules.get(_key(name, int(module_id), True))
+            found = self.modules.get(timing_key(name, int(module_id), True))
         return found
 
     def module(self, query: str) -> ModuleTiming:
@@ -282,7 +273,7 @@ class ProfileTimings:
         keys = ", ".join(list(self.modules)[:12]) or "none"
         if not part:
             raise UsageError(f"no profiled module matches {query!r}; profiled: {keys}")
-        found = ", ".join(_key(m.name, m.program_id, True) for m in part[:12])
+        found = ", ".join(timing_key(m.name, m.program_id, True) for m in part[:12])
         raise UsageError(f"{query!r} matches several modules ({found}); give a full name")
 
 
@@ -569,7 +560,9 @@ def _us(ps: float) -> float:
     return ps / 1e6
 
 
-def _key(name: str, program_id: int | None, ambiguous: bool) -> str:
+def timing_key(name: str, program_id: int | None, ambiguous: bool) -> str:
+    """A module's key in `ProfileTimings.modules`: its name, or `name(program_id)` when
+    the profile holds several programs of that name."""
     return f"{name}({program_id})" if ambiguous and program_id is not None else name
 
 
@@ -711,7 +704,7 @@ def attribute(
     ctx = _Context(trace)
     timings: list[tuple[str, ModuleTiming]] = []
     for (name, program_id), module_ops in by_module.items():
-        key = _key(name, program_id, names[name] > 1)
+        key = timing_key(name, program_id, names[name] > 1)
         analysis = None
         if static is not None:
             analysis = static.get(key) or (static.get(name) if names[name] == 1 else None)
@@ -742,138 +735,3 @@ def attribute(
         duration_us=duration,
         problems=tuple(problems),
     )
-
-
-# --------------------------------------------------------------------------------------
-# Files -> timings
-
-_AFTER_SUFFIX = "after_optimizations.txt"
-_MODULE_ID = re.compile(r"(?:^|\.)module_(\d+)\.")
-
-
-def _dump_roots(start: Path) -> list[Path]:
-    """Where to look for the HLO dump of a profile: the folder given, the profiler's log
-    dir it is in (the parent of `plugins/profile/<time>/`), and the run folder (the
-    nearest parent holding a `run.json`)."""
-    folder = start if start.is_dir() else start.parent
-    roots = [folder]
-    for parent in list(folder.parents)[:5]:
-        if parent.name == "plugins" and parent.parent not in roots:
-            roots.append(parent.parent)
-        if (parent / "run.json").is_file():
-            roots.append(parent)
-            break
-    return roots
-
-
-def static_analyses(
-    folder: Path | str, modules: Iterable[tuple[str, int | None]]
-) -> dict[str, ModuleAnalysis]:
-    """`analyze_module` of the after-optimization dump of each profiled module.
-
-    Files are matched by name: `module_<program_id>.<name>.*after_optimizations.txt`
-    anywhere below `folder` (or the run folder it is in); without a program id the name
-    must match one file only. Files that do not parse are left out.
-
-    Args:
-        folder: A run folder, a dump folder, or a folder inside a run.
-        modules: (HloModule name, program id) pairs, as the profile names them.
-
-    Returns:
-        Analyses by module key (the name, or `name(program_id)` for shared names).
-    """
-    from hloscope.analysis.fusion import analyze_module
-    from hloscope.errors import HloscopeError
-    from hloscope.hlo.parser import parse_file
-
-    wanted = list(dict.fromkeys(modules))
-    files: list[Path] = []
-    for root in _dump_roots(Path(folder)):
-        files = sorted(root.rglob(f"*{_AFTER_SUFFIX}"))
-        if files:
-            break
-    if not files:
-        return {}
-    counts: dict[str, int] = defaultdict(int)
-    for name, _ in wanted:
-        counts[name] += 1
-    out: dict[str, ModuleAnalysis] = {}
-    for name, program_id in wanted:
-        candidates = []
-        for f in files:
-            m = _MODULE_ID.search(f.name)
-            rest = f.name[m.end() :] if m else f.name
-            if not rest.startswith(name + "."):
-                continue
-            if program_id is not None and m is not None and int(m.group(1)) != program_id:
-                continue
-            candidates.append(f)
-        if len(candidates) != 1:
-            continue
-        try:
-            analysis = analyze_module(parse_file(candidates[0]))
-        except HloscopeError:
-            continue
-        out[_key(name, program_id, counts[name] > 1)] = analysis
-    return out
-
-
-def load_profile(
-    run_or_dir: Path | str,
-    *,
-    skip_first: int = 1,
-    with_hlo: bool = True,
-    max_executions: int | None = None,
-) -> ProfileTimings:
-    """Read the profile in a run folder (or a profile folder or file) and time it.
-
-    Args:
-        run_or_dir: A run folder, a profiler log dir, or one `*.xplane.pb` /
-            `*.trace.json.gz` file. Folders are searched recursively; an `*.xplane.pb`
-            is preferred to a `*.trace.json.gz`.
-        skip_first: Executions of each module left out as warm-up.
-        with_hlo: Compare with the after-optimization HLO dump found in the same
-            folder or run (launch counts, kernel names).
-        max_executions: Keep at most this many steady-state executions per module.
-
-    Returns:
-        The timings.
-
-    Raises:
-        ProfileReadError: No profile found, or the file is not a profile.
-    """
-    path = find_profile(run_or_dir)
-    trace = read_trace(path)
-    static = None
-    if with_hlo:
-        modules = {(o.module, o.program_id) for o in op_events(trace)}
-        static = static_analyses(Path(run_or_dir), sorted(modules, key=str)) or None
-    return attribute(trace, skip_first=skip_first, static=static, max_executions=max_executions)
-
-
-def run_timings(run: Run, *, with_hlo: bool = True) -> ProfileTimings | None:
-    """The timings of a run's profile, or None when the run was not profiled.
-
-    The warm-up and step settings `hloscope dump --profile` recorded in run.json
-    (`profile.skip_first`, `profile.max_executions`) are applied.
-
-    Raises:
-        ProfileReadError: The run has a profile that cannot be read.
-    """
-    if not run.path.is_dir() or not has_profile(run.path):
-        return None
-    recorded = run.manifest.get("profile")
-    settings = recorded if isinstance(recorded, Mapping) else {}
-    skip = settings.get("skip_first", 1)
-    limit = settings.get("max_executions")
-    return load_profile(
-        run.path,
-        skip_first=skip if isinstance(skip, int) else 1,
-        max_executions=limit if isinstance(limit, int) else None,
-        with_hlo=with_hlo,
-    )
-
-
-def has_profile(folder: Path) -> bool:
-    """Whether a folder holds a profile (`*.xplane.pb` or `*.trace.json.gz`) anywhere."""
-    return any(folder.rglob("*.xplane.pb")) or any(folder.rglob("*.trace.json.gz"))

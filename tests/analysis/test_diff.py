@@ -403,7 +403,7 @@ def test_same_program_dumped_by_two_tools_matches_by_name() -> None:
 
 
 def test_profiled_run_against_itself() -> None:
-    from hloscope.timing.attribution import load_profile
+    from hloscope.timing.sources import load_profile
 
     run = DATA / "jax_mlp_profile"
     times = load_profile(run, with_hlo=False).kernel_us_per_execution()

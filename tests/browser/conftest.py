@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.report import analyze_run
-from hloscope.render.html import BENCH_FILE, write_html
-from hloscope.runs import load_run
+from hloscope.inspection import BENCH_FILE, inspect_run
+from hloscope.render.html import write_html
 from tests.conftest import DATA
 from tests.render.xss_probe import make_xss_run
 
@@ -182,5 +181,5 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
     out = {}
     for name, source in sources.items():
-        out[name] = write_html(analyze_run(load_run(source)), root / f"{name}.html")
+        out[name] = write_html(inspect_run(source, sources=True), root / f"{name}.html")
     return out

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hloscope.analysis.report import analyze_run
+from hloscope.inspection import inspect_run
 from hloscope.render.html import write_html
 from hloscope.runs import load_run
 from tests.browser.conftest import ReportTab
@@ -242,7 +242,7 @@ def test_trivial_module_link_unfolds_and_opens_it(tab: ReportTab, reports: dict[
 def test_notebook_frame_shows_the_same_report(tab: ReportTab) -> None:
     from hloscope import notebook
 
-    frame_html = notebook.run_html(load_run(DATA / "tf_dense_relu"))
+    frame_html = notebook.RunView(load_run(DATA / "tf_dense_relu"))._repr_html_()
     page = tab.page
     page.set_content(f"<!DOCTYPE html><html><body>{frame_html}</body></html>")
     page.wait_for_timeout(50)
@@ -274,7 +274,7 @@ def big_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.importorskip("jax", reason="generating the benchmark module needs JAX")
     module = big_module_file(85)  # a single-file run
     out = tmp_path_factory.mktemp("big") / "big.html"
-    return write_html(analyze_run(load_run(module)), out)
+    return write_html(inspect_run(module, sources=True), out)
 
 
 def test_big_module_becomes_interactive_in_seconds(
@@ -333,7 +333,7 @@ def test_screenshots_for_the_readme(
     run = Path("hloscope-runs") / "jax_mlp-20261202-182452"
     shutil.copytree(reports["jax_mlp"].parent / "jax_mlp_run", tmp_path / run)
     monkeypatch.chdir(tmp_path)
-    page_file = write_html(analyze_run(load_run(run)), tmp_path / "report.html")
+    page_file = write_html(inspect_run(run, sources=True), tmp_path / "report.html")
     page = tab.page
     page.set_viewport_size({"width": 1280, "height": 800})
     tab.open(page_file)

@@ -10,19 +10,22 @@ import pytest
 import hloscope
 from hloscope.capture.inprocess import detect_framework
 from hloscope.errors import UsageError
-from hloscope.runs import Run, load_run
+from hloscope.notebook import RunView
+from hloscope.runs import load_run
 
 
-def _check(run: Run, framework: str) -> None:
+def _check(view: RunView, framework: str) -> None:
+    run = view.run
     (module,) = run.modules
     assert module.key == f"0000.{module.name}" and module.platform == "cpu"
     before, after = module.load_before(), module.load_after()
     assert before is not None and after is not None
     assert before.name == after.name == module.name
     assert not before.is_scheduled and after.is_scheduled
-    assert run.manifest["source"] == "inspect" and run.manifest["framework"] == framework
-    assert run.manifest["platform"] == "cpu" and run.manifest["versions"][framework]
+    assert run.manifest.source == "inspect" and run.manifest.framework == framework
+    assert run.manifest.platform == "cpu" and run.manifest.versions[framework]
     assert load_run(run.path).modules == run.modules  # the folder is a normal run
+    assert view.main().kernels()  # the notebook facade reads it
 
 
 @pytest.mark.jax
@@ -57,7 +60,7 @@ def test_inspect_tensorflow(tmp_path: Path) -> None:
     run = hloscope.inspect(dense_relu, x, w, save_to=tmp_path / "tf")
     _check(run, "tensorflow")
     assert run.modules[0].name.startswith("a_inference_dense_relu_")
-    after = run.modules[0].load_after()
+    after = run.run.modules[0].load_after()
     assert after is not None and "fusion" in {i.opcode for _, i in after.instructions()}
     wrapped = hloscope.inspect(tf.function(dense_relu, jit_compile=True), x, w)
     _check(wrapped, "tensorflow")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.capture.profiler import detect_framework, normalize_framework
-from hloscope.timing.attribution import load_profile
+from hloscope.timing.sources import load_profile
 from tests.timing.helpers import needs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,6 +8,7 @@ and SVG attributes.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import time
@@ -23,6 +24,7 @@ from hloscope.cli import app
 from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import parse_file, parse_module
+from hloscope.inspection import inspect_run
 from hloscope.render import diagram as G
 from hloscope.render import dot as D
 from tests.conftest import DATA, dump_file
@@ -264,8 +266,7 @@ def test_before_graph_without_after_is_uncoloured() -> None:
 
 @needs_dot
 def test_side_by_side_shares_the_kernel_colours(tmp_path: Path) -> None:
-    before, after = _pair("tf_dense_relu")
-    spec = G.module_diagram(before, after, both=True)
+    spec = G.module_diagram(inspect_run(DATA / "tf_dense_relu").modules[0], both=True)
     assert [c.id for c in spec.clusters[:2]] == ["before", "after"]
     by_id = {n.id: n for n in spec.nodes}
     assert by_id["b/Relu.5"].fill == by_id["k/broadcast_maximum_fusion"].fill
@@ -276,9 +277,9 @@ def test_side_by_side_shares_the_kernel_colours(tmp_path: Path) -> None:
 
 
 def test_module_diagram_says_which_side_is_missing() -> None:
-    before, _ = _pair("tf_dense_relu")
+    module = dataclasses.replace(inspect_run(DATA / "tf_dense_relu").modules[0], after_module=None)
     with pytest.raises(UsageError, match=r"no after-optimization module.*--stage before"):
-        G.module_diagram(before, None)
+        G.module_diagram(module)
 
 
 # --- loops, escaping, rendering ---------------------------------------------------------

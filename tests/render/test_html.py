@@ -15,19 +15,20 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import hloscope
 from hloscope import notebook
-from hloscope.analysis.report import analyze_run
 from hloscope.cli import app
 from hloscope.errors import MissingDependencyError, UsageError
+from hloscope.hlo.parser import split_lines
+from hloscope.inspection import BENCH_FILE, inspect_run, read_bench
+from hloscope.render.display import kernel_html
 from hloscope.render.html import (
-    BENCH_FILE,
     Diagram,
     Diagrams,
     _strip_metadata,
     computation_text,
     embed_json,
     iframe_html,
-    load_bench,
     page_data,
     report_html,
     report_page,
@@ -117,19 +118,20 @@ def test_computation_text_is_the_fused_computation_without_metadata() -> None:
     module = dump.load_after()
     assert module is not None
     fused = next(iter(module.fused_computations))
-    text = computation_text(module, fused)
+    assert module.path is not None
+    lines = split_lines(Path(module.path).read_text(encoding="utf-8"))
+    text = computation_text(module, fused, lines)
     assert text.splitlines()[0].lstrip("%").startswith(fused)
     assert text.splitlines()[-1] == "}"
     assert "maximum(" in text and "metadata=" not in text
-    assert computation_text(module, "no such computation") == ""
+    assert computation_text(module, "no such computation", lines) == ""
 
 
 # --- the page ---------------------------------------------------------------------------
 
 
 def test_page_is_self_contained_with_a_csp_matching_its_code() -> None:
-    report = analyze_run(load_run(DATA / "tf_dense_relu"))
-    page = report_page(report)
+    page = report_page(inspect_run(DATA / "tf_dense_relu", sources=True))
     script, style = _code_blocks(page)
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp is not None
@@ -154,36 +156,31 @@ def test_page_is_self_contained_with_a_csp_matching_its_code() -> None:
 
 
 def test_page_data_attaches_timings_by_module_key_and_ranks_heaviest_kernels() -> None:
-    report = analyze_run(load_run(DATA / "tf_dense_relu"))
-    key = report.modules[0].key
-    timing = {
-        "executions": 2,
-        "total_us": 150.0,
-        "kernel_us": 123.0,
-        "kernels": [
-            {"name": "MatMul.2", "calls": 2, "total_us": 118.5, "mean_us": 59.2, "share": 0.96},
-            {"name": "broadcast_maximum_fusion", "calls": 2, "total_us": 4.8, "share": 0.04},
-        ],
-    }
-    data = page_data(report, timings={key: timing})
+    inspection = inspect_run(DATA / "jax_mlp_profile")
+    key = "0030.jit_mlp"
+    timing = inspection.timing(key)
+    assert timing is not None
+    data = page_data(inspection)
     ov = data["overview"]
     assert ov["timed"] is True
-    assert ov["modules"][0]["timing"]["kernel_us"] == 123.0
-    assert [k["kernel"] for k in ov["heaviest"]] == ["MatMul.2", "broadcast_maximum_fusion"]
-    assert ov["heaviest"][0]["kind"] == "unfused:dot"
-    assert data["modules"][0]["timing"] == timing
-    assert page_data(report)["overview"]["timed"] is False
+    summary = next(m for m in ov["modules"] if m["key"] == key)
+    assert summary["timing"]["kernel_us"] == round(timing.kernel_us, 3)
+    heaviest = [k["kernel"] for k in ov["heaviest"] if k["module"] == key]
+    assert heaviest == [k.name for k in timing.kernels][: len(heaviest)]
+    assert ov["heaviest"][0]["kind"] == "__ynn_fusion"
+    module = next(m for m in data["modules"] if m["key"] == key)
+    assert module["timing"]["executions"] == timing.executions
+    assert page_data(inspect_run(DATA / "jax_mlp"))["overview"]["timed"] is False
 
 
 def test_trivial_modules_get_no_diagrams_and_come_after_the_main_ones() -> None:
     calls: list[str] = []
 
-    def fake(m, dump, timing):  # type: ignore[no-untyped-def]
+    def fake(m, times):  # type: ignore[no-untyped-def]
         calls.append(m.key)
         return Diagrams(after=Diagram("<svg xmlns='http://www.w3.org/2000/svg'/>", {}))
 
-    report = analyze_run(load_run(DATA / "jax_mlp"))
-    data = page_data(report, diagrams=fake)
+    data = page_data(inspect_run(DATA / "jax_mlp"), diagrams=fake)
     main = [m for m in data["modules"] if not m["trivial"]]
     assert calls == [m["key"] for m in main] == ["0030.jit_mlp"]
     assert all(m["diagrams"] is None for m in data["modules"] if m["trivial"])
@@ -192,8 +189,7 @@ def test_trivial_modules_get_no_diagrams_and_come_after_the_main_ones() -> None:
 
 @needs_dot
 def test_real_diagrams_map_svg_nodes_to_kernels() -> None:
-    report = analyze_run(load_run(DATA / "tf_dense_relu"))
-    page = report_html(report)
+    page = report_html(inspect_run(DATA / "tf_dense_relu", sources=True))
     module = json.loads(_blocks(page)["hs-module-0"])
     after, before = module["diagrams"]["after"], module["diagrams"]["before"]
     assert after["nodes"]["k/broadcast_maximum_fusion"] == ["broadcast_maximum_fusion"]
@@ -207,19 +203,19 @@ def test_real_diagrams_map_svg_nodes_to_kernels() -> None:
 def test_bench_json_is_read_and_a_broken_one_is_reported(tmp_path: Path) -> None:
     run_dir = make_xss_run(tmp_path / "run")
     run = load_run(run_dir)
-    assert load_bench(run) is None
+    assert read_bench(run) is None
     (run_dir / BENCH_FILE).write_text('{"modes": [{"name": "eager", "median_s": 0.1}]}')
-    assert load_bench(run) == {"modes": [{"name": "eager", "median_s": 0.1}]}
+    assert read_bench(run) == {"modes": [{"name": "eager", "median_s": 0.1}]}
     (run_dir / BENCH_FILE).write_text("{not json")
-    bench = load_bench(run)
+    bench = read_bench(run)
     assert bench is not None and "not readable" in bench["error"]
     (run_dir / BENCH_FILE).write_text("[1, 2]")
-    assert load_bench(run) == {"error": f"{BENCH_FILE} is not a JSON object"}
+    assert read_bench(run) == {"error": f"{BENCH_FILE} is not a JSON object"}
 
 
 def test_no_payload_from_hlo_or_the_manifest_reaches_the_page_as_markup(tmp_path: Path) -> None:
     run = load_run(make_xss_run(tmp_path / "run"))
-    page = report_html(analyze_run(run))
+    page = report_html(inspect_run(run, sources=True))
     for payload in PAYLOADS:
         assert payload not in page
     assert "<img" not in page and "<svg onload" not in page
@@ -241,9 +237,9 @@ def test_iframe_escapes_the_whole_page() -> None:
 
 
 def test_write_html_says_what_to_do_when_the_folder_is_missing(tmp_path: Path) -> None:
-    report = analyze_run(load_run(DATA / "tf_dense_relu"))
+    inspection = inspect_run(DATA / "tf_dense_relu")
     with pytest.raises(UsageError, match="existing folder"):
-        write_html(report, tmp_path / "missing" / "r.html", diagrams=False)
+        write_html(inspection, tmp_path / "missing" / "r.html", diagrams=False)
 
 
 # --- CLI --------------------------------------------------------------------------------
@@ -274,39 +270,39 @@ def test_cli_report_html_with_json_prints_json_too(tmp_path: Path) -> None:
 
 
 def test_notebook_tables() -> None:
-    run = load_run(DATA / "jax_mlp")
-    rows = notebook.summary(run)
+    run = hloscope.load_run(DATA / "jax_mlp")
+    rows = run.summary()
     assert rows[0]["key"] == "0030.jit_mlp" and rows[0]["kernels"] == 11
     assert rows[-1]["trivial"] is True
-    dump = run.module("jit_mlp")
-    kernels = notebook.kernels(dump)
+    module = run.module("jit_mlp")
+    kernels = module.kernels()
     assert len(kernels) == 11 and all(k.name for k in kernels)
-    placements = notebook.ops(dump)
+    placements = module.ops()
     assert {p.status for p in placements} <= {"fused", "alone", "folded", "dead", "free", "removed"}
-    html = notebook.kernel_html(kernels[0])
+    html = kernel_html(kernels[0])
     assert kernels[0].name in html and "<script" not in html
+    assert kernels[0]._repr_html_() == html
 
 
 def test_notebook_kernel_html_escapes_names(tmp_path: Path) -> None:
-    dump = load_run(make_xss_run(tmp_path / "run")).module(XSS_NAME)
-    placements = notebook.ops(dump)
-    assert any("<img" in p.op.name for p in placements)
-    html = notebook.kernel_html(notebook.kernels(dump)[0])
+    module = hloscope.load_run(make_xss_run(tmp_path / "run")).module(XSS_NAME)
+    assert any("<img" in p.op.name for p in module.ops())
+    html = kernel_html(module.kernels()[0])
     assert "add_maximum_fusion.é" in html and "<img" not in html
 
 
 @needs_dot
 def test_notebook_graph_and_html(tmp_path: Path) -> None:
-    run = load_run(DATA / "tf_dense_relu")
-    dump = run.modules[0]
-    svg = notebook.graph(dump)
+    run = hloscope.load_run(DATA / "tf_dense_relu")
+    module = run.modules[0]
+    svg = module.graph()
     assert svg._repr_svg_().startswith("<svg") and "k/broadcast_maximum_fusion" in svg.data
-    before = notebook.graph(dump, before=True, max_nodes=50)
+    before = module.graph(before=True, max_nodes=50)
     assert "before optimization" in before.data
     assert svg.save(tmp_path / "g.svg").read_text(encoding="utf-8") == svg.data
-    frame = notebook.run_html(run)
+    frame = run._repr_html_()
     assert frame.startswith("<iframe srcdoc=") and "hs-module-0" in frame
-    assert "hs-module-0" in notebook.module_html(dump)
+    assert "hs-module-0" in module._repr_html_()
 
 
 def test_to_dataframe_needs_pandas() -> None:
@@ -317,7 +313,7 @@ def test_to_dataframe_needs_pandas() -> None:
         with pytest.raises(MissingDependencyError, match="pip install pandas"):
             notebook.to_dataframe(rows)
         return
-    dump = load_run(DATA / "tf_dense_relu").modules[0]
-    df = notebook.to_dataframe(notebook.kernels(dump))
+    module = hloscope.load_run(DATA / "tf_dense_relu").modules[0]
+    df = notebook.to_dataframe(module.kernels())
     assert list(df["name"]) == ["MatMul.2", "broadcast_maximum_fusion"]
     assert df["shape"][0] == "f32[64,128]{1,0}"

@@ -11,6 +11,7 @@ import pytest
 from hloscope.analysis.fusion import analyze_module
 from hloscope.errors import UsageError
 from hloscope.hlo.parser import parse_file
+from hloscope.render.timing import profile_doc, timings_doc
 from hloscope.timing.attribution import (
     SPLIT_EXECUTE_EVENT,
     SPLIT_LAUNCH,
@@ -22,11 +23,9 @@ from hloscope.timing.attribution import (
     WALL_OPS,
     ModuleTiming,
     attribute,
-    load_profile,
     op_events,
-    static_analyses,
 )
-from hloscope.timing.render import profile_doc, timings_doc
+from hloscope.timing.sources import load_profile, static_analyses
 from hloscope.timing.xplane import Trace, TraceEvent, read_trace
 from tests.timing.helpers import (
     GPU_DERIVED,

@@ -10,6 +10,7 @@ import pytest
 
 from hloscope.capture.inprocess import guess_framework
 from hloscope.errors import UsageError
+from hloscope.render.timing import bench_doc, bench_table
 from hloscope.timing.bench import (
     Measurement,
     Mode,
@@ -19,7 +20,6 @@ from hloscope.timing.bench import (
     percentile,
     run_modes,
 )
-from hloscope.timing.render import bench_doc, bench_table
 from tests.timing.helpers import needs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"

@@ -198,7 +198,7 @@ def test_negative_int64_values() -> None:
 def test_reading_never_imports_a_framework() -> None:
     code = (
         "import sys\n"
-        "from hloscope.timing.attribution import load_profile\n"
+        "from hloscope.timing.sources import load_profile\n"
         f"load_profile({str(JAX_PROFILE)!r}); load_profile({str(TF_PROFILE)!r})\n"
         f"load_profile({str(JAX_TRACE_JSON)!r})\n"
         "bad = [m for m in ('tensorflow', 'jax', 'google.protobuf') if m in sys.modules]\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hloscope.capture.display import DumpProgress
 from hloscope.capture.run import DumpPlan, plan_dump
+from hloscope.render.progress import DumpProgress
 
 
 class FakeClock:

@@ -22,6 +22,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from hloscope.capture.run import DumpPlan, DumpResult, Sink, count_compiled, std_sink
+from hloscope.manifest import RunManifest
 
 __all__ = ["DumpProgress", "outcome"]
 
@@ -160,7 +161,7 @@ def outcome(result: DumpResult) -> RenderableType:
     where = _rel(plan.run_dir)
     parts: list[RenderableType] = []
     if result.status == "ok":
-        platform = run.manifest.get("platform") or "?"
+        platform = run.manifest.platform or "?"
         framework = _framework(run.manifest)
         parts.append(
             Text.assemble(
@@ -209,11 +210,11 @@ def outcome(result: DumpResult) -> RenderableType:
     return Group(*parts)
 
 
-def _framework(manifest: Any) -> str:
-    framework = manifest.get("framework")
+def _framework(manifest: RunManifest) -> str:
+    framework = manifest.framework
     if not framework:
         return ""
-    versions = manifest.get("versions") or {}
+    versions = manifest.versions
     named = [f"{fw} {versions.get(fw) or ''}".strip() for fw in str(framework).split("+")]
     return f" ({', '.join(named)})"
 

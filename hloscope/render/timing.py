@@ -1,4 +1,4 @@
-"""Timing results -> JSON documents and rich tables: the render stage for `timing`.
+"""Timing results -> JSON documents and rich tables.
 
 The JSON builders fix the schemas of `hloscope profile --json`, `hloscope bench --json`
 and the `bench.json` a run keeps; the table builders return rich renderables and never
@@ -14,9 +14,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.analysis.report import RunReport
 from hloscope.render.format import fmt_bytes, fmt_seconds, fmt_us
-from hloscope.timing.attribution import ModuleTiming, ProfileTimings, run_timings
+from hloscope.timing.attribution import ModuleTiming, ProfileTimings
 from hloscope.timing.bench import BenchResult
 
 __all__ = [
@@ -86,20 +85,6 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
             for k in m.kernels
         ],
     }
-
-
-def report_timings(report: RunReport) -> dict[str, ModuleTiming]:
-    """The measured timing of each module of a report, by module key ({} when the run was
-    not profiled).
-
-    Raises:
-        ProfileReadError: The run has a profile that cannot be read.
-    """
-    profile = run_timings(report.run)
-    if profile is None:
-        return {}
-    found = {m.key: profile.for_dump(m.name, m.module_id) for m in report.modules}
-    return {key: t for key, t in found.items() if t is not None}
 
 
 def profile_doc(p: ProfileTimings) -> dict[str, Any]:

@@ -1,0 +1,37 @@
+"""Reading files hloscope did not write: regular files only, never past a size limit.
+
+Run folders come from colleagues, CI and bug reports. A name that is a FIFO would block
+a reader forever, a link to `/dev/zero` would fill memory; `read_regular` refuses both
+before reading a byte.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["read_regular"]
+
+
+def read_regular(path: str | Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes.
+
+    The file is opened without blocking (a FIFO does not wait for a writer) and checked
+    to be a regular file before anything is read.
+
+    Raises:
+        OSError: It is missing, not a regular file, bigger than `limit`, or unreadable;
+            the message says which.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if info.st_size > limit:
+            raise OSError(f"{path} is {info.st_size:,} bytes, more than the {limit:,} allowed")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path} is more than the {limit:,} bytes allowed")
+    return data

@@ -1,0 +1,210 @@
+"""The assembled inspection of a run: everything a view needs, built once.
+
+`inspect_run` is the one place where data is gathered: it loads the run folder
+(`hloscope.runs`), parses and analyses each module (`hloscope.analysis.report`), reads
+the run's measured timings from whichever timing source it holds
+(`hloscope.timing.sources`) and joins each module to its timing, and reads the bench
+results. Every renderer (terminal, JSON, diagrams, HTML, notebook) is a pure function of
+the `Inspection` it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hloscope.analysis.fusion import ModuleAnalysis
+from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
+from hloscope.errors import HloscopeError, UsageError
+from hloscope.files import read_regular
+from hloscope.hlo.parser import split_lines
+from hloscope.runs import Run, load_run
+from hloscope.timing.attribution import ModuleTiming, ProfileTimings, timing_key
+from hloscope.timing.sources import run_timings
+
+__all__ = ["BENCH_FILE", "Inspection", "inspect_run"]
+
+BENCH_FILE = "bench.json"
+"""What `hloscope bench --save RUN` writes into a run folder."""
+
+# bench.json is a few kilobytes; HLO text read for display is capped per module.
+_MAX_BENCH_BYTES = 1024 * 1024
+_MAX_SOURCE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """One run, analysed and timed: what every renderer takes.
+
+    Attributes:
+        report: The fusion report: every selected module before vs after, with
+            provenance and the parsed modules.
+        timings: The run's measured timings as the timing source read them, or None
+            when the run holds none (or they could not be read: see `timing_error`).
+        module_timings: Each module's timing, by module key (the one join of a module
+            to its measurement).
+        timing_error: Why the run's timings could not be read ("" when they could, or
+            when there are none).
+        bench: The run's `bench.json` document (eager vs XLA), or None; an unreadable
+            file is `{"error": ...}`.
+        sources: The after-optimization HLO text of each module, as lines, by module key;
+            filled only when asked for (the HTML page shows kernels' HLO).
+    """
+
+    report: RunReport
+    timings: ProfileTimings | None = None
+    module_timings: Mapping[str, ModuleTiming] = field(default_factory=dict)
+    timing_error: str = ""
+    bench: Mapping[str, Any] | None = None
+    sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+
+    @property
+    def run(self) -> Run:
+        """The run folder the inspection read."""
+        return self.report.run
+
+    @property
+    def modules(self) -> tuple[ModuleReport, ...]:
+        """Every selected module, biggest first, trivial helpers last."""
+        return self.report.modules
+
+    @property
+    def main(self) -> tuple[ModuleReport, ...]:
+        """The modules that are not trivial helpers."""
+        return self.report.main
+
+    def module(self, key: str) -> ModuleReport:
+        """The analysed module with this key.
+
+        Raises:
+            UsageError: No module of the inspection has that key.
+        """
+        for m in self.report.modules:
+            if m.key == key:
+                return m
+        raise UsageError(f"no module {key!r} in this inspection of {self.run.path}")
+
+    def timing(self, key: str) -> ModuleTiming | None:
+        """A module's measured timing, by module key; None when it was not measured."""
+        return self.module_timings.get(key)
+
+    def kernel_times(self, key: str) -> dict[str, float] | None:
+        """µs per steady-state execution of each kernel of a module, or None when the
+        module was not measured. Per execution, so that runs profiled for different
+        numbers of steps compare."""
+        t = self.module_timings.get(key)
+        if t is None:
+            return None
+        per = t.executions or 1
+        return {k.name: k.total_us / per for k in t.kernels if math.isfinite(k.total_us)}
+
+    def all_kernel_times(self) -> dict[str, dict[str, float]]:
+        """`kernel_times` of every measured module, by module key and, where no other
+        module shares it, by HloModule name (how `hloscope diff` pairs runs)."""
+        out: dict[str, dict[str, float]] = {}
+        names = [m.name for m in self.modules if m.key in self.module_timings]
+        for m in self.modules:
+            times = self.kernel_times(m.key)
+            if times is None:
+                continue
+            out[m.key] = times
+            if names.count(m.name) == 1:
+                out.setdefault(m.name, times)
+        return out
+
+
+def inspect_run(
+    run: Run | str | Path,
+    modules: Iterable[str] = (),
+    *,
+    timings: bool = True,
+    bench: bool = True,
+    sources: bool = False,
+) -> Inspection:
+    """Load, analyse and time a run: the one call every command and notebook view makes.
+
+    Args:
+        run: A run (from `hloscope.runs.load_run`), or the path of a run folder, a bare
+            XLA dump folder or one HLO file.
+        modules: Patterns selecting modules (see `Run.module`); all modules when empty.
+        timings: Read the run's measured timings, when it holds any.
+        bench: Read the run's `bench.json`, when it has one.
+        sources: Keep each module's after-optimization HLO text (for the HTML page).
+
+    Returns:
+        The inspection. A measurement that cannot be read does not fail it: its reason
+        is in `timing_error`, and the fusion report stands.
+
+    Raises:
+        UsageError: The path holds no run, or a pattern matches no module (or several).
+    """
+    loaded = run if isinstance(run, Run) else load_run(run)
+    report = analyze_run(loaded, modules)
+    profile, error = None, ""
+    if timings:
+        try:
+            profile = run_timings(loaded, _static(report.modules))
+        except HloscopeError as e:
+            error = str(e)
+    joined: dict[str, ModuleTiming] = {}
+    if profile is not None:
+        for m in report.modules:
+            t = profile.for_dump(m.name, m.module_id)
+            if t is not None:
+                joined[m.key] = t
+    return Inspection(
+        report=report,
+        timings=profile,
+        module_timings=joined,
+        timing_error=error,
+        bench=read_bench(loaded) if bench else None,
+        sources=_sources(report.modules) if sources else {},
+    )
+
+
+def read_bench(run: Run) -> dict[str, Any] | None:
+    """The run's `bench.json` (saved by `hloscope bench --save RUN`), or None.
+
+    An unreadable file comes back as `{"error": ...}`, to be shown rather than fail.
+    """
+    path = run.path / BENCH_FILE if run.path.is_dir() else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        doc = json.loads(read_regular(path, _MAX_BENCH_BYTES))
+    except RecursionError:
+        return {"error": f"{BENCH_FILE} is nested too deep"}
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return {"error": f"{BENCH_FILE} is not readable: {e}"}
+    return doc if isinstance(doc, dict) else {"error": f"{BENCH_FILE} is not a JSON object"}
+
+
+def _static(modules: Iterable[ModuleReport]) -> dict[str, ModuleAnalysis]:
+    """After-optimization analyses keyed as profiles name modules."""
+    out: dict[str, ModuleAnalysis] = {}
+    for m in modules:
+        if m.after is None:
+            continue
+        out.setdefault(m.name, m.after)
+        if m.module_id is not None and m.module_id.isdigit():
+            out[timing_key(m.name, int(m.module_id), True)] = m.after
+    return out
+
+
+def _sources(modules: Iterable[ModuleReport]) -> dict[str, tuple[str, ...]]:
+    out = {}
+    for m in modules:
+        module = m.after_module
+        if module is None or module.path is None:
+            continue
+        try:
+            text = read_regular(Path(module.path), _MAX_SOURCE_BYTES)
+        except OSError:
+            continue
+        # split as the parser counts lines, so Instruction.line indexes them
+        out[m.key] = tuple(split_lines(text.decode("utf-8", "replace")))
+    return out

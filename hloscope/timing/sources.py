@@ -1,0 +1,201 @@
+"""Timing sources: where a run's measured kernel times come from, behind one interface.
+
+A `TimingSource` says whether a run holds its kind of measurement and reads it into
+`ProfileTimings`. The framework profiler's XPlane or trace.json (`hloscope dump
+--profile`) is one source; GPU traces are another. `run_timings` asks each registered
+source in turn, so the assembled inspection and every renderer see one kind of result,
+whatever measured it. This is the only module of `timing` that finds files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
+from hloscope.errors import HloscopeError
+from hloscope.hlo.parser import parse_file
+from hloscope.runs import Run, scan_dump_dir
+from hloscope.timing.attribution import ProfileTimings, attribute, op_events, timing_key
+from hloscope.timing.xplane import find_profile, read_trace
+
+__all__ = [
+    "SOURCES",
+    "ProfilerSource",
+    "TimingSource",
+    "has_profile",
+    "load_profile",
+    "run_timings",
+    "static_analyses",
+]
+
+
+class TimingSource(Protocol):
+    """One kind of measurement a run can hold.
+
+    Attributes:
+        name: What the JSON calls it (`timing.source`): `xplane`, `trace.json`, ...
+    """
+
+    name: str
+
+    def found(self, run: Run) -> bool:
+        """Whether the run holds this kind of measurement (cheap: no parsing)."""
+        ...
+
+    def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
+        """Read and attribute it.
+
+        Args:
+            run: The run.
+            static: The after-optimization analysis of each module, by HloModule name
+                and by `name(program_id)`, to compare measured launches with.
+
+        Raises:
+            HloscopeError: The measurement is there but cannot be read.
+        """
+        ...
+
+
+class ProfilerSource:
+    """The framework profiler's output (`hloscope dump --profile`): an `*.xplane.pb` or
+    `*.trace.json.gz` anywhere in the run folder, with the warm-up and step settings
+    run.json recorded."""
+
+    name = "profile"
+
+    def found(self, run: Run) -> bool:
+        return run.path.is_dir() and has_profile(run.path)
+
+    def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
+        settings = run.manifest.profile or {}
+        skip = settings.get("skip_first", 1)
+        limit = settings.get("max_executions")
+        trace = read_trace(find_profile(run.path))
+        return attribute(
+            trace,
+            skip_first=skip if isinstance(skip, int) and skip >= 0 else 1,
+            max_executions=limit if isinstance(limit, int) and limit > 0 else None,
+            static=static or None,
+        )
+
+
+SOURCES: tuple[TimingSource, ...] = (ProfilerSource(),)
+"""The sources `run_timings` asks, in order; the first that finds something wins."""
+
+
+def run_timings(
+    run: Run, static: Mapping[str, ModuleAnalysis] | None = None
+) -> ProfileTimings | None:
+    """The measured timings of a run, from the first source that finds any.
+
+    Args:
+        run: The run.
+        static: After-optimization analyses by module name (see `TimingSource.read`);
+            None to have none compared.
+
+    Returns:
+        The timings, or None when the run holds no measurement.
+
+    Raises:
+        HloscopeError: A measurement is there but cannot be read.
+    """
+    for source in SOURCES:
+        if source.found(run):
+            return source.read(run, static or {})
+    return None
+
+
+def has_profile(folder: Path) -> bool:
+    """Whether a folder holds a profile (`*.xplane.pb` or `*.trace.json.gz`) anywhere."""
+    return any(folder.rglob("*.xplane.pb")) or any(folder.rglob("*.trace.json.gz"))
+
+
+def load_profile(
+    run_or_dir: Path | str,
+    *,
+    skip_first: int = 1,
+    with_hlo: bool = True,
+    max_executions: int | None = None,
+) -> ProfileTimings:
+    """Read a profile on its own (`hloscope profile`): in a run folder, a profiler log
+    dir, or one file, and time it.
+
+    Args:
+        run_or_dir: A run folder, a profiler log dir, or one `*.xplane.pb` /
+            `*.trace.json.gz` file. Folders are searched recursively; an `*.xplane.pb`
+            is preferred to a `*.trace.json.gz`.
+        skip_first: Executions of each module left out as warm-up.
+        with_hlo: Compare with the after-optimization HLO dump found in the same
+            folder or run (launch counts, kernel names).
+        max_executions: Keep at most this many steady-state executions per module.
+
+    Raises:
+        ProfileReadError: No profile found, or the file is not a profile.
+    """
+    path = find_profile(run_or_dir)
+    trace = read_trace(path)
+    static = None
+    if with_hlo:
+        modules = {(o.module, o.program_id) for o in op_events(trace)}
+        static = static_analyses(Path(run_or_dir), sorted(modules, key=str)) or None
+    return attribute(trace, skip_first=skip_first, static=static, max_executions=max_executions)
+
+
+def _dump_roots(start: Path) -> list[Path]:
+    """Where to look for the HLO dump of a profile: the folder given, the profiler's log
+    dir it is in (the parent of `plugins/profile/<time>/`), and the run folder (the
+    nearest parent holding a `run.json`)."""
+    folder = start if start.is_dir() else start.parent
+    roots = [folder]
+    for parent in list(folder.parents)[:5]:
+        if parent.name == "plugins" and parent.parent not in roots:
+            roots.append(parent.parent)
+        if (parent / "run.json").is_file():
+            roots.append(parent)
+            break
+    return roots
+
+
+def static_analyses(
+    folder: Path | str, modules: Iterable[tuple[str, int | None]]
+) -> dict[str, ModuleAnalysis]:
+    """`analyze_module` of the after-optimization dump of each profiled module.
+
+    Dumps are found in `folder` or below it (or in the run folder it is in) and matched
+    by name and, where the profile gives one, by XLA's program id (the dump's module
+    number); without a program id the name must match one dump only. Files that do not
+    parse are left out.
+
+    Args:
+        folder: A run folder, a dump folder, or a folder inside a run.
+        modules: (HloModule name, program id) pairs, as the profile names them.
+
+    Returns:
+        Analyses by module key (the name, or `name(program_id)` for shared names).
+    """
+    wanted = list(dict.fromkeys(modules))
+    dumps = []
+    for root in _dump_roots(Path(folder)):
+        folders = [root, *(d for d in root.rglob("*") if d.is_dir())]
+        dumps = [m for d in folders for m in scan_dump_dir(d) if m.after is not None]
+        if dumps:
+            break
+    shared = {name for name, _ in wanted if sum(n == name for n, _ in wanted) > 1}
+    out: dict[str, ModuleAnalysis] = {}
+    for name, program_id in wanted:
+        candidates = [
+            m
+            for m in dumps
+            if m.name == name
+            and (program_id is None or m.id_number is None or m.id_number == program_id)
+        ]
+        if len(candidates) != 1 or candidates[0].after is None:
+            continue
+        try:
+            analysis = analyze_module(parse_file(candidates[0].after))
+        except HloscopeError:
+            continue
+        out[timing_key(name, program_id, name in shared)] = analysis
+    return out
