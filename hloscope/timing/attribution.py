@@ -570,7 +570,9 @@ def _control_ops(ops: Sequence[OpEvent], names: frozenset[str] = frozenset()) ->
     """Ids of the op events that are control flow, not kernels: those that contain
     another op event on their line (a `while`, `conditional` or `call` thunk around its
     body's ops; the body may also continue on another thread), those named in `names`
-    (the module's loops and conditionals, from the HLO), and `while.N`/`conditional.N`."""
+    (the module's loops and conditionals, from the HLO), and `while.N`/`conditional.N`.
+    An event of zero duration is evidence of nothing: a TPU's `XLA Ops` line records ops
+    of zero length at the very start of an async `copy-done` wait, which is no loop."""
     control: set[int] = {
         id(o) for o in ops if o.op in names or _CONTROL_NAME.fullmatch(o.op) is not None
     }
@@ -583,7 +585,7 @@ def _control_ops(ops: Sequence[OpEvent], names: frozenset[str] = frozenset()) ->
         for o in line_ops:
             while stack and stack[-1].end_ps <= o.start_ps:
                 stack.pop()
-            if stack and o.end_ps <= stack[-1].end_ps:
+            if stack and o.end_ps <= stack[-1].end_ps and o.end_ps > o.start_ps:
                 control.add(id(stack[-1]))
             stack.append(o)
     return control
