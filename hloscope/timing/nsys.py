@@ -298,16 +298,20 @@ def _op(name: str) -> str:
     return found[-1] if found else name[len(THUNK_PREFIX) :]
 
 
-def _leaves(r: _Range, leaves: list[ThunkCall], enclosing: list[tuple[str, int]]) -> int:
-    """Collect the leaf thunks below r, in start order; return the GPU operations of
-    its thunk children (so a parent can tell the operations it launched itself)."""
+def _leaves(
+    r: _Range, leaves: list[ThunkCall], enclosing: list[tuple[str, int]], seen: list[int]
+) -> int:
+    """Collect the leaf thunks below r, in start order, counting every thunk range
+    reached in seen[0]; return the GPU operations of its thunk children (so a parent
+    can tell the operations it launched itself)."""
     inner = 0
     for c in sorted(r.children, key=lambda c: c.order):
         if not c.name.startswith(THUNK_PREFIX):
             continue
+        seen[0] += 1
         inner += c.gpu_ops
         if any(g.name.startswith(THUNK_PREFIX) for g in c.children):
-            below = _leaves(c, leaves, enclosing)
+            below = _leaves(c, leaves, enclosing, seen)
             if c.gpu_ops > below:
                 enclosing.append((_op(c.name), c.gpu_ops - below))
         else:
@@ -321,6 +325,7 @@ def _executions(cols: Mapping[str, list[Any]]) -> tuple[list[NsysExecution], lis
     if untimed:
         problems.append(f"{untimed} NVTX ranges without a projected time (no GPU work) read as 0")
     out = []
+    seen = [0]
     for r in ranges.values():
         if not r.name.startswith(MODULE_PREFIX):
             continue
@@ -328,7 +333,7 @@ def _executions(cols: Mapping[str, list[Any]]) -> tuple[list[NsysExecution], lis
         program = _PROGRAM_ID.search(r.name)
         leaves: list[ThunkCall] = []
         enclosing: list[tuple[str, int]] = []
-        _leaves(r, leaves, enclosing)
+        _leaves(r, leaves, enclosing, seen)
         out.append(
             NsysExecution(
                 module=module.group(1) if module else r.name[len(MODULE_PREFIX) :],
@@ -342,22 +347,13 @@ def _executions(cols: Mapping[str, list[Any]]) -> tuple[list[NsysExecution], lis
                 enclosing=tuple(enclosing),
             )
         )
-    orphans = sum(
-        1 for r in ranges.values() if r.name.startswith(THUNK_PREFIX) and not _in_module(r, ranges)
-    )
+    orphans = sum(1 for r in ranges.values() if r.name.startswith(THUNK_PREFIX)) - seen[0]
     if orphans:
-        problems.append(f"{orphans} thunk ranges outside any XlaModule range left out")
+        problems.append(
+            f"{orphans} thunk ranges not directly below an XlaModule range or a thunk left out"
+        )
     out.sort(key=lambda e: e.order)
     return out, problems
-
-
-def _in_module(r: _Range, ranges: Mapping[Any, _Range]) -> bool:
-    parent = ranges.get(r.parent)
-    while parent is not None:
-        if parent.name.startswith(MODULE_PREFIX):
-            return True
-        parent = ranges.get(parent.parent)
-    return False
 
 
 # --------------------------------------------------------------------------------------

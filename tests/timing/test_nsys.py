@@ -316,3 +316,13 @@ def test_platform_is_what_the_archive_records(archive: NsysArchive) -> None:
     assert f'device_description_str: "{archive.device}"' in text
     assert any(".sm_9.0_gpu_after_optimizations." in n for n in names)
     assert archive.platform == "sm_90"
+
+
+def test_thunks_outside_a_module_are_counted(tmp_path: Path) -> None:
+    needs("pyarrow")
+    t = _Trace()
+    _two_executions(t)
+    t.add("TSL:Thunk:#hlo_op=stray#", 5000, 10)
+    p = nsys_timings(t.write(tmp_path))
+    assert "1 thunk ranges not directly below an XlaModule range or a thunk left out" in p.problems
+    assert all(k.name != "stray" for k in p.modules["m"].kernels)
