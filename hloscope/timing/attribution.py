@@ -153,8 +153,8 @@ class KernelTiming:
         device_ops: Device operations (kernels, memcpys) its calls launched in all, where
             the profile counts them (nsys: NumGPUOps of its thunk ranges); else None.
         hlo_ops: Every name the runtime reported for it (the wrapped `all-to-all.3` of an
-            async pair, the `custom-call.220` inside a `__custom_fusion`); () when the
-            only name is `name`.
+            async pair, the `custom-call.220` inside a `__custom_fusion`); () when not
+            recorded.
     """
 
     name: str
@@ -669,6 +669,9 @@ def _module_timing(
 
     durations: dict[str, list[int]] = defaultdict(list)
     kernels_per_call: dict[str, int] = defaultdict(int)
+    # Device kernels each op launched in all; only device kernel events count them (a
+    # host thunk or a TPU `XLA Ops` event is one op call, not a count of launches).
+    op_kernels: dict[str, int] = defaultdict(int)
     device_kernels: dict[str, set[str]] = defaultdict(set)
     walls: list[int] = []
     per_execution_calls: list[int] = []
@@ -680,6 +683,8 @@ def _module_timing(
         for c in calls:
             durations[c.op].append(c.duration_ps)
             kernels_per_call[c.op] = max(kernels_per_call[c.op], len(c.kernels))
+            if c.kernels[0].on_device and not c.kernels[0].op_line:
+                op_kernels[c.op] += len(c.kernels)
             for k in c.kernels:
                 if k.kernel != c.op:
                     device_kernels[c.op].add(k.kernel)
@@ -710,6 +715,8 @@ def _module_timing(
                 calls_per_execution=len(ds) / n if n else 0.0,
                 kernels_per_op=kernels_per_call[op],
                 device_kernels=tuple(sorted(device_kernels[op])),
+                device_ops=op_kernels.get(op),
+                hlo_ops=(op,),
             )
         )
     timings.sort(key=lambda k: (-k.total_us, k.name))

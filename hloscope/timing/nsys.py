@@ -409,7 +409,7 @@ def _kernel(
         calls_per_execution=len(ds) / n if n else 0.0,
         kernels_per_op=max(c.gpu_ops for c in calls),
         device_ops=sum(c.gpu_ops for c in calls),
-        hlo_ops=() if ops == {name} else tuple(sorted(ops)),
+        hlo_ops=tuple(sorted(ops)),
     )
 
 
