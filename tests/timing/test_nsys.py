@@ -287,6 +287,15 @@ def test_programs_sharing_a_name_are_timed_apart(
     assert len(keys) == 2 and all(k in p.modules for k in keys)
     split = sum(p.modules[k].executions for k in keys)
     assert split == truth["jit_add"]["executions"] - (len(keys) - 1)
+    # Every other module is one program: keyed by its name, timed as the truth times it.
+    single = [name for name in truth if name != "jit_add"]
+    assert len(single) == 7
+    for name in single:
+        m = p.modules[name]
+        assert m.executions == truth[name]["executions"], name
+        assert statistics.median(m.execution_us) * 1e3 == pytest.approx(
+            truth[name]["module_ns_per_execution"], rel=1e-12
+        ), name
 
 
 def test_train_step_overlap_and_enclosing_ops(archive: NsysArchive, truth: dict[str, Any]) -> None:
