@@ -200,24 +200,29 @@ def _columns(data: bytes, path: str) -> dict[str, list[Any]]:
 def _target(files: _Files) -> tuple[str | None, str | None, str | None]:
     """(platform `sm_90`, device model, platform name) from the dump's target config
     (`gpu_device_info.cuda_compute_capability`, `device_description_str`)."""
+    platform = device = runtime = None
     for name in files.find(_TARGET_CONFIG + ".xz") + files.find(_TARGET_CONFIG):
         raw = files.read(name)
         text = (lzma.decompress(raw) if name.endswith(".xz") else raw).decode("utf-8", "replace")
         cc = re.search(r"cuda_compute_capability\s*\{([^}]*)\}", text)
-        platform = None
         if cc:
             major = re.search(r"major:\s*(\d+)", cc.group(1))
             minor = re.search(r"minor:\s*(\d+)", cc.group(1))
             # proto text leaves out fields at their default: `minor` absent means 0.
             platform = f"sm_{major.group(1) if major else 0}{minor.group(1) if minor else 0}"
-        device = re.search(r'device_description_str:\s*"([^"]*)"', text)
-        runtime = re.search(r'platform_name:\s*"([^"]*)"', text)
-        return platform, device.group(1) if device else None, runtime.group(1) if runtime else None
-    for name in files.names:
-        m = _DUMP_PLATFORM.search(name)
-        if m:
-            return m.group(1).replace(".", ""), None, None
-    return None, None, None
+        found = re.search(r'device_description_str:\s*"([^"]*)"', text)
+        device = found.group(1) if found else None
+        found = re.search(r'platform_name:\s*"([^"]*)"', text)
+        runtime = found.group(1) if found else None
+        break
+    if platform is None:
+        # The dump's file names carry the target: `module_0016.x.sm_9.0_gpu_after_...`.
+        for name in files.names:
+            m = _DUMP_PLATFORM.search(name)
+            if m:
+                platform = m.group(1).replace(".", "")
+                break
+    return platform, device, runtime
 
 
 def read_nsys(path: Path | str) -> NsysArchive:
@@ -234,13 +239,18 @@ def read_nsys(path: Path | str) -> NsysArchive:
         MissingDependencyError: pyarrow is not installed.
     """
     p = Path(path)
-    files = _Files(p)
+    try:
+        files = _Files(p)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ProfileReadError(f"cannot read the nsys-jax archive: {e}", path=str(p)) from None
     try:
         members = files.find(TRACE_MEMBER)
         if not members:
             raise ProfileReadError(f"no {TRACE_MEMBER} in this nsys-jax archive", path=str(p))
         cols = _columns(files.read(members[0]), str(p))
         platform, device, runtime = _target(files)
+    except (OSError, zipfile.BadZipFile, lzma.LZMAError, EOFError) as e:
+        raise ProfileReadError(f"cannot read the nsys-jax archive: {e}", path=str(p)) from None
     finally:
         files.close()
     executions, problems = _executions(cols)

@@ -335,3 +335,39 @@ def test_thunks_outside_a_module_are_counted(tmp_path: Path) -> None:
     p = nsys_timings(t.write(tmp_path))
     assert "1 thunk ranges not directly below an XlaModule range or a thunk left out" in p.problems
     assert all(k.name != "stray" for k in p.modules["m"].kernels)
+
+
+def test_platform_from_dump_names_without_a_target_config(tmp_path: Path) -> None:
+    needs("pyarrow")
+    t = _Trace()
+    _two_executions(t)
+    folder = t.write(tmp_path)
+    (folder / "dump").mkdir()
+    (folder / "dump" / "module_0007.m.sm_8.0_gpu_after_optimizations.hlo.pb.xz").write_bytes(b"")
+    a = read_nsys(folder)
+    assert (a.platform, a.device) == ("sm_80", None)
+
+
+def test_a_broken_target_config_is_a_read_error(tmp_path: Path) -> None:
+    needs("pyarrow")
+    t = _Trace()
+    _two_executions(t)
+    folder = t.write(tmp_path)
+    (folder / "dump").mkdir()
+    (folder / "dump" / "module_0007.m.gpu_target_config.pbtxt.xz").write_bytes(b"not xz")
+    with pytest.raises(ProfileReadError, match="cannot read the nsys-jax archive"):
+        read_nsys(folder)
+
+
+def test_importing_the_reader_imports_no_pyarrow() -> None:
+    import subprocess
+
+    code = "import sys, hloscope.timing.nsys; print('pyarrow' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert out.stdout.strip() == "False"
