@@ -15,11 +15,11 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import UsageError
-from hloscope.timing.xplane import DEVICE_PLANE_PREFIX, Trace
+from hloscope.timing.xplane import DEVICE_PLANE_PREFIX, Trace, TraceEvent
 
 if TYPE_CHECKING:
     from hloscope.analysis.fusion import ModuleAnalysis
@@ -51,6 +51,14 @@ DERIVED_LINES = (
     "_counters_",
 )
 XLA_MODULES_LINE = "XLA Modules"
+# On a TPU the "XLA Ops" line is the only op source (no kernel lines carry `hlo_op`):
+# it is read on planes where no other line names an HLO op.
+XLA_OPS_LINE = "XLA Ops"
+# Said when a profile has no event of an XLA op at all.
+NO_XLA_OPS = (
+    "no XLA op events: no event carries an `hlo_op` stat or sits on an `XLA Ops` line, "
+    "so the profiled program did not run through XLA (e.g. TensorFlow without jit_compile)"
+)
 # The host-side event around one execution of a compiled XLA executable (TensorFlow's
 # CPU and GPU runtimes); op events on the same thread nest inside it.
 EXECUTE_EVENT_SUFFIXES = ("ExecuteAsyncOnStream", "ExecuteAsyncOnStreamImpl")
@@ -91,6 +99,8 @@ class OpEvent:
         run_id: The execution's run id when the profiler recorded one (not -1).
         correlation_id: CUPTI's launch correlation id (device kernels).
         on_device: Whether it is on a device plane.
+        op_line: Whether it comes from an `XLA Ops` line (one event per op call, never
+            merged with the next one).
     """
 
     module: str
@@ -105,6 +115,7 @@ class OpEvent:
     run_id: int | None = None
     correlation_id: int | None = None
     on_device: bool = False
+    op_line: bool = False
 
     @property
     def duration_ps(self) -> int:
@@ -129,6 +140,11 @@ class KernelTiming:
         kernels_per_op: Most device kernels one call ran (1 on the CPU; 2 or more for
             e.g. a cuBLAS GEMM with a split-K reduction).
         device_kernels: Names of the device kernels it ran, when they differ from the op.
+        device_ops: Device operations (kernels, memcpys) its calls launched in all, where
+            the profile counts them (nsys: NumGPUOps of its thunk ranges); else None.
+        hlo_ops: Every name the runtime reported for it (the wrapped `all-to-all.3` of an
+            async pair, the `custom-call.220` inside a `__custom_fusion`); () when not
+            recorded.
     """
 
     name: str
@@ -142,6 +158,8 @@ class KernelTiming:
     calls_per_execution: float
     kernels_per_op: int = 1
     device_kernels: tuple[str, ...] = ()
+    device_ops: int | None = None
+    hlo_ops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,6 +188,15 @@ class ModuleTiming:
         devices: Planes it ran on.
         split_by: How executions were told apart (`run_id`, `execute event`, ...).
         wall_from: How an execution's wall time was measured.
+        source: Where the timings come from: `xplane`, `trace.json` or `nsys`.
+        busy_us: Time when at least one of its kernels ran (the union of their
+            intervals), summed over executions; below `kernel_us` where kernels overlap
+            (async collectives beside compute). None when not measured.
+        device_ops_per_execution: Device operations per execution, where the profile
+            counts them (nsys: the module range's NumGPUOps); else None.
+        launches_by_execution: Kernel calls in each steady-state execution, in order
+            (for a median or a spread); () when not recorded.
+        device_ops_by_execution: Device operations in each execution; () when not measured.
     """
 
     name: str
@@ -190,6 +217,11 @@ class ModuleTiming:
     devices: tuple[str, ...] = ()
     split_by: str = SPLIT_RUN_ID
     wall_from: str = WALL_OPS
+    source: str = ""
+    busy_us: float | None = None
+    device_ops_per_execution: float | None = None
+    launches_by_execution: tuple[int, ...] = ()
+    device_ops_by_execution: tuple[int, ...] = ()
 
     @property
     def mean_us(self) -> float:
@@ -223,6 +255,9 @@ class ProfileTimings:
         hostnames: Hosts the profile came from.
         duration_us: Length of the profiling session, when recorded.
         problems: What was skipped or looked wrong, one line each.
+        source: Where the timings come from: `xplane`, `trace.json` or `nsys`.
+        platform: The target the profile records (`sm_90`, `TPU`), or None.
+        device: The device model it records (`NVIDIA H100 80GB HBM3`), or None.
     """
 
     path: str | None
@@ -233,6 +268,9 @@ class ProfileTimings:
     hostnames: tuple[str, ...] = ()
     duration_us: float | None = None
     problems: tuple[str, ...] = ()
+    source: str = ""
+    platform: str | None = None
+    device: str | None = None
 
     def kernel_us_per_execution(self) -> dict[str, dict[str, float]]:
         """Kernel name -> µs per steady-state execution, for each module.
@@ -295,19 +333,42 @@ def _int(value: Any) -> int | None:
     return None
 
 
+def _hlo_text_name(text: str) -> str:
+    """`%fusion.3 = f32[8]{0} fusion(...)` -> `fusion.3` ('' when not HLO text)."""
+    if not text.startswith("%"):
+        return ""
+    return text[1:].split(" ", 1)[0]
+
+
+def _op_line_name(e: TraceEvent) -> str:
+    """The HLO op of an `XLA Ops` line event: its display name or its HLO text's name."""
+    return e.display_name or _hlo_text_name(e.name) or e.name
+
+
 def op_events(trace: Trace) -> list[OpEvent]:
     """Every event of the trace that executed an HLO op, in trace order.
 
     An event counts when it has an `hlo_op` stat and its module is known (an
     `hlo_module` stat, or a `program_id` the metadata plane names). Lines derived by
-    the profiler's post-processing are skipped. When a module has events on a device
-    plane, its host-side events (launch annotations) are dropped.
+    the profiler's post-processing are skipped, except the `XLA Ops` line of a plane
+    where no other line names an op: on a TPU that line is the only record of the ops
+    (its events name the op in their display name and carry the `program_id`). When a
+    module has events on a device plane, its host-side events (launch annotations) are
+    dropped.
     """
+    direct = {
+        e.plane
+        for e in trace.events
+        if isinstance(e.stats.get("hlo_op"), str) and not _is_derived(e.line)
+    }
     out: list[OpEvent] = []
     for e in trace.events:
         stats = e.stats
         op = stats.get("hlo_op")
-        if not op or not isinstance(op, str) or _is_derived(e.line):
+        op_line = e.line == XLA_OPS_LINE and e.plane not in direct
+        if op_line:
+            op = _op_line_name(e)
+        elif not op or not isinstance(op, str) or _is_derived(e.line):
             continue
         program_id = _int(stats.get("program_id"))
         module = stats.get("hlo_module")
@@ -331,6 +392,7 @@ def op_events(trace: Trace) -> list[OpEvent]:
                 run_id=None if run_id is None or run_id == -1 else run_id,
                 correlation_id=_int(stats.get("correlation_id")),
                 on_device=on_device,
+                op_line=op_line,
             )
         )
     on_device_modules = {(o.module, o.program_id) for o in out if o.on_device}
@@ -498,7 +560,9 @@ def _control_ops(ops: Sequence[OpEvent], names: frozenset[str] = frozenset()) ->
     """Ids of the op events that are control flow, not kernels: those that contain
     another op event on their line (a `while`, `conditional` or `call` thunk around its
     body's ops; the body may also continue on another thread), those named in `names`
-    (the module's loops and conditionals, from the HLO), and `while.N`/`conditional.N`."""
+    (the module's loops and conditionals, from the HLO), and `while.N`/`conditional.N`.
+    An event of zero duration is evidence of nothing: a TPU's `XLA Ops` line records ops
+    of zero length at the very start of an async `copy-done` wait, which is no loop."""
     control: set[int] = {
         id(o) for o in ops if o.op in names or _CONTROL_NAME.fullmatch(o.op) is not None
     }
@@ -511,7 +575,7 @@ def _control_ops(ops: Sequence[OpEvent], names: frozenset[str] = frozenset()) ->
         for o in line_ops:
             while stack and stack[-1].end_ps <= o.start_ps:
                 stack.pop()
-            if stack and o.end_ps <= stack[-1].end_ps:
+            if stack and o.end_ps <= stack[-1].end_ps and o.end_ps > o.start_ps:
                 control.add(id(stack[-1]))
             stack.append(o)
     return control
@@ -532,7 +596,7 @@ def _calls(ops: Sequence[OpEvent]) -> list[_Call]:
     one call of that op; on the host every event is one call."""
     calls: list[_Call] = []
     for o in sorted(ops, key=lambda o: o.start_ps):
-        if o.on_device and calls and calls[-1].op == o.op:
+        if o.on_device and not o.op_line and calls and calls[-1].op == o.op:
             calls[-1].kernels.append(o)
         else:
             calls.append(_Call(o.op, [o]))
@@ -597,9 +661,13 @@ def _module_timing(
 
     durations: dict[str, list[int]] = defaultdict(list)
     kernels_per_call: dict[str, int] = defaultdict(int)
+    # Device kernels each op launched in all; only device kernel events count them (a
+    # host thunk or a TPU `XLA Ops` event is one op call, not a count of launches).
+    op_kernels: dict[str, int] = defaultdict(int)
     device_kernels: dict[str, set[str]] = defaultdict(set)
     walls: list[int] = []
-    kernel_ps = unattributed_ps = 0
+    per_execution_calls: list[int] = []
+    kernel_ps = unattributed_ps = busy_ps = 0
     launches = kernel_launches = 0
     for ex in executions:
         kernels = [o for o in ex.ops if id(o) not in control]
@@ -607,14 +675,19 @@ def _module_timing(
         for c in calls:
             durations[c.op].append(c.duration_ps)
             kernels_per_call[c.op] = max(kernels_per_call[c.op], len(c.kernels))
+            if c.kernels[0].on_device and not c.kernels[0].op_line:
+                op_kernels[c.op] += len(c.kernels)
             for k in c.kernels:
                 if k.kernel != c.op:
                     device_kernels[c.op].add(k.kernel)
         wall = ex.wall_ps if ex.wall_ps is not None else ex.span_ps
         walls.append(wall)
         kernel_ps += sum(c.duration_ps for c in calls)
-        unattributed_ps += max(0, wall - _busy_ps(kernels))
+        busy = _busy_ps(kernels)
+        busy_ps += busy
+        unattributed_ps += max(0, wall - busy)
         launches += len(calls)
+        per_execution_calls.append(len(calls))
         kernel_launches += len(kernels)
 
     n = len(executions)
@@ -634,6 +707,8 @@ def _module_timing(
                 calls_per_execution=len(ds) / n if n else 0.0,
                 kernels_per_op=kernels_per_call[op],
                 device_kernels=tuple(sorted(device_kernels[op])),
+                device_ops=op_kernels.get(op),
+                hlo_ops=(op,),
             )
         )
     timings.sort(key=lambda k: (-k.total_us, k.name))
@@ -669,6 +744,8 @@ def _module_timing(
         devices=tuple(sorted(per_device)),
         split_by=split_by,
         wall_from=wall_from,
+        busy_us=_us(busy_ps),
+        launches_by_execution=tuple(per_execution_calls),
     )
 
 
@@ -711,9 +788,11 @@ def attribute(
         timing = _module_timing(
             name, program_id, module_ops, ctx, skip_first, analysis, max_executions
         )
-        timings.append((key, timing))
+        timings.append((key, replace(timing, source=trace.format)))
     timings.sort(key=lambda kv: (-kv[1].total_us, kv[0]))
     problems = list(trace.problems)
+    if not ops:
+        problems.append(NO_XLA_OPS)
     warm_only = [k for k, t in timings if t.executions == 0]
     if warm_only:
         problems.append(
@@ -734,4 +813,13 @@ def attribute(
         hostnames=trace.hostnames,
         duration_us=duration,
         problems=tuple(problems),
+        source=trace.format,
+        platform=_one(trace.platforms.values()),
+        device=_one(trace.devices.values()),
     )
+
+
+def _one(values: Iterable[str]) -> str | None:
+    """The value when all are the same, else the distinct ones joined (None: none)."""
+    distinct = sorted(set(values))
+    return ", ".join(distinct) if distinct else None

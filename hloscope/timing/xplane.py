@@ -502,6 +502,8 @@ class TraceEvent:
         duration_ps: Duration in picoseconds.
         stats: The event's stats by name, its metadata's stats included (the event's
             own win); `ref` values resolved to strings, numbers as numbers.
+        display_name: The metadata's display name, where it has one (on a TPU's
+            `XLA Ops` line the HLO op name, `fusion.3`, while `name` is its HLO text).
     """
 
     name: str
@@ -511,6 +513,7 @@ class TraceEvent:
     start_ps: int
     duration_ps: int
     stats: Mapping[str, Any]
+    display_name: str = ""
 
     @property
     def end_ps(self) -> int:
@@ -532,6 +535,10 @@ class Trace:
         start_ns: Profile start (Task Environment plane), or None.
         stop_ns: Profile stop, or None.
         problems: What was skipped while reading, one line each.
+        devices: Device model by plane, where the plane records it
+            (`device_type_string`: `/device:TPU:0` -> `TPU v6 Lite`).
+        platforms: Target by device plane: `sm_70` from a GPU plane's compute
+            capability stats, `TPU` for TPU planes.
     """
 
     path: str | None
@@ -542,6 +549,8 @@ class Trace:
     start_ns: int | None = None
     stop_ns: int | None = None
     problems: tuple[str, ...] = ()
+    devices: Mapping[str, str] = field(default_factory=dict)
+    platforms: Mapping[str, str] = field(default_factory=dict)
 
 
 def _program_name(name: str) -> tuple[str, int] | None:
@@ -564,6 +573,8 @@ def trace_from_xspace(space: XSpace, *, path: str | None = None) -> Trace:
     programs: dict[int, str] = {}
     start_ns = stop_ns = None
     aggregated = 0
+    devices: dict[str, str] = {}
+    platforms: dict[str, str] = {}
     for plane in space.planes:
         if plane.name == METADATA_PLANE:
             for program in plane.event_metadata.values():
@@ -578,6 +589,11 @@ def trace_from_xspace(space: XSpace, *, path: str | None = None) -> Trace:
             continue
         meta_stats: dict[int, dict[str, Any]] = {}
         names = {k: m.name for k, m in plane.stat_metadata.items()}
+        model, platform = _plane_device(plane)
+        if model:
+            devices[plane.name] = model
+        if platform:
+            platforms[plane.name] = platform
         for line in plane.lines:
             base_ps = line.timestamp_ns * 1000
             line_name = line.display_name or line.name
@@ -586,11 +602,13 @@ def trace_from_xspace(space: XSpace, *, path: str | None = None) -> Trace:
                     aggregated += 1
                     continue
                 meta = plane.event_metadata.get(ev.metadata_id)
+                display = ""
                 if meta is None:
                     name = ""
                     stats: dict[str, Any] = {}
                 else:
                     name = meta.name
+                    display = meta.display_name
                     inherited = meta_stats.get(ev.metadata_id)
                     if inherited is None:
                         inherited = plane.stats_dict(meta.stats) if meta.stats else {}
@@ -610,14 +628,43 @@ def trace_from_xspace(space: XSpace, *, path: str | None = None) -> Trace:
                         base_ps + ev.offset_ps,
                         ev.duration_ps,
                         stats,
+                        display,
                     )
                 )
     problems = [f"profiler error: {e}" for e in space.errors]
     if aggregated:
         problems.append(f"{aggregated} aggregated events (no timestamps) skipped")
     return Trace(
-        path, "xplane", tuple(events), programs, space.hostnames, start_ns, stop_ns, tuple(problems)
+        path,
+        "xplane",
+        tuple(events),
+        programs,
+        space.hostnames,
+        start_ns,
+        stop_ns,
+        tuple(problems),
+        devices,
+        platforms,
     )
+
+
+# Plane stats that name the device model (TPU planes: `device_type_string`).
+_DEVICE_STATS = ("device_type_string", "device_name")
+
+
+def _plane_device(plane: XPlane) -> tuple[str, str]:
+    """The device model and target a device plane records ('' where it does not)."""
+    if not plane.name.startswith(DEVICE_PLANE_PREFIX):
+        return "", ""
+    stats = plane.stats_dict(plane.stats) if plane.stats else {}
+    model = next((v for k in _DEVICE_STATS if isinstance(v := stats.get(k), str) and v), "")
+    platform = ""
+    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    if isinstance(major, int) and isinstance(minor, int):
+        platform = f"sm_{major}{minor}"
+    elif plane.name.startswith(DEVICE_PLANE_PREFIX + "TPU"):
+        platform = "TPU"
+    return model, platform
 
 
 def _as_int(value: Any) -> int | None:

@@ -142,6 +142,12 @@ def test_synthetic_gpu_profile(path: Path, split_by: str, wall_from: str) -> Non
     gemm = m.kernel("custom-call.1")
     assert gemm is not None
     assert gemm.kernels_per_op == 2 and gemm.calls == 3
+    # Device ops in all: every device kernel event of the op (3 calls x 2 kernels).
+    gemm_kernels = [o for o in ops if o.op == "custom-call.1"]
+    assert gemm.device_ops == len(gemm_kernels) * m.executions // (m.executions + m.skipped)
+    assert gemm.hlo_ops == ("custom-call.1",) and m.source == p.source == "xplane"
+    assert sum(m.launches_by_execution) == 4 * m.executions
+    assert m.busy_us is not None and math.isclose(m.busy_us, m.kernel_us)  # one stream
     assert len(gemm.device_kernels) == 2
     assert any(k.startswith("void splitKreduce_kernel") for k in gemm.device_kernels)
     assert [gemm.min_us, gemm.median_us, gemm.max_us] == [34.5, 35.0, 35.5]

@@ -1,0 +1,589 @@
+"""nsys-jax archives -> per-module, per-kernel GPU timings: a timing source beside XPlane.
+
+An nsys-jax archive (a .zip, or the folder it unpacks to) holds
+`nvtx_gpu_proj_trace/trace.parquet`: the NVTX ranges XLA's GPU runtime pushes
+(`TSL:XlaModule:#hlo_module=...#` around each execution, `TSL:Thunk:#hlo_op=...#` around
+each thunk) projected onto the GPU work they launched. `read_nsys` turns it into executions
+of modules made of leaf thunk calls; `nsys_timings` summarises them in the same
+`ProfileTimings` / `ModuleTiming` / `KernelTiming` the XPlane reader produces.
+"""
+
+from __future__ import annotations
+
+import io
+import lzma
+import re
+import statistics
+import zipfile
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
+from hloscope.timing.attribution import KernelTiming, ModuleTiming, ProfileTimings
+
+__all__ = [
+    "NsysArchive",
+    "NsysExecution",
+    "ThunkCall",
+    "is_nsys_archive",
+    "module_timing",
+    "nsys_timings",
+    "read_nsys",
+]
+
+TRACE_MEMBER = "nvtx_gpu_proj_trace/trace.parquet"
+SOURCE = "nsys"
+# Range names XLA's GPU runtime pushes (xla/backends/gpu/runtime: GpuExecutable's
+# `XlaModule` annotation per execution, `Thunk` annotation per thunk; TSL's TraceMe
+# encoding `name#key=value,key=value#`).
+MODULE_PREFIX = "TSL:XlaModule:"
+THUNK_PREFIX = "TSL:Thunk:"
+SPLIT_BY = "XlaModule NVTX range per execution"
+WALL_FROM = "XlaModule range projected onto the GPU"
+_COLUMNS = (
+    "Name",
+    "Projected Start",
+    "Projected Duration",
+    "Orig Start",
+    "PID",
+    "TID",
+    "NumGPUOps",
+    "RangeId",
+    "ParentId",
+)
+# A value in the TraceMe payload; `name=` values may hold commas, so the op is the
+# last `hlo_op=` key and runs to the next `,` or `#`.
+_HLO_OP = re.compile(r"[#,]hlo_op=([^,#]*)")
+_HLO_MODULE = re.compile(r"[#,]hlo_module=([^,#]*)")
+_PROGRAM_ID = re.compile(r"[#,]program_id=(-?\d+)")
+_TARGET_CONFIG = "gpu_target_config.pbtxt"
+_DUMP_PLATFORM = re.compile(r"\.(sm_\d+\.\d+)_gpu_after_optimizations\.")
+
+
+@dataclass(frozen=True, slots=True)
+class ThunkCall:
+    """One leaf thunk range of an execution: one call of an HLO op on the GPU.
+
+    Attributes:
+        op: The `hlo_op` the runtime reported.
+        start_ns: Projected start on the GPU, ns.
+        duration_ns: Projected duration, ns (from its first GPU operation's start to its
+            last one's end).
+        gpu_ops: GPU operations it launched (kernels, memcpys, memsets).
+    """
+
+    op: str
+    start_ns: int
+    duration_ns: int
+    gpu_ops: int
+
+
+@dataclass(frozen=True)
+class NsysExecution:
+    """One execution of a module on one device thread.
+
+    Attributes:
+        module: The HloModule name.
+        program_id: XLA's program id (= the dump's module number), when recorded.
+        thread: The host thread that launched it (one per GPU in JAX), `pid P tid T`.
+        order: Its host-side start, to order executions on a thread.
+        start_ns: Projected start on the GPU, ns.
+        duration_ns: Projected duration, ns.
+        gpu_ops: GPU operations the module range counts.
+        thunks: Its leaf thunk ranges, in order.
+        enclosing: (op, GPU operations) that thunks enclosing other thunks launched
+            themselves (beyond their children's), such as the offset copies of a
+            `__custom_fusion` dynamic-slice thunk around its cuBLAS call.
+    """
+
+    module: str
+    program_id: int | None
+    thread: str
+    order: float
+    start_ns: int
+    duration_ns: int
+    gpu_ops: int
+    thunks: tuple[ThunkCall, ...]
+    enclosing: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class NsysArchive:
+    """What an nsys-jax archive says ran.
+
+    Attributes:
+        path: The archive (zip or folder).
+        executions: Every module execution found, in trace order.
+        platform: The GPU target, `sm_90`, from the dump's target config or file names.
+        device: The GPU model (`NVIDIA H100 80GB HBM3`) where the target config records it.
+        platform_name: The runtime platform (`CUDA`), where recorded.
+        problems: What was skipped or looked wrong, one line each.
+    """
+
+    path: str
+    executions: tuple[NsysExecution, ...]
+    platform: str | None = None
+    device: str | None = None
+    platform_name: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+
+
+def _parquet() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingDependencyError(
+            "reading nsys-jax archives needs pyarrow: pip install 'hloscope[nsys]'"
+        ) from None
+    return pq
+
+
+def is_nsys_archive(path: Path | str) -> bool:
+    """Whether a path is an nsys-jax archive: a zip or folder holding the NVTX trace."""
+    p = Path(path)
+    if p.is_dir():
+        return (p / TRACE_MEMBER).is_file()
+    if p.is_file() and zipfile.is_zipfile(p):
+        with zipfile.ZipFile(p) as z:
+            return any(n.endswith(TRACE_MEMBER) for n in z.namelist())
+    return False
+
+
+class _Files:
+    """The archive's files, from a folder or a zip, by path relative to its root."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.zip: zipfile.ZipFile | None = None
+        if path.is_dir():
+            self.names = [str(f.relative_to(path)) for f in path.rglob("*") if f.is_file()]
+        elif path.is_file() and zipfile.is_zipfile(path):
+            self.zip = zipfile.ZipFile(path)
+            self.names = [n for n in self.zip.namelist() if not n.endswith("/")]
+        else:
+            raise ProfileReadError(
+                "not an nsys-jax archive: expected a .zip or a folder holding " + TRACE_MEMBER,
+                path=str(path),
+            )
+
+    def find(self, suffix: str) -> list[str]:
+        return sorted(n for n in self.names if n.endswith(suffix))
+
+    def read(self, name: str) -> bytes:
+        if self.zip is not None:
+            return self.zip.read(name)
+        return (self.path / name).read_bytes()
+
+    def close(self) -> None:
+        if self.zip is not None:
+            self.zip.close()
+
+
+def _columns(data: bytes, path: str) -> dict[str, list[Any]]:
+    pq = _parquet()
+    try:
+        table = pq.read_table(io.BytesIO(data), columns=list(_COLUMNS))
+    except Exception as e:  # pyarrow raises its own ArrowInvalid, KeyError for columns
+        raise ProfileReadError(
+            f"{TRACE_MEMBER}: not the nsys-jax NVTX trace: {e}", path=path
+        ) from None
+    return {c: table.column(c).to_pylist() for c in _COLUMNS}
+
+
+def _target(files: _Files) -> tuple[str | None, str | None, str | None]:
+    """(platform `sm_90`, device model, platform name) from the dump's target config
+    (`gpu_device_info.cuda_compute_capability`, `device_description_str`)."""
+    platform = device = runtime = None
+    for name in files.find(_TARGET_CONFIG + ".xz") + files.find(_TARGET_CONFIG):
+        raw = files.read(name)
+        text = (lzma.decompress(raw) if name.endswith(".xz") else raw).decode("utf-8", "replace")
+        cc = re.search(r"cuda_compute_capability\s*\{([^}]*)\}", text)
+        if cc:
+            major = re.search(r"major:\s*(\d+)", cc.group(1))
+            minor = re.search(r"minor:\s*(\d+)", cc.group(1))
+            # proto text leaves out fields at their default: `minor` absent means 0.
+            platform = f"sm_{major.group(1) if major else 0}{minor.group(1) if minor else 0}"
+        found = re.search(r'device_description_str:\s*"([^"]*)"', text)
+        device = found.group(1) if found else None
+        found = re.search(r'platform_name:\s*"([^"]*)"', text)
+        runtime = found.group(1) if found else None
+        break
+    if platform is None:
+        # The dump's file names carry the target: `module_0016.x.sm_9.0_gpu_after_...`.
+        for name in files.names:
+            m = _DUMP_PLATFORM.search(name)
+            if m:
+                platform = m.group(1).replace(".", "")
+                break
+    return platform, device, runtime
+
+
+def read_nsys(path: Path | str) -> NsysArchive:
+    """Read an nsys-jax archive's NVTX trace into module executions.
+
+    Args:
+        path: The archive: a `.zip` or the folder it unpacks to.
+
+    Returns:
+        The executions, with the platform and device the archive records.
+
+    Raises:
+        ProfileReadError: Not an archive, or no NVTX trace in it.
+        MissingDependencyError: pyarrow is not installed.
+    """
+    p = Path(path)
+    try:
+        files = _Files(p)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ProfileReadError(f"cannot read the nsys-jax archive: {e}", path=str(p)) from None
+    try:
+        members = files.find(TRACE_MEMBER)
+        if not members:
+            raise ProfileReadError(f"no {TRACE_MEMBER} in this nsys-jax archive", path=str(p))
+        cols = _columns(files.read(members[0]), str(p))
+        platform, device, runtime = _target(files)
+    except (OSError, zipfile.BadZipFile, lzma.LZMAError, EOFError) as e:
+        raise ProfileReadError(f"cannot read the nsys-jax archive: {e}", path=str(p)) from None
+    finally:
+        files.close()
+    executions, problems = _executions(cols)
+    return NsysArchive(str(p), tuple(executions), platform, device, runtime, tuple(problems))
+
+
+@dataclass
+class _Range:
+    name: str
+    start: int
+    duration: int
+    order: float
+    thread: str
+    gpu_ops: int
+    parent: Any
+    children: list[_Range]
+
+
+def _ranges(cols: Mapping[str, list[Any]]) -> tuple[dict[Any, _Range], int]:
+    """Module and thunk ranges by (pid, range id), children linked; and how many
+    rows had no projected time."""
+    out: dict[Any, _Range] = {}
+    untimed = 0
+    for i, name in enumerate(cols["Name"]):
+        if not name or not name.startswith((MODULE_PREFIX, THUNK_PREFIX)):
+            continue
+        rid = cols["RangeId"][i]
+        if rid is None:
+            continue
+        pid, tid = cols["PID"][i], cols["TID"][i]
+        start, duration = cols["Projected Start"][i], cols["Projected Duration"][i]
+        if start is None or duration is None:
+            untimed += 1
+        order = cols["Orig Start"][i]
+        parent = cols["ParentId"][i]
+        out[(pid, rid)] = _Range(
+            name,
+            int(start or 0),
+            int(duration or 0),
+            float(order if order is not None else start or 0),
+            f"pid {pid} tid {tid}",
+            int(cols["NumGPUOps"][i] or 0),
+            None if parent is None else (pid, parent),
+            [],
+        )
+    for r in out.values():
+        parent = out.get(r.parent)
+        if parent is not None:
+            parent.children.append(r)
+    return out, untimed
+
+
+def _op(name: str) -> str:
+    found = _HLO_OP.findall(name)
+    return found[-1] if found else name[len(THUNK_PREFIX) :]
+
+
+def _leaves(
+    r: _Range, leaves: list[ThunkCall], enclosing: list[tuple[str, int]], seen: list[int]
+) -> int:
+    """Collect the leaf thunks below r, in start order, counting every thunk range
+    reached in seen[0]; return the GPU operations of its thunk children (so a parent
+    can tell the operations it launched itself)."""
+    inner = 0
+    for c in sorted(r.children, key=lambda c: c.order):
+        if not c.name.startswith(THUNK_PREFIX):
+            continue
+        seen[0] += 1
+        inner += c.gpu_ops
+        if any(g.name.startswith(THUNK_PREFIX) for g in c.children):
+            below = _leaves(c, leaves, enclosing, seen)
+            if c.gpu_ops > below:
+                enclosing.append((_op(c.name), c.gpu_ops - below))
+        else:
+            leaves.append(ThunkCall(_op(c.name), c.start, c.duration, c.gpu_ops))
+    return inner
+
+
+def _executions(cols: Mapping[str, list[Any]]) -> tuple[list[NsysExecution], list[str]]:
+    ranges, untimed = _ranges(cols)
+    problems = []
+    if untimed:
+        problems.append(f"{untimed} NVTX ranges without a projected time (no GPU work) read as 0")
+    out = []
+    seen = [0]
+    for r in ranges.values():
+        if not r.name.startswith(MODULE_PREFIX):
+            continue
+        module = _HLO_MODULE.search(r.name)
+        program = _PROGRAM_ID.search(r.name)
+        leaves: list[ThunkCall] = []
+        enclosing: list[tuple[str, int]] = []
+        _leaves(r, leaves, enclosing, seen)
+        out.append(
+            NsysExecution(
+                module=module.group(1) if module else r.name[len(MODULE_PREFIX) :],
+                program_id=int(program.group(1)) if program else None,
+                thread=r.thread,
+                order=r.order,
+                start_ns=r.start,
+                duration_ns=r.duration,
+                gpu_ops=r.gpu_ops,
+                thunks=tuple(leaves),
+                enclosing=tuple(enclosing),
+            )
+        )
+    orphans = sum(1 for r in ranges.values() if r.name.startswith(THUNK_PREFIX)) - seen[0]
+    if orphans:
+        problems.append(
+            f"{orphans} thunk ranges not directly below an XlaModule range or a thunk left out"
+        )
+    out.sort(key=lambda e: e.order)
+    return out, problems
+
+
+# --------------------------------------------------------------------------------------
+# Executions -> timings
+
+
+def _busy_ns(thunks: Iterable[ThunkCall]) -> int:
+    """Time when at least one thunk's GPU work ran (the union of their intervals)."""
+    total = 0
+    start = end = None
+    for t in sorted(thunks, key=lambda t: t.start_ns):
+        if end is None or t.start_ns > end:
+            if end is not None and start is not None:
+                total += end - start
+            start, end = t.start_ns, t.start_ns + t.duration_ns
+        else:
+            end = max(end, t.start_ns + t.duration_ns)
+    if end is not None and start is not None:
+        total += end - start
+    return total
+
+
+def _steady(runs: Sequence[NsysExecution], skip_first: int) -> list[NsysExecution]:
+    """Leave out the first `skip_first` executions on each thread (they include
+    autotuning and lazy initialisation)."""
+    by_thread: dict[str, list[NsysExecution]] = defaultdict(list)
+    for r in runs:
+        by_thread[r.thread].append(r)
+    kept = []
+    for thread_runs in by_thread.values():
+        kept.extend(sorted(thread_runs, key=lambda r: r.order)[skip_first:])
+    return sorted(kept, key=lambda r: r.order)
+
+
+def _us(ns: float) -> float:
+    return ns / 1e3
+
+
+def _kernel(
+    name: str, ops: set[str], calls: list[ThunkCall], kernel_ns: int, n: int
+) -> KernelTiming:
+    ds = [c.duration_ns for c in calls]
+    total = sum(ds)
+    return KernelTiming(
+        name=name,
+        calls=len(ds),
+        total_us=_us(total),
+        mean_us=_us(total / len(ds)),
+        median_us=_us(statistics.median(ds)),
+        min_us=_us(min(ds)),
+        max_us=_us(max(ds)),
+        share=total / kernel_ns if kernel_ns else 0.0,
+        calls_per_execution=len(ds) / n if n else 0.0,
+        kernels_per_op=max(c.gpu_ops for c in calls),
+        device_ops=sum(c.gpu_ops for c in calls),
+        hlo_ops=tuple(sorted(ops)),
+    )
+
+
+def module_timing(
+    runs: Sequence[NsysExecution],
+    *,
+    skip_first: int = 1,
+    kernel_of: Mapping[str, str] | None = None,
+) -> ModuleTiming:
+    """Time one module from its executions, joining each `hlo_op` to its kernel.
+
+    Args:
+        runs: Executions of one module (`NsysArchive.executions` of one name and id).
+        skip_first: Executions left out on each thread as warm-up (autotuning).
+        kernel_of: `hlo_op` name -> top-level kernel name (from the HLO analysis, built
+            by the caller). Ops it does not name are kept under their own name and
+            listed in `unknown_ops`; without it every op is its own kernel.
+
+    Returns:
+        The module's timing: wall time per execution is the module range projected on
+        the GPU; `kernel_us` sums the leaf thunks, `busy_us` is their union (below the
+        sum where async collectives overlap compute on other streams).
+
+    Raises:
+        UsageError: skip_first is negative, or `runs` is empty.
+    """
+    if skip_first < 0:
+        raise UsageError("skip_first must be 0 or more")
+    if not runs:
+        raise UsageError("module_timing needs at least one execution")
+    steady = _steady(runs, skip_first)
+    n = len(steady)
+    calls: dict[str, list[ThunkCall]] = defaultdict(list)
+    ops: dict[str, set[str]] = defaultdict(set)
+    unknown: set[str] = set()
+    busy = unattributed = 0
+    for ex in steady:
+        for t in ex.thunks:
+            name = t.op if kernel_of is None else kernel_of.get(t.op)
+            if name is None:
+                unknown.add(t.op)
+                name = t.op
+            calls[name].append(t)
+            ops[name].add(t.op)
+        b = _busy_ns(ex.thunks)
+        busy += b
+        unattributed += max(0, ex.duration_ns - b)
+    kernel_ns = sum(t.duration_ns for ex in steady for t in ex.thunks)
+    kernels = [_kernel(k, ops[k], cs, kernel_ns, n) for k, cs in calls.items()]
+    kernels.sort(key=lambda k: (-k.total_us, k.name))
+    launches = tuple(len(ex.thunks) for ex in steady)
+    device_ops = tuple(ex.gpu_ops for ex in steady)
+    return ModuleTiming(
+        name=runs[0].module,
+        program_id=runs[0].program_id,
+        executions=n,
+        skipped=len(runs) - n,
+        total_us=_us(sum(ex.duration_ns for ex in steady)),
+        kernel_us=_us(kernel_ns),
+        unattributed_us=_us(unattributed),
+        execution_us=tuple(_us(ex.duration_ns) for ex in steady),
+        launches_per_execution=sum(launches) / n if n else 0.0,
+        kernel_launches_per_execution=sum(device_ops) / n if n else 0.0,
+        static_launches=None,
+        launch_mismatch=None,
+        kernels=tuple(kernels),
+        unknown_ops=tuple(sorted(unknown)),
+        devices=tuple(sorted({ex.thread for ex in runs})),
+        split_by=SPLIT_BY,
+        wall_from=WALL_FROM,
+        source=SOURCE,
+        busy_us=_us(busy),
+        device_ops_per_execution=sum(device_ops) / n if n else None,
+        launches_by_execution=launches,
+        device_ops_by_execution=device_ops,
+    )
+
+
+def _module_problems(
+    key: str, m: ModuleTiming, runs: Sequence[NsysExecution], skip_first: int
+) -> list[str]:
+    out = []
+    if m.unknown_ops:
+        out.append(
+            f"{key}: {len(m.unknown_ops)} hlo_op(s) not mapped to a kernel, kept under their "
+            "own name: " + ", ".join(m.unknown_ops[:8]) + (" ..." if len(m.unknown_ops) > 8 else "")
+        )
+    if m.busy_us is not None and m.kernel_us > m.busy_us * 1.0005:
+        out.append(
+            f"{key}: kernels overlap (async work on other streams): summed kernel time "
+            f"{m.kernel_us:.1f} µs, busy {m.busy_us:.1f} µs, module {m.total_us:.1f} µs"
+        )
+    enclosing: dict[str, int] = defaultdict(int)
+    for ex in _steady(runs, skip_first):
+        for op, count in ex.enclosing:
+            enclosing[op] += count
+    if enclosing and m.executions:
+        per = sum(enclosing.values()) / m.executions
+        out.append(
+            f"{key}: {per:g} GPU operations per execution launched by thunks that enclose "
+            "other thunks (counted in the module, in no leaf hlo_op): "
+            + ", ".join(sorted(enclosing)[:8])
+            + (" ..." if len(enclosing) > 8 else "")
+        )
+    return out
+
+
+def nsys_timings(
+    source: NsysArchive | Path | str,
+    *,
+    skip_first: int = 1,
+    kernel_of: Mapping[str, Mapping[str, str]] | None = None,
+) -> ProfileTimings:
+    """Per-module, per-kernel GPU timings of an nsys-jax archive.
+
+    Args:
+        source: An archive read with `read_nsys`, or its path.
+        skip_first: Executions of each module left out on each thread as warm-up.
+        kernel_of: Per module (by key `name` or `name(program_id)`, or by name), an
+            `hlo_op` -> kernel mapping (see `module_timing`).
+
+    Returns:
+        The timings, modules with the most total time first; `source` is `nsys`.
+
+    Raises:
+        ProfileReadError: The archive cannot be read.
+        MissingDependencyError: pyarrow is not installed.
+    """
+    archive = source if isinstance(source, NsysArchive) else read_nsys(source)
+    by_module: dict[tuple[str, int | None], list[NsysExecution]] = defaultdict(list)
+    for ex in archive.executions:
+        by_module[(ex.module, ex.program_id)].append(ex)
+    names: dict[str, int] = defaultdict(int)
+    for name, _ in by_module:
+        names[name] += 1
+    timings = []
+    problems = list(archive.problems)
+    for (name, program_id), runs in by_module.items():
+        key = f"{name}({program_id})" if names[name] > 1 and program_id is not None else name
+        mapping = None
+        if kernel_of is not None:
+            mapping = kernel_of.get(key) or (kernel_of.get(name) if names[name] == 1 else None)
+        timing = module_timing(runs, skip_first=skip_first, kernel_of=mapping)
+        timings.append((key, timing))
+        problems.extend(_module_problems(key, timing, runs, skip_first))
+    timings.sort(key=lambda kv: (-kv[1].total_us, kv[0]))
+    warm_only = [k for k, t in timings if t.executions == 0]
+    if warm_only:
+        problems.append(
+            f"{len(warm_only)} module(s) ran only {skip_first} time(s) or less on each thread "
+            "and have no steady-state execution (pass skip_first=0 to count them): "
+            + ", ".join(warm_only[:8])
+            + (" ..." if len(warm_only) > 8 else "")
+        )
+    if not archive.executions:
+        problems.append("no XlaModule NVTX ranges: the archive holds no XLA execution")
+    return ProfileTimings(
+        path=archive.path,
+        format="nsys-jax",
+        modules=dict(timings),
+        skip_first=skip_first,
+        op_events=sum(len(ex.thunks) for ex in archive.executions),
+        problems=tuple(problems),
+        source=SOURCE,
+        platform=archive.platform,
+        device=archive.device,
+    )
