@@ -1,0 +1,185 @@
+"""`hloscope dump`: run a script under XLA's dump flags and keep the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hloscope.cli.app import (
+    _command,
+    _print,
+    app,
+)
+
+
+@app.command(rich_help_panel="Capture")
+@_command
+def dump(
+    script: Annotated[
+        str | None,
+        typer.Argument(
+            help="The Python script to run (with -m: the first script argument).",
+            metavar="SCRIPT",
+            show_default=False,
+        ),
+    ] = None,
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Arguments for the script; put them after `--`.",
+            metavar="ARGS",
+            show_default=False,
+        ),
+    ] = None,
+    run_module: Annotated[
+        str | None,
+        typer.Option(
+            "-m", help="Run a module as `python -m` does.", metavar="MODULE", show_default=False
+        ),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            help="The interpreter to run it with (default: the one running hloscope).",
+            metavar="PATH",
+        ),
+    ] = None,
+    module_re: Annotated[
+        str | None,
+        typer.Option(
+            "--module",
+            help="Dump only modules whose name matches (--xla_dump_hlo_module_re).",
+            metavar="REGEX",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="The run folder (default: hloscope-runs/<script>-<timestamp>/).",
+            metavar="DIR",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the run in a non-empty --out folder.")
+    ] = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
+    ] = False,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="Also run the framework's profiler around the script (TensorFlow "
+            "tf.profiler, JAX jax.profiler) and keep the profile in the run: per-kernel "
+            "times in report, graph and the HTML page.",
+        ),
+    ] = False,
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            "--framework",
+            help="tf or jax, for --profile [default: from the script's imports].",
+            show_default=False,
+        ),
+    ] = None,
+    skip_first: Annotated[
+        int,
+        typer.Option(
+            "--skip-first",
+            help="With --profile: executions of each module left out as warm-up "
+            "(the first one compiles).",
+            min=0,
+        ),
+    ] = 1,
+    profile_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--profile-steps",
+            help="With --profile: keep at most this many executions of each module after "
+            "the warm-up ones [default: all].",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Run a TensorFlow or JAX script under XLA's dump flags and keep the run.
+
+    The script runs in a child Python with XLA_FLAGS set to dump HLO text before and
+    after optimization (your own XLA_FLAGS are kept); its output streams live and is
+    saved. The run folder holds the raw dump, the logs and run.json, and every other
+    command reads it later. Exits with the script's status when it fails.
+
+    Example: hloscope dump samples/dense_relu.py -- --batch 32
+             hloscope dump --profile samples/jax_mlp.py
+    """
+    from rich.console import Console
+
+    from hloscope.analysis.report import analyze_run
+    from hloscope.capture.run import plan_dump, run_dump
+    from hloscope.errors import UsageError
+    from hloscope.render.progress import DumpProgress, outcome
+    from hloscope.render.text import modules_table
+
+    script_args = list(args or [])
+    if run_module is not None and script is not None:
+        script_args.insert(0, script)  # `-m pkg -- a b`: the first positional is an arg
+        script = None
+    if run_module is None and script is None:
+        raise UsageError("give a script to run: hloscope dump SCRIPT.py [-- ARGS...]")
+    plan = plan_dump(
+        script,
+        script_args,
+        module=run_module,
+        python=python,
+        module_re=module_re,
+        out=out,
+        force=force,
+        command=[
+            "hloscope",
+            "dump",
+            *(["-m", run_module] if run_module else []),
+            *(["--python", python] if python else []),
+            *(["--module", module_re] if module_re else []),
+            *(["-o", str(out)] if out else []),
+            *(["--force"] if force else []),
+            *(["--profile"] if profile else []),
+            *(["--framework", framework] if framework else []),
+            *(["--skip-first", str(skip_first)] if profile and skip_first != 1 else []),
+            *(["--profile-steps", str(profile_steps)] if profile_steps else []),
+            *([script] if script else []),
+            *(["--", *script_args] if script_args else []),
+        ],
+        profile=profile,
+        framework=framework,
+        skip_first=skip_first,
+        profile_steps=profile_steps,
+    )
+    err = Console(stderr=True, highlight=False)
+    if plan.flag_conflicts:
+        err.print(
+            "hloscope: warning: overriding XLA_FLAGS "
+            + "; ".join(plan.flag_conflicts)
+            + " (the rest of XLA_FLAGS is kept)",
+            style="yellow",
+            markup=False,
+        )
+    with DumpProgress(plan, console=err) as progress:
+        result = run_dump(
+            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
+        )
+    if result.status == "module-not-found":
+        raise UsageError(
+            f"-m {plan.target}: no module named {plan.target!r} (run hloscope from the folder "
+            "that holds it, or install it in that Python)"
+        )
+    if result.run.modules:
+        _print(modules_table(analyze_run(result.run), show_all=show_all))
+    err.print(outcome(result), soft_wrap=True)
+    raise typer.Exit(result.command_exit_code)

@@ -1,0 +1,203 @@
+"""`hloscope diff` and `hloscope check`: runs against each other and against budgets (CI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from hloscope.cli.app import (
+    JsonOption,
+    ModuleOption,
+    RunArgument,
+    _command,
+    _print,
+    _print_json,
+    app,
+)
+
+
+def _one_line(kind: str, violations: Any) -> str:
+    """The line a CI log shows: the first violation, and how many more there are."""
+    first, rest = violations[0], violations[1:]
+    more = ""
+    if rest:
+        listed = ", ".join(f"{v.metric} in {v.module}" for v in rest[:3])
+        more = f" (and {len(rest)} more: {listed}{', …' if len(rest) > 3 else ''})"
+    return f"hloscope: {kind}: {first.message}{more}"
+
+
+@app.command(rich_help_panel="Compare (CI)")
+@_command
+def diff(
+    run_a: Annotated[
+        Path,
+        typer.Argument(
+            help="The baseline run (a run folder, a bare XLA dump folder, or one HLO file).",
+            metavar="RUN_A",
+            show_default=False,
+        ),
+    ],
+    run_b: Annotated[
+        Path,
+        typer.Argument(help="The run to compare with it.", metavar="RUN_B", show_default=False),
+    ],
+    module: ModuleOption = None,
+    json: JsonOption = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the diff as a self-contained HTML page.",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when B has more kernels or launches, fewer ops per kernel, or "
+            "more kernel time (both runs profiled) than A, beyond --tolerance.",
+        ),
+    ] = False,
+    tolerance: Annotated[
+        str,
+        typer.Option(
+            "--tolerance", help="Allowed change before it is a regression, e.g. 5%.", metavar="PCT"
+        ),
+    ] = "0%",
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also show JAX's trivial helper modules.")
+    ] = False,
+) -> None:
+    """What changed between two runs of the same program: per module, instructions,
+    kernels by kind, launches, ops per kernel and kernel time, A vs B; which kernels
+    split, merged, appeared, disappeared or changed kind (matched by the source ops they
+    hold, not by XLA's names); and which source ops stopped or started fusing.
+
+    Modules pair by name (numeric suffixes and TensorFlow's hashes ignored), else by
+    structure. Kernel changes are ordered by time where both runs were profiled, else by
+    bytes moved. Exit codes: 0 ok, 1 regression (with --fail-on-regression), 2 usage.
+
+    Example: hloscope diff runs/before runs/after --fail-on-regression --tolerance 5%
+    """
+    from hloscope.analysis.diff import diff_runs, parse_tolerance, regressions
+    from hloscope.errors import UsageError
+    from hloscope.inspection import inspect_run
+
+    tol = parse_tolerance(tolerance)
+    a, b = inspect_run(run_a, bench=False), inspect_run(run_b, bench=False)
+    result = diff_runs(
+        a.report,
+        b.report,
+        timings_a=a.all_kernel_times() or None,
+        timings_b=b.all_kernel_times() or None,
+    )
+    selected = None
+    if module:
+        picked = []
+        for pattern in module:
+            found = [
+                d
+                for d in result.modules
+                if pattern in (d.a.key, d.b.key, d.a.name, d.b.name)
+                or (pattern.isdigit() and int(pattern) in _ids(d.a.key, d.b.key))
+                or pattern in d.a.key
+                or pattern in d.b.key
+            ]
+            if not found:
+                keys = ", ".join(d.label for d in result.modules[:12]) or "none"
+                raise UsageError(f"no module of both runs matches {pattern!r}; matched: {keys}")
+            picked += [d for d in found if d not in picked]
+        selected = tuple(picked)
+    judged = selected if selected is not None else (result.modules if show_all else result.main)
+    if fail_on_regression and not judged:
+        raise UsageError(
+            f"no {'' if show_all else 'non-trivial '}module of {run_a} has a counterpart in "
+            f"{run_b}: nothing to judge (check that both runs are of the same program)"
+        )
+    found_regressions = regressions(judged, tol) if fail_on_regression else None
+    if json or html is not None:
+        from hloscope.render.json import diff_doc
+
+        shown = selected if selected is not None else (None if show_all else result.main)
+        doc = diff_doc(result, modules=shown, regressions=found_regressions, tolerance=tol)
+        if html is not None:
+            from hloscope.render.diff_html import diff_page
+
+            html.write_text(diff_page(doc), encoding="utf-8")
+            typer.echo(f"wrote {html}", err=True)
+        if json:
+            _print_json(doc)
+    if not json:
+        from hloscope.render.diff_text import diff_view
+
+        _print(diff_view(result, show_all=show_all, modules=selected))
+    if found_regressions:
+        typer.echo(_one_line("regression", found_regressions), err=True)
+        raise typer.Exit(1)
+
+
+def _ids(*keys: str) -> set[int]:
+    return {int(k.split(".", 1)[0]) for k in keys if k.split(".", 1)[0].isdigit()}
+
+
+@app.command(rich_help_panel="Compare (CI)")
+@_command
+def check(
+    run: RunArgument,
+    module: ModuleOption = None,
+    max_kernels: Annotated[
+        int | None,
+        typer.Option("--max-kernels", help="Most kernels a module may have.", min=0, metavar="N"),
+    ] = None,
+    max_launches: Annotated[
+        int | None,
+        typer.Option(
+            "--max-launches", help="Most kernel launches per execution.", min=0, metavar="N"
+        ),
+    ] = None,
+    min_ops_per_kernel: Annotated[
+        float | None,
+        typer.Option(
+            "--min-ops-per-kernel",
+            help="Fewest ops (before optimization) per kernel (after).",
+            min=0.0,
+            metavar="X",
+        ),
+    ] = None,
+) -> None:
+    """Hold a run to a fusion budget, for CI: exit 1 with one line naming the module, the
+    metric, its value and the budget when a non-trivial module (or each --module) has
+    more kernels or launches, or fewer ops per kernel, than allowed.
+
+    Exit codes: 0 within budget, 1 budget exceeded, 2 usage error.
+
+    Example: hloscope check runs/latest --max-kernels 12 --min-ops-per-kernel 4
+    """
+    from hloscope.analysis.diff import Budget, check_run
+    from hloscope.errors import UsageError
+    from hloscope.inspection import inspect_run
+
+    budget = Budget(max_kernels, max_launches, min_ops_per_kernel)
+    if budget.empty:
+        raise UsageError(
+            "give at least one budget: --max-kernels N, --max-launches N or --min-ops-per-kernel X"
+        )
+    inspection = inspect_run(run, module or (), timings=False, bench=False)
+    checked = [m for m in (inspection.modules if module else inspection.main) if m.after]
+    if not checked:
+        raise UsageError(
+            f"{run}: no {'selected' if module else 'non-trivial'} module has an "
+            "after-optimization dump to check; pass --module"
+        )
+    violations = check_run(checked, budget)
+    if violations:
+        typer.echo(_one_line("budget exceeded", violations), err=True)
+        raise typer.Exit(1)
+    from hloscope.render.diff_text import check_line
+
+    for m in checked:
+        _print(check_line(m, budget))

@@ -1,0 +1,328 @@
+"""`hloscope report`, `ops`, `graph` and `parse`: read a run and show what fused.
+
+Each command is load (`inspect_run`) -> render; nothing here computes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from hloscope.cli.app import (
+    JsonOption,
+    ModuleOption,
+    RunArgument,
+    StrictOption,
+    _command,
+    _fail,
+    _print,
+    _print_json,
+    app,
+)
+
+
+@app.command(rich_help_panel="Inspect")
+@_command
+def report(
+    run: RunArgument,
+    module: ModuleOption = None,
+    json: JsonOption = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
+    ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write a self-contained HTML report (diagrams, tables, timings) to this file.",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """What XLA fused, per module: instructions before → after, kernels by kind,
+    launches per execution, ops per kernel, the biggest unfused ops, and the source lines
+    that produce the most kernels.
+
+    Reads a run again without re-running the model. `--json` prints the stable schema
+    documented in README.md (for CI scripts). `--html report.html` writes one file that
+    opens from disk in any browser (no server, no network): the kernel and op diagrams
+    side by side, searchable kernel and op tables, and kernel times when the run was
+    profiled.
+    """
+    from hloscope.inspection import inspect_run
+
+    inspection = inspect_run(run, module or (), sources=html is not None)
+    if inspection.timing_error:  # an unreadable profile must not hide the fusion report
+        typer.echo(f"hloscope: warning: no timings: {inspection.timing_error}", err=True)
+    if html is not None:
+        from hloscope.render.format import fmt_bytes
+        from hloscope.render.html import write_html
+
+        written = write_html(inspection, html)
+        size = fmt_bytes(written.stat().st_size)
+        typer.echo(f"wrote {written} ({size}, {len(inspection.modules)} modules)", err=True)
+        if not json:
+            return
+    if json:
+        from hloscope.render.json import report_doc
+
+        _print_json(report_doc(inspection))
+        return
+    from hloscope.render.text import report_view
+
+    _print(report_view(inspection, show_all=show_all))
+
+
+@app.command(rich_help_panel="Inspect")
+@_command
+def ops(
+    run: RunArgument,
+    module: ModuleOption = None,
+    op: Annotated[
+        str | None,
+        typer.Option(
+            "--op",
+            help="Only source ops whose name, TF op type or source location contains this.",
+            show_default=False,
+        ),
+    ] = None,
+    unfused: Annotated[
+        bool,
+        typer.Option(
+            "--unfused", help="Only ops that run as a kernel of their own, biggest first."
+        ),
+    ] = False,
+    json: JsonOption = False,
+) -> None:
+    """Where did each of my ops go? One line per source op: the kernel it fused into and
+    with which other ops, or that it runs alone (and the evidence why), or that
+    optimization removed it.
+
+    Example: `hloscope ops RUN --op Relu` answers "did my Relu fuse with the MatMul?";
+    `hloscope ops RUN --unfused` lists the ops that did not fuse, by bytes moved.
+    """
+    from hloscope.inspection import inspect_run
+
+    inspection = inspect_run(run, module or (), timings=False, bench=False)
+    shown = [m for m in (inspection.modules if module else inspection.main) if m.provenance]
+    selected = [(m, m.placements(op, unfused=unfused)) for m in shown]
+    if json:
+        from hloscope.render.json import placement_doc
+
+        _print_json(
+            [
+                {"module": m.key, "name": m.name, "ops": [placement_doc(p) for p in ps]}
+                for m, ps in selected
+            ]
+        )
+        return
+    from rich.text import Text
+
+    from hloscope.render.format import short_name
+    from hloscope.render.text import module_heading, placement_line
+
+    if not shown:
+        raise _fail(f"{run}: no module has an after-optimization dump to trace ops in", 1)
+    for m, placements in selected:
+        assert m.after is not None
+        kinds = {k.name: k.kind for k in m.after.kernels}
+        _print(
+            Text.assemble(("── ", "dim"), module_heading(m), (f"  {len(placements)} ops", "dim"))
+        )
+        if not placements:
+            what = "runs alone" if unfused else f"matches {op!r}"
+            _print(Text(f"no source op {what}", style="dim"))
+        width = min(40, max((len(short_name(p.op.label, 56)) for p in placements), default=0))
+        for p in placements:
+            _print(placement_line(p, kinds, width))
+
+
+_PICTURE_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
+
+
+@app.command(rich_help_panel="Inspect")
+@_command
+def graph(
+    run: RunArgument,
+    module: Annotated[
+        str | None,
+        typer.Option(
+            "--module",
+            "-M",
+            help="The module (key, name, id or unique part of the key); default: the biggest.",
+            show_default=False,
+        ),
+    ] = None,
+    stage: Annotated[
+        str | None,
+        typer.Option(
+            "--stage",
+            help="after: kernels; before: ops, coloured by the kernel each went to "
+            "(default: after, or the stage of the one file given).",
+            metavar="before|after",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Picture to write: .svg, .png, .pdf, or .dot for the DOT source only "
+            "(default: <module>.<stage>.svg here). The .dot is always written beside it.",
+            show_default=False,
+        ),
+    ] = None,
+    expand: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--expand",
+            help="Draw this fusion as a box of its fused ops; 'all' for every fusion "
+            "(small modules); repeatable.",
+            metavar="NAME|all",
+            show_default=False,
+        ),
+    ] = None,
+    side_by_side: Annotated[
+        bool,
+        typer.Option("--side-by-side", help="Before and after in one picture (small modules)."),
+    ] = False,
+    max_nodes: Annotated[
+        int,
+        typer.Option(
+            "--max-nodes",
+            help="Node budget; over it, parameters fold away and kernels collapse by name "
+            "scope and repeated blocks.",
+            min=2,
+        ),
+    ] = 300,
+    around: Annotated[
+        str | None,
+        typer.Option(
+            "--around",
+            help="Only the neighbourhood of this kernel or instruction.",
+            metavar="NAME",
+            show_default=False,
+        ),
+    ] = None,
+    depth: Annotated[
+        int, typer.Option("--depth", help="Edges to follow from --around.", min=0)
+    ] = 2,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="Only what comes from this name scope (e.g. resnet50/conv2_block1, "
+            "jit(f)/layer_3).",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to give Graphviz `dot`.", min=1.0)
+    ] = 60.0,
+) -> None:
+    """Draw what XLA fused with Graphviz: kernels after optimization, ops before.
+
+    The after graph has one node per kernel, coloured by kind, with its source ops,
+    and edges labelled with tensor shapes and bytes; the before graph colours each op by
+    the kernel it went to. Big modules collapse by name scope to stay readable. Needs the
+    Graphviz `dot` binary (apt-get install graphviz).
+
+    Example: hloscope graph tests/data/tf_dense_relu --expand all -o dense.svg
+    """
+    import re
+
+    from hloscope.errors import UsageError
+    from hloscope.inspection import inspect_run
+    from hloscope.render.diagram import module_diagram
+    from hloscope.render.dot import render
+    from hloscope.render.format import short_name
+    from hloscope.runs import load_run
+
+    if stage not in (None, "before", "after"):
+        raise UsageError(f"--stage {stage!r}: use before or after")
+    loaded = load_run(run)
+    dump = _graph_module(loaded, module)
+    inspection = inspect_run(loaded, [dump.key], bench=False)
+    analysed = inspection.module(dump.key)
+    if stage is None:
+        given_before = run.is_file() and dump.before is not None and run == dump.before
+        stage = "before" if given_before or analysed.after_module is None else "after"
+    expand_arg: list[str] | str = list(expand or ())
+    if "all" in expand_arg:
+        expand_arg = "all"
+    spec = module_diagram(
+        analysed,
+        stage="before" if stage == "before" else "after",
+        both=side_by_side,
+        timings=inspection.kernel_times(dump.key),
+        expand=expand_arg,
+        max_nodes=max_nodes,
+        around=around,
+        depth=depth,
+        scope=scope,
+    )
+    if out is None:
+        name = re.sub(r"[^\w.\-]+", "_", short_name(dump.name, 80))
+        out = Path(f"{name}.{'side-by-side' if side_by_side else stage}.svg")
+    fmt = _PICTURE_FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        kind = out.suffix or "(none)"
+        raise UsageError(f"-o {out}: unknown picture type {kind}; use .svg, .png, .pdf or .dot")
+    result = render(spec, out, fmt, timeout=timeout)
+    what = f"{len(spec.nodes)} nodes, {len(spec.edges)} edges"
+    if spec.collapsed:
+        what += f"; {spec.units} {spec.unit}s collapsed by name scope"
+    if result.out is not None:
+        typer.echo(f"wrote {result.out} ({what}) and its DOT source {result.dot}")
+    else:
+        typer.echo(f"wrote {result.dot} ({what})")
+    for note in spec.notes[1:]:
+        typer.echo(f"  {note}")
+
+
+@app.command(rich_help_panel="Inspect")
+@_command
+def parse(
+    file: Annotated[Path, typer.Argument(help="An HLO text file (.txt or .hlo).")],
+    json: JsonOption = False,
+    strict: StrictOption = False,
+) -> None:
+    """Parse an HLO text file and summarise it: computations, instructions, fusions, opcodes.
+
+    A file holding several modules separated by `// -----` (FileCheck tests) is parsed
+    module by module; `--json` then prints a list instead of one object.
+    """
+    from hloscope.analysis.stats import module_stats
+    from hloscope.hlo.parser import parse_modules
+
+    modules = parse_modules(file, strict=strict)
+    stats = [module_stats(m) for m in modules]
+    if json:
+        from hloscope.render.json import parse_doc
+
+        docs = [parse_doc(s) for s in stats]
+        _print_json(docs[0] if len(docs) == 1 else docs)
+        return
+    from hloscope.render.text import parse_summary
+
+    for s in stats:
+        _print(parse_summary(s))
+
+
+def _graph_module(loaded: Any, pattern: str | None) -> Any:
+    """The module to draw: the one asked for, else the biggest non-trivial one."""
+    if pattern is not None:
+        return loaded.module(pattern)
+    chosen = loaded.main()
+    if len(loaded.modules) > 1:
+        typer.echo(
+            f"drawing {chosen.key}, the biggest of {len(loaded.modules)} modules "
+            "(pick one with --module)",
+            err=True,
+        )
+    return chosen
