@@ -3,15 +3,13 @@ check picks, and a real dump whose kernel counts XLA's own parser confirms."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from hloscope.analysis import budget as B
 from hloscope.analysis.report import analyze_run
 from hloscope.errors import UsageError
 from hloscope.runs import load_run
-from tests.analysis.test_diff import after, report
+from tests.analysis.test_diff import after, report, xla_entry_fusions
 from tests.conftest import DATA, dump_file
 
 
@@ -42,23 +40,14 @@ def test_a_module_without_after_dump_has_nothing_to_check() -> None:
     assert B.check_run([bare], B.Budget(max_kernels=0)) == ()
 
 
-def _xla_fusions(path: str) -> int:
-    """Fusion instructions of the entry computation, as XLA's own parser reads the file:
-    on XLA:CPU after `fusion-wrapper` every kernel but the library calls is one."""
-    hlo = pytest.importorskip("jaxlib._hlo")
-    module = hlo.hlo_module_from_text(dump_file("jax_mlp_no_fusion_pass", path).read_text())
-    entry = re.search(r"^ENTRY %?([\w.\-]+)", module.to_string(), re.M)
-    assert entry is not None
-    [comp] = [c for c in module.computations() if c.name == entry[1]]
-    return sum(1 for i in comp.instructions() if str(i.opcode).endswith("kFusion"))
-
-
 def test_check_real_dump_with_fusion_pass_off() -> None:
     report_ = analyze_run(load_run(DATA / "jax_mlp_no_fusion_pass"))
     checked = B.select_checked(report_)
     [mlp] = checked
     assert mlp.after is not None
-    kernels = _xla_fusions("*after_optimizations.txt")
+    kernels = len(
+        xla_entry_fusions(dump_file("jax_mlp_no_fusion_pass", "*after_optimizations.txt"))
+    )
     assert mlp.after.kernel_count == kernels == 52
     assert B.check_run(checked, B.Budget(max_kernels=kernels)) == ()
     [v] = B.check_run(checked, B.Budget(max_kernels=kernels - 1))
