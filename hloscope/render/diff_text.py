@@ -8,6 +8,8 @@ started fusing. Nothing here computes a result or prints.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -265,10 +267,13 @@ def _run_line(label: str, report: RunReport) -> Text:
     return Text.assemble((f"{label} ", "bold"), run_header(report).plain.removeprefix("run "))
 
 
-def _module_names(modules: tuple[ModuleReport, ...]) -> str:
-    names = [short_name(m.name, 30) for m in modules[:4]]
-    more = f", … +{len(modules) - 4}" if len(modules) > 4 else ""
-    return ", ".join(names) + more
+def _module_names(modules: tuple[ModuleReport, ...], limit: int = 4) -> str:
+    """`jit__normal ×4, jit_sqrt, … +15`: up to `limit` names, each said once (a
+    framework compiles many helper modules of one name)."""
+    counts = Counter(short_name(m.name, 30) for m in modules)
+    names = [f"{n} ×{c}" if c > 1 else n for n, c in list(counts.items())[:limit]]
+    rest = sum(list(counts.values())[limit:])
+    return ", ".join(names) + (f", … +{rest}" if rest else "")
 
 
 def diff_view(
