@@ -478,7 +478,8 @@ def diff_modules(
     Args:
         a: The module in A (from `analyze_run` or `analyze_dump`).
         b: The module in B.
-        time_a: Kernel name -> total µs in A's profile, when A was profiled.
+        time_a: Kernel name -> µs in A's profile (per execution, as `diff_runs` passes
+            them: see `kernel_times_for`), when A was profiled.
         time_b: The same for B.
         matched_by: How the pair was found (`"name"` or `"structure"`).
 
