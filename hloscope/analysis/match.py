@@ -226,6 +226,7 @@ class MatchedKernel:
             `match_kernels`).
         names: The source op names it holds, in order, as the module spells them.
         shown: Matching key -> the source op name to show for it.
+        ops: The HLO opcodes it computes, in order.
     """
 
     kernel: Kernel
@@ -233,11 +234,7 @@ class MatchedKernel:
     keys: frozenset[str]
     names: tuple[str, ...] = ()
     shown: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def ops(self) -> tuple[str, ...]:
-        """The HLO opcodes it computes, in order."""
-        return tuple(i.opcode for i in self.kernel.ops)
+    ops: tuple[str, ...] = ()
 
     @property
     def signature(self) -> tuple[str, tuple[str, ...], str]:
@@ -300,7 +297,8 @@ def _matched_kernels(m: ModuleReport, split_by_line: frozenset[str]) -> list[Mat
             where = _location(op)
             shown.setdefault(f"{key}@{where}" if key in split_by_line and where else key, op.name)
         names = tuple(dict.fromkeys(o.name for o in ops))
-        out.append(MatchedKernel(k, index, frozenset(shown), names, shown))
+        opcodes = tuple(i.opcode for i in k.ops)
+        out.append(MatchedKernel(k, index, frozenset(shown), names, shown, opcodes))
     return out
 
 
@@ -356,7 +354,7 @@ def _pair_alike(
     left, right = list(xs), list(ys)
     out = []
     for test in (
-        lambda x, y: x.signature[0::2] == y.signature[0::2],  # kind and shape
+        lambda x, y: x.kernel.kind == y.kernel.kind and x.kernel.shape.text == y.kernel.shape.text,
         lambda x, y: x.kernel.kind == y.kernel.kind,
         lambda x, y: True,
     ):
