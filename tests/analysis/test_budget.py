@@ -3,6 +3,8 @@ check picks, and a real dump whose kernel counts XLA's own parser confirms."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hloscope.analysis import budget as B
@@ -62,7 +64,7 @@ def test_select_checked_main_modules_or_all_selected() -> None:
     assert m.trivial and m.name == "jit_sqrt"
 
 
-def test_select_checked_without_after_dump_is_a_usage_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_select_checked_without_after_dump_is_a_usage_error(tmp_path: Path) -> None:
     src = dump_file("jax_mlp", "module_0030.jit_mlp.before_optimizations.txt")
     (tmp_path / src.name).write_text(src.read_text())
     with pytest.raises(UsageError, match="no non-trivial module has an after-optimization"):

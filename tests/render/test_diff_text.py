@@ -72,8 +72,10 @@ def test_a_run_against_itself() -> None:
 
 def test_profiled_diff_shows_kernel_time() -> None:
     d = run_diff(*REGRESSION)
-    a = {k.name: 2.0 for k in d.modules[0].a.after.kernels}  # type: ignore[union-attr]
-    b = {k.name: 1.0 for k in d.modules[0].b.after.kernels}  # type: ignore[union-attr]
+    [mlp] = d.modules
+    assert mlp.a.after is not None and mlp.b.after is not None
+    a = {k.name: 2.0 for k in mlp.a.after.kernels}
+    b = {k.name: 1.0 for k in mlp.b.after.kernels}
     timed = diff_runs(d.a, d.b, timings_a={"jit_mlp": a}, timings_b={"jit_mlp": b})
     text = render(diff_view(timed))
     assert _row(text, "kernel time (µs)") == ["kernel time (µs)", "22.0", "52.0", "+30.0 (+136.4%)"]
