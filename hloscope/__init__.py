@@ -51,15 +51,17 @@ _EXPORTS: dict[str, str | tuple[str, str]] = {
     "timings_doc": "hloscope.render.timing",
     "diff_runs": "hloscope.analysis.diff",
     "diff_modules": "hloscope.analysis.diff",
-    "match_modules": "hloscope.analysis.diff",
-    "check_run": "hloscope.analysis.diff",
+    "select_diffs": "hloscope.analysis.diff",
+    "match_modules": "hloscope.analysis.match",
+    "kernel_times_for": "hloscope.analysis.match",
+    "check_run": "hloscope.analysis.budget",
     "regressions": "hloscope.analysis.diff",
-    "Budget": "hloscope.analysis.diff",
+    "Budget": "hloscope.analysis.budget",
     "RunDiff": "hloscope.analysis.diff",
     "ModuleDiff": "hloscope.analysis.diff",
     "KernelChange": "hloscope.analysis.diff",
     "OpChange": "hloscope.analysis.diff",
-    "Violation": "hloscope.analysis.diff",
+    "Violation": "hloscope.analysis.budget",
     "diff_doc": "hloscope.render.json",
     "kernel_graph": "hloscope.render.diagram",
     "op_graph": "hloscope.render.diagram",
@@ -75,19 +77,18 @@ _EXPORTS: dict[str, str | tuple[str, str]] = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
+    from hloscope.analysis.budget import Budget, Violation, check_run
     from hloscope.analysis.diff import (
-        Budget,
         KernelChange,
         ModuleDiff,
         OpChange,
         RunDiff,
-        Violation,
-        check_run,
         diff_modules,
         diff_runs,
-        match_modules,
         regressions,
+        select_diffs,
     )
+    from hloscope.analysis.match import kernel_times_for, match_modules
     from hloscope.analysis.stats import module_stats
     from hloscope.errors import HloParseError, HloscopeError, UsageError
     from hloscope.hlo.graph import call_graph, computation_graph, to_networkx

@@ -1,34 +1,54 @@
 """Run A vs run B: what changed in XLA's fusion decisions, and whether B is worse.
 
-`diff_runs` pairs the modules of two `RunReport`s (by normalised name, else by
-structure), and per pair compares the counts and matches kernels by provenance (the
-source ops they contain), never by XLA's generated kernel names, which change between
-compiles. `check_run` and `regressions` turn a report or a diff into budget and
-regression `Violation`s for CI; nothing here prints or reads files.
+Takes the per-module reports of `analysis.report` and the pairings of `analysis.match`:
+`diff_runs` compares each pair of modules (counts, kernel groups matched by the source ops
+they hold, op placements) and `regressions` turns the diffs into `Violation`s for CI;
+`select_diffs` picks module diffs by pattern. Nothing here prints or reads files.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-from hloscope.analysis.fusion import Kernel
-from hloscope.analysis.provenance import ALONE, FUSED, Placement, SourceOp, is_framework_file
+from hloscope.analysis.budget import (
+    KERNELS,
+    LAUNCHES,
+    OPS_PER_KERNEL,
+    Budget,
+    Violation,
+    check_run,
+)
+from hloscope.analysis.match import (
+    KernelTimes,
+    MatchedKernel,
+    kernel_times_for,
+    match_kernels,
+    match_modules,
+    op_name_key,
+)
+from hloscope.analysis.provenance import ALONE, FUSED, Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.errors import UsageError
 
 __all__ = [
+    "ALONE_OPS",
     "APPEARED",
+    "CHANGES",
     "DISAPPEARED",
+    "INSTRUCTIONS",
+    "INSTRUCTIONS_BEFORE",
+    "KERNELS",
     "KIND_CHANGED",
+    "LAUNCHES",
     "MERGED",
     "OPS_CHANGED",
+    "OPS_PER_KERNEL",
     "REGROUPED",
     "SAME",
     "SPLIT",
+    "TIME_US",
     "Budget",
     "KernelChange",
     "KernelRef",
@@ -40,11 +60,13 @@ __all__ = [
     "check_run",
     "diff_modules",
     "diff_runs",
-    "match_modules",
-    "normalise_module_name",
     "parse_tolerance",
     "regressions",
+    "select_diffs",
 ]
+
+# `Budget`, `check_run` and `Violation` live in `analysis.budget`; they are imported here
+# only for callers that still import them from this module (cli.py, render/json.py).
 
 # Kinds of kernel change, from A to B.
 SPLIT = "split"  # one kernel in A, several in B
@@ -58,22 +80,15 @@ SAME = "same"  # one to one, same kind and source ops (the name may differ)
 
 CHANGES = (SPLIT, MERGED, REGROUPED, APPEARED, DISAPPEARED, KIND_CHANGED, OPS_CHANGED, SAME)
 
-# Metric names, as `Metric.name`, JSON keys and `Violation.metric`.
+# Metric names, as `Metric.name`, JSON keys and `Violation.metric` (KERNELS, LAUNCHES and
+# OPS_PER_KERNEL come from `analysis.budget`, which limits them too).
 INSTRUCTIONS_BEFORE = "instructions_before"
 INSTRUCTIONS = "instructions"
-KERNELS = "kernels"
-LAUNCHES = "launches"
-OPS_PER_KERNEL = "ops_per_kernel"
 ALONE_OPS = "ops_alone"
 TIME_US = "time_us"
 
 # Metrics `regressions` compares, and which direction is worse.
 _GUARDED = {KERNELS: "higher", LAUNCHES: "higher", OPS_PER_KERNEL: "lower", TIME_US: "higher"}
-
-_TF_HASH = re.compile(r"_*XlaMustCompile_(?:true|false)_config_proto_\d+_executor_type_\d+_*")
-_TF_FUNCTION_ID = re.compile(r"^(a?_?inference_.+?)_\d+$")
-_OUTER_JIT = re.compile(r"^p?jit\([^/]*\)/")
-_STRUCTURE_THRESHOLD = 0.6
 
 
 @dataclass(frozen=True)
@@ -294,10 +309,7 @@ class ModuleDiff:
         Raises:
             KeyError: No such metric.
         """
-        for m in self.metrics:
-            if m.name == name:
-                return m
-        raise KeyError(name)
+        return {m.name: m for m in self.metrics}[name]
 
 
 @dataclass(frozen=True)
@@ -329,396 +341,54 @@ class RunDiff:
         return bool(self.only_a or self.only_b or any(m.changed for m in self.modules))
 
 
-@dataclass(frozen=True)
-class Budget:
-    """Limits `check_run` holds each module to; None leaves a limit unchecked.
-
-    Attributes:
-        max_kernels: Most kernels a module may have.
-        max_launches: Most kernel launches per execution.
-        min_ops_per_kernel: Fewest ops before optimization per kernel after.
-    """
-
-    max_kernels: int | None = None
-    max_launches: int | None = None
-    min_ops_per_kernel: float | None = None
-
-    @property
-    def empty(self) -> bool:
-        """No limit is set."""
-        return (
-            self.max_kernels is None
-            and self.max_launches is None
-            and (self.min_ops_per_kernel is None)
-        )
-
-
-@dataclass(frozen=True)
-class Violation:
-    """A budget exceeded (`check_run`) or a regression from A to B (`regressions`).
-
-    Attributes:
-        module: The module key (`0030.jit_mlp`, or `A-key -> B-key`).
-        metric: `kernels`, `launches`, `ops_per_kernel` or `time_us`.
-        value: The value that failed (B's value for a regression).
-        limit: The budget, or A's value for a regression.
-        tolerance: For a regression, the tolerance it exceeded (fraction); None for a
-            budget.
-    """
-
-    module: str
-    metric: str
-    value: float
-    limit: float
-    tolerance: float | None = None
-
-    @property
-    def message(self) -> str:
-        """One line: module, metric, the values and the budget or tolerance."""
-        what = self.metric.replace("_", " ")
-        value, limit = _num(self.value), _num(self.limit)
-        if self.tolerance is None:
-            sign = ">" if self.metric != OPS_PER_KERNEL else "<"
-            return f"{self.module}: {what} {value} {sign} budget {limit}"
-        change = ""
-        if self.limit:
-            change = f"{(self.value - self.limit) / abs(self.limit):+.1%}, "
-        return (
-            f"{self.module}: {what} {limit} (A) -> {value} (B) "
-            f"({change}tolerance {self.tolerance:.0%})"
-        )
-
-
-# ---------------------------------------------------------------------------------------
-# Modules
-
-
-def normalise_module_name(name: str) -> str:
-    """A module name with what changes between compiles of the same program removed.
-
-    TensorFlow's `__XlaMustCompile_..._config_proto_<hash>_executor_type_<hash>_` middle,
-    its function counter (`a_inference_dense_relu_12` -> `a_inference_dense_relu`) and
-    the `.N` suffixes XLA and JAX append (`jit_mlp.1`) are dropped.
-
-    Args:
-        name: An HloModule name.
-
-    Returns:
-        The name to match modules of two runs on.
-    """
-    name = _TF_HASH.sub("", name)
-    while True:
-        stripped = re.sub(r"\.\d+$", "", name)
-        if stripped == name:
-            break
-        name = stripped
-    name = name.rstrip("_")
-    m = _TF_FUNCTION_ID.match(name)
-    return m[1] if m else name
-
-
-def match_modules(
-    a: Sequence[ModuleReport], b: Sequence[ModuleReport]
-) -> tuple[list[tuple[ModuleReport, ModuleReport, str]], list[ModuleReport], list[ModuleReport]]:
-    """Pair the modules of two runs.
-
-    Modules pair by normalised name (see `normalise_module_name`); several modules of
-    one name pair by structural similarity, then in order. What is left pairs by
-    structure alone (the source op types and kernel kinds they hold), when similar
-    enough.
-
-    Args:
-        a: Module reports of run A.
-        b: Module reports of run B.
-
-    Returns:
-        `(pairs, only_a, only_b)`: pairs are `(a, b, "name" | "structure")` in A's order.
-    """
-    by_name_b: dict[str, list[int]] = defaultdict(list)
-    for j, m in enumerate(b):
-        by_name_b[normalise_module_name(m.name)].append(j)
-    by_name_a: dict[str, list[int]] = defaultdict(list)
-    for i, m in enumerate(a):
-        by_name_a[normalise_module_name(m.name)].append(i)
-    sig_a = [_signature(m) for m in a]
-    sig_b = [_signature(m) for m in b]
-
-    pairs: dict[int, tuple[int, str]] = {}
-    used_b: set[int] = set()
-    for name, ia in by_name_a.items():
-        jb = by_name_b.get(name, [])
-        for i, j in _greedy(ia, jb, lambda i, j: _similarity(sig_a[i], sig_b[j]), 0.0):
-            pairs[i] = (j, "name")
-            used_b.add(j)
-    rest_a = [i for i in range(len(a)) if i not in pairs]
-    rest_b = [j for j in range(len(b)) if j not in used_b]
-    for i, j in _greedy(
-        rest_a, rest_b, lambda i, j: _similarity(sig_a[i], sig_b[j]), _STRUCTURE_THRESHOLD
-    ):
-        pairs[i] = (j, "structure")
-        used_b.add(j)
-    matched = [(a[i], b[j], how) for i, (j, how) in sorted(pairs.items())]
-    only_a = [m for i, m in enumerate(a) if i not in pairs]
-    only_b = [m for j, m in enumerate(b) if j not in used_b]
-    return matched, only_a, only_b
-
-
-def _greedy(
-    left: Sequence[int],
-    right: Sequence[int],
-    score: Callable[[int, int], float],
-    threshold: float,
-) -> list[tuple[int, int]]:
-    """Pairs of best score first (ties: in order), each index used once."""
-    candidates = sorted(
-        ((score(i, j), i, j) for i in left for j in right), key=lambda t: (-t[0], t[1], t[2])
-    )
-    out: list[tuple[int, int]] = []
-    seen_l: set[int] = set()
-    seen_r: set[int] = set()
-    for s, i, j in candidates:
-        if s < threshold or i in seen_l or j in seen_r:
-            continue
-        if threshold > 0 and s <= 0:
-            continue
-        seen_l.add(i)
-        seen_r.add(j)
-        out.append((i, j))
-    return out
-
-
-def _signature(m: ModuleReport) -> tuple[Counter[str], int]:
-    """What a module computes, independent of names: its source op types and size.
-
-    Kernel kinds count only without a before-optimization dump: they are the compiler's
-    decisions, which a diff exists to compare, not part of the program.
-    """
-    sig: Counter[str] = Counter()
-    if m.provenance is not None:
-        for p in m.provenance.placements:
-            sig[f"op:{_leaf(p.op)}"] += 1
-    if m.after is not None and m.before is None:
-        for kind, n in m.after.kernels_by_kind.items():
-            sig[f"kind:{kind}"] += n
-    side = m.before or m.after
-    return sig, side.instructions if side else 0
-
-
-def _similarity(x: tuple[Counter[str], int], y: tuple[Counter[str], int]) -> float:
-    """1.0 for the same structure, 0.0 for nothing in common."""
-    (cx, nx), (cy, ny) = x, y
-    size = min(nx, ny) / max(nx, ny) if max(nx, ny) else 1.0
-    keys = set(cx) | set(cy)
-    if not keys:
-        return size
-    common = sum(min(cx[k], cy[k]) for k in keys)
-    total = sum(max(cx[k], cy[k]) for k in keys)
-    return size * common / total
-
-
-def _leaf(op: SourceOp) -> str:
-    """`jit(f)/layer0/add` -> `add`; a TensorFlow op -> its type."""
-    return op.type or re.sub(r"\.\d+$", "", op.name.rsplit("/", 1)[-1])
-
-
 # ---------------------------------------------------------------------------------------
 # Kernels
 
 
-@dataclass
-class _Side:
-    """One kernel with its matching keys (a working record, not a result)."""
-
-    kernel: Kernel
-    keys: frozenset[str]
-    ref: KernelRef
-    names: tuple[str, ...] = field(default=())
-    index: int = 0
-    shown: dict[str, str] = field(default_factory=dict)  # key -> source op name
-
-
-def _op_name_key(name: str) -> str:
-    """A source op name without the outer `jit(<function>)/`, which renames with it."""
-    return _OUTER_JIT.sub("", name)
-
-
-def _location(op: SourceOp) -> str | None:
-    if op.location is None or is_framework_file(op.location.file):
-        return None
-    return str(op.location)
-
-
-def _sides(
-    m: ModuleReport, timing: Mapping[str, float] | None, split_by_line: frozenset[str]
-) -> list[_Side]:
-    if m.after is None:
-        return []
-    kernel_ops = m.provenance.kernel_ops if m.provenance else {}
-    out = []
-    for index, k in enumerate(m.after.kernels):
-        ops = kernel_ops.get(k.name, ())
-        shown: dict[str, str] = {}
-        for op in ops:
-            key = _op_name_key(op.name)
-            where = _location(op)
-            shown.setdefault(f"{key}@{where}" if key in split_by_line and where else key, op.name)
-        launches = k.launches if k.launches is not None else 1
-        ref = KernelRef(
-            name=k.name,
-            kind=k.kind,
-            launches=k.launches,
-            bytes=(k.bytes_in + k.bytes_out) * launches,
-            ops=tuple(i.opcode for i in k.ops),
-            shape=k.shape.text,
-            time_us=None if timing is None else float(timing.get(k.name, 0.0)),
-        )
-        names = tuple(dict.fromkeys(o.name for o in ops))
-        out.append(_Side(k, frozenset(shown), ref, names, index, shown))
-    return out
-
-
-def _split_by_line(a: ModuleReport, b: ModuleReport) -> frozenset[str]:
-    """Source op names to tell apart by source line: those both sides place on the same
-    lines. A JAX name such as `jit(f)/add` repeats across a model; its line keeps the
-    kernels of different layers apart. Names whose lines moved (an edited script) match
-    on the name alone."""
-
-    def lines(m: ModuleReport) -> dict[str, set[str | None]]:
-        out: dict[str, set[str | None]] = defaultdict(set)
-        if m.provenance is not None:
-            for ops in m.provenance.kernel_ops.values():
-                for op in ops:
-                    out[_op_name_key(op.name)].add(_location(op))
-        return out
-
-    la, lb = lines(a), lines(b)
-    return frozenset(
-        name
-        for name in la.keys() & lb.keys()
-        if la[name] == lb[name] and len(la[name]) > 1 and None not in la[name]
+def _ref(s: MatchedKernel, timing: Mapping[str, float] | None) -> KernelRef:
+    k = s.kernel
+    launches = k.launches if k.launches is not None else 1
+    return KernelRef(
+        name=k.name,
+        kind=k.kind,
+        launches=k.launches,
+        bytes=(k.bytes_in + k.bytes_out) * launches,
+        ops=s.ops,
+        shape=k.shape.text,
+        time_us=None if timing is None else float(timing.get(k.name, 0.0)),
     )
 
 
-def _match_kernels(sa: list[_Side], sb: list[_Side]) -> list[tuple[list[_Side], list[_Side]]]:
-    """Group the kernels of A and B that hold the same source ops.
-
-    Kernels with identical source ops pair first where that is unambiguous (as many
-    in A as in B); the rest group by connected components of "shares a source op".
-    Kernels without any source op pair by kind, opcodes and shape.
-    """
-    groups: list[tuple[list[_Side], list[_Side]]] = []
-    named_a = [s for s in sa if s.keys]
-    named_b = [s for s in sb if s.keys]
-
-    # 1. Identical source op sets, as many on both sides: pair one to one.
-    by_keys_a: dict[frozenset[str], list[_Side]] = defaultdict(list)
-    by_keys_b: dict[frozenset[str], list[_Side]] = defaultdict(list)
-    for s in named_a:
-        by_keys_a[s.keys].append(s)
-    for s in named_b:
-        by_keys_b[s.keys].append(s)
-    paired: set[int] = set()
-    for keys, xs in by_keys_a.items():
-        ys = by_keys_b.get(keys, [])
-        if len(xs) != len(ys):
-            continue
-        for x, y in _pair_alike(xs, ys):
-            groups.append(([x], [y]))
-            paired.update((id(x), id(y)))
-    rest_a = [s for s in named_a if id(s) not in paired]
-    rest_b = [s for s in named_b if id(s) not in paired]
-
-    # 2. Connected components over shared source ops.
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    owner: dict[str, int] = {}
-    everyone = rest_a + rest_b
-    for index, s in enumerate(everyone):
-        find(index)
-        for key in s.keys:
-            if key in owner:
-                parent[find(index)] = find(owner[key])
-            else:
-                owner[key] = index
-    components: dict[int, tuple[list[_Side], list[_Side]]] = {}
-    for index, s in enumerate(everyone):
-        group = components.setdefault(find(index), ([], []))
-        group[0 if index < len(rest_a) else 1].append(s)
-    groups.extend(components.values())
-
-    # 3. Kernels without source ops: by what they compute.
-    anon_a = [s for s in sa if not s.keys]
-    anon_b = [s for s in sb if not s.keys]
-    by_sig: dict[tuple[str, tuple[str, ...], str], list[_Side]] = defaultdict(list)
-    for s in anon_b:
-        by_sig[(s.ref.kind, s.ref.ops, s.ref.shape)].append(s)
-    gone: dict[tuple[str, tuple[str, ...], str], list[_Side]] = defaultdict(list)
-    for s in anon_a:
-        signature = (s.ref.kind, s.ref.ops, s.ref.shape)
-        candidates = by_sig.get(signature)
-        if candidates:
-            groups.append(([s], [candidates.pop(0)]))
-        else:
-            gone[signature].append(s)
-    # What is left appeared or disappeared; alike kernels are reported together.
-    groups.extend((ss, []) for ss in gone.values())
-    groups.extend(([], ss) for ss in by_sig.values() if ss)
-    return groups
+def _change_kind(xs: list[MatchedKernel], ys: list[MatchedKernel]) -> str:
+    if not xs:
+        return APPEARED
+    if not ys:
+        return DISAPPEARED
+    if len(xs) == 1 and len(ys) == 1:
+        if xs[0].kernel.kind != ys[0].kernel.kind:
+            return KIND_CHANGED
+        return SAME if xs[0].keys == ys[0].keys else OPS_CHANGED
+    if len(xs) == 1:
+        return SPLIT
+    return MERGED if len(ys) == 1 else REGROUPED
 
 
-def _pair_alike(xs: list[_Side], ys: list[_Side]) -> list[tuple[_Side, _Side]]:
-    """Pair equally many kernels: same kind and shape first, then in order."""
-    left, right = list(xs), list(ys)
-    out = []
-    for test in (
-        lambda x, y: x.ref.kind == y.ref.kind and x.ref.shape == y.ref.shape,
-        lambda x, y: x.ref.kind == y.ref.kind,
-        lambda x, y: True,
-    ):
-        for x in list(left):
-            for y in right:
-                if test(x, y):
-                    out.append((x, y))
-                    left.remove(x)
-                    right.remove(y)
-                    break
-    return out
-
-
-def _classify(xs: list[_Side], ys: list[_Side]) -> KernelChange:
+def _classify(
+    xs: list[MatchedKernel],
+    ys: list[MatchedKernel],
+    time_a: Mapping[str, float] | None,
+    time_b: Mapping[str, float] | None,
+) -> KernelChange:
     ops_a = {k for s in xs for k in s.keys}
     ops_b = {k for s in ys for k in s.keys}
     names = tuple(dict.fromkeys(n for s in (*xs, *ys) for n in s.names))
-    if not xs:
-        change = APPEARED
-    elif not ys:
-        change = DISAPPEARED
-    elif len(xs) == 1 and len(ys) == 1:
-        if xs[0].ref.kind != ys[0].ref.kind:
-            change = KIND_CHANGED
-        elif ops_a != ops_b:
-            change = OPS_CHANGED
-        else:
-            change = SAME
-    elif len(xs) == 1:
-        change = SPLIT
-    elif len(ys) == 1:
-        change = MERGED
-    else:
-        change = REGROUPED
     shown = {k: n for s in (*ys, *xs) for k, n in s.shown.items()}
     only_a = tuple(sorted({shown[k] for k in ops_a - ops_b})) if xs and ys else ()
     only_b = tuple(sorted({shown[k] for k in ops_b - ops_a})) if xs and ys else ()
     return KernelChange(
-        change,
-        tuple(s.ref for s in xs),
-        tuple(s.ref for s in ys),
+        _change_kind(xs, ys),
+        tuple(_ref(s, time_a) for s in xs),
+        tuple(_ref(s, time_b) for s in ys),
         names,
         only_a,
         only_b,
@@ -734,7 +404,7 @@ def _op_changes(a: ModuleReport, b: ModuleReport) -> list[OpChange]:
         return []
 
     def index(placements: Iterable[Placement]) -> dict[str, Placement]:
-        return {_op_name_key(p.op.name): p for p in placements}
+        return {op_name_key(p.op.name): p for p in placements}
 
     pa, pb = index(a.provenance.placements), index(b.provenance.placements)
     out = []
@@ -808,7 +478,8 @@ def diff_modules(
     Args:
         a: The module in A (from `analyze_run` or `analyze_dump`).
         b: The module in B.
-        time_a: Kernel name -> total µs in A's profile, when A was profiled.
+        time_a: Kernel name -> µs in A's profile (per execution, as `diff_runs` passes
+            them: see `kernel_times_for`), when A was profiled.
         time_b: The same for B.
         matched_by: How the pair was found (`"name"` or `"structure"`).
 
@@ -819,12 +490,11 @@ def diff_modules(
     profiled = time_a is not None and time_b is not None
     if not profiled:
         time_a = time_b = None
-    split = _split_by_line(a, b)
-    groups = _match_kernels(_sides(a, time_a, split), _sides(b, time_b, split))
+    groups = match_kernels(a, b)
     order = {name: i for i, name in enumerate(CHANGES)}
     ranked = []
     for xs, ys in groups:
-        c = _classify(xs, ys)
+        c = _classify(xs, ys, time_a, time_b)
         # Ties keep program order: A's kernel order, then B's.
         position = (0, min(s.index for s in xs)) if xs else (1, min(s.index for s in ys))
         ranked.append(((not c.changed, -c.impact, order[c.change], position), c))
@@ -848,35 +518,21 @@ def diff_modules(
     )
 
 
-def _module_timing(
-    timings: Mapping[str, Mapping[str, float]] | None, m: ModuleReport
-) -> Mapping[str, float] | None:
-    if not timings:
-        return None
-    number = re.match(r"(\d+)\.", m.key)
-    program = f"{m.name}({int(number[1])})" if number else m.name
-    for key in (m.key, m.name, program):
-        if key in timings:
-            return timings[key]
-    wanted = normalise_module_name(m.name)
-    found = [v for k, v in timings.items() if normalise_module_name(k) == wanted]
-    return found[0] if len(found) == 1 else None
-
-
 def diff_runs(
     a: RunReport,
     b: RunReport,
     *,
-    timings_a: Mapping[str, Mapping[str, float]] | None = None,
-    timings_b: Mapping[str, Mapping[str, float]] | None = None,
+    timings_a: KernelTimes | None = None,
+    timings_b: KernelTimes | None = None,
 ) -> RunDiff:
     """Compare two runs module by module.
 
     Args:
         a: `analyze_run` of run A (the baseline).
         b: `analyze_run` of run B.
-        timings_a: Module key, name or `name(program_id)` -> (kernel name -> µs per
-            execution), when A was profiled (see `ProfileTimings.kernel_us_per_execution`).
+        timings_a: Module key, `name(program_id)` or name -> (kernel name -> µs per
+            execution), when A was profiled (see `ProfileTimings.kernel_us_per_execution`
+            and `kernel_times_for`).
         timings_b: The same for B.
 
     Returns:
@@ -887,13 +543,49 @@ def diff_runs(
         diff_modules(
             x,
             y,
-            time_a=_module_timing(timings_a, x),
-            time_b=_module_timing(timings_b, y),
+            time_a=kernel_times_for(timings_a, x.key, x.name),
+            time_b=kernel_times_for(timings_b, y.key, y.name),
             matched_by=how,
         )
         for x, y, how in pairs
     )
     return RunDiff(a, b, modules, tuple(only_a), tuple(only_b))
+
+
+def select_diffs(result: RunDiff, patterns: Sequence[str]) -> tuple[ModuleDiff, ...]:
+    """The module diffs `hloscope diff --module` picks.
+
+    A pattern picks every matched module whose key or name on either side equals it,
+    whose module number on either side it is (`30` picks `0030.jit_mlp`), or whose key on
+    either side contains it.
+
+    Args:
+        result: From `diff_runs`.
+        patterns: The patterns, in the order to show what they pick; no pattern picks
+            nothing.
+
+    Returns:
+        The picked module diffs, each once, in pattern order, then in `result` order.
+
+    Raises:
+        UsageError: A pattern picks no module (the message lists the matched ones).
+    """
+    picked: list[ModuleDiff] = []
+    for pattern in patterns:
+        found = [d for d in result.modules if _picks(pattern, d)]
+        if not found:
+            keys = ", ".join(d.label for d in result.modules[:12]) or "none"
+            raise UsageError(f"no module of both runs matches {pattern!r}; matched: {keys}")
+        picked += [d for d in found if d not in picked]
+    return tuple(picked)
+
+
+def _picks(pattern: str, d: ModuleDiff) -> bool:
+    keys = (d.a.key, d.b.key)
+    if pattern in (*keys, d.a.name, d.b.name) or any(pattern in k for k in keys):
+        return True
+    numbers = {k.split(".", 1)[0] for k in keys}
+    return pattern.isdigit() and int(pattern) in {int(n) for n in numbers if n.isdigit()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -915,38 +607,6 @@ def parse_tolerance(text: str | float) -> float:
     if not math.isfinite(value) or value < 0:
         raise UsageError(f"--tolerance {raw!r}: give a percentage such as 5% or 0.5%")
     return value / 100
-
-
-def check_run(modules: Iterable[ModuleReport], budget: Budget) -> tuple[Violation, ...]:
-    """Hold modules to a budget.
-
-    Args:
-        modules: The modules to check (the CLI passes the non-trivial ones, or those
-            `--module` selects).
-        budget: The limits.
-
-    Returns:
-        Every limit a module exceeds, in module order; empty when all are within budget.
-        A module without an after-optimization dump has no kernels to check; one
-        without a before dump has no ops per kernel.
-    """
-    out = []
-    for m in modules:
-        a = m.after
-        if a is None:
-            continue
-        if budget.max_kernels is not None and a.kernel_count > budget.max_kernels:
-            out.append(Violation(m.key, KERNELS, a.kernel_count, budget.max_kernels))
-        if budget.max_launches is not None and a.launches > budget.max_launches:
-            out.append(Violation(m.key, LAUNCHES, a.launches, budget.max_launches))
-        opk = m.ops_per_kernel
-        if (
-            budget.min_ops_per_kernel is not None
-            and opk is not None
-            and opk < budget.min_ops_per_kernel
-        ):
-            out.append(Violation(m.key, OPS_PER_KERNEL, opk, budget.min_ops_per_kernel))
-    return tuple(out)
 
 
 def regressions(modules: Iterable[ModuleDiff], tolerance: float = 0.0) -> tuple[Violation, ...]:
@@ -977,9 +637,3 @@ def _total(values: Iterable[float | None]) -> float | None:
     if not vs or any(v is None for v in vs):
         return None
     return float(sum(v for v in vs if v is not None))
-
-
-def _num(value: float) -> str:
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.2f}" if abs(value) < 100 else f"{value:.0f}"

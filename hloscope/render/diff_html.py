@@ -45,9 +45,9 @@ def _delta_cell(metric: Mapping[str, Any]) -> str:
     if abs(delta) < 1e-9:
         return '<td class="num muted">=</td>'
     worse_when = metric.get("worse_when")
-    css = ""
+    css = "num"
     if worse_when:
-        css = "worse" if (delta > 0) == (worse_when == "higher") else "better"
+        css += " worse" if (delta > 0) == (worse_when == "higher") else " better"
     rel = metric.get("relative")
     text = (
         f"{delta:+,.2f}"
@@ -56,7 +56,7 @@ def _delta_cell(metric: Mapping[str, Any]) -> str:
     )
     if rel is not None:
         text += f" ({rel:+.1%})"
-    return f'<td class="num {css}">{_e(text)}</td>'
+    return f'<td class="{css}">{_e(text)}</td>'
 
 
 def _kernels(refs: Sequence[Mapping[str, Any]]) -> str:
@@ -86,7 +86,7 @@ def _module_section(m: Mapping[str, Any]) -> list[str]:
         out.append(
             f"<tr><td class=muted>&nbsp;&nbsp;{_e(kind)}</td>"
             f'<td class="num">{counts["a"]}</td><td class="num">{counts["b"]}</td>'
-            f'<td class="num">{counts["delta"]:+d}</td></tr>'
+            f"{_delta_cell(counts)}</tr>"
         )
     out.append("</table>")
     changes = m["kernel_changes"]

@@ -1,6 +1,6 @@
 """Run diffs -> rich renderables for the terminal (`hloscope diff`, `hloscope check`).
 
-Builds tables from `hloscope.analysis.diff` results: per matched module, the counts A
+Builds tables from `hloscope.analysis.diff` results (and `analysis.budget` lines): per matched module, the counts A
 vs B with deltas, the kernels that split, merged, appeared, disappeared or changed kind
 (matched by source ops, biggest impact first), and the source ops that stopped or
 started fusing. Nothing here computes a result or prints.
@@ -8,15 +8,20 @@ started fusing. Nothing here computes a result or prints.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from hloscope.analysis import diff as D
+from hloscope.analysis.budget import Budget
 from hloscope.analysis.diff import KernelChange, KernelRef, ModuleDiff, OpChange, RunDiff
+from hloscope.analysis.match import normalise_module_name
 from hloscope.analysis.report import ModuleReport, RunReport
-from hloscope.render.text import fmt_bytes, run_header, short_name
+from hloscope.render.format import fmt_bytes, short_name
+from hloscope.render.text import run_header
 
 _METRIC_LABELS = {
     D.INSTRUCTIONS_BEFORE: "instructions before opt.",
@@ -113,7 +118,7 @@ def kernels_summary(refs: tuple[KernelRef, ...]) -> str:
 def _module_title(d: ModuleDiff, note: str = "") -> Text:
     how = "" if d.matched_by == "name" else f"  (matched by {d.matched_by})"
     name = short_name(d.a.name, 60)
-    if D.normalise_module_name(d.a.name) != D.normalise_module_name(d.b.name):
+    if normalise_module_name(d.a.name) != normalise_module_name(d.b.name):
         name += f" ↔ {short_name(d.b.name, 40)}"
     label = " -> ".join(short_name(k, 40) for k in dict.fromkeys((d.a.key, d.b.key)))
     title = Text.assemble(("\n── ", "dim"), (name, "bold cyan"), (f"  [{label}]{how}", "dim"))
@@ -262,10 +267,13 @@ def _run_line(label: str, report: RunReport) -> Text:
     return Text.assemble((f"{label} ", "bold"), run_header(report).plain.removeprefix("run "))
 
 
-def _module_names(modules: tuple[ModuleReport, ...]) -> str:
-    names = [short_name(m.name, 30) for m in modules[:4]]
-    more = f", … +{len(modules) - 4}" if len(modules) > 4 else ""
-    return ", ".join(names) + more
+def _module_names(modules: tuple[ModuleReport, ...], limit: int = 4) -> str:
+    """`jit__normal ×4, jit_sqrt, … +15`: up to `limit` names, each said once (a
+    framework compiles many helper modules of one name)."""
+    counts = Counter(short_name(m.name, 30) for m in modules)
+    names = [f"{n} ×{c}" if c > 1 else n for n, c in list(counts.items())[:limit]]
+    rest = sum(list(counts.values())[limit:])
+    return ", ".join(names) + (f", … +{rest}" if rest else "")
 
 
 def diff_view(
@@ -306,7 +314,7 @@ def diff_view(
     return Group(*parts)
 
 
-def check_line(m: ModuleReport, budget: D.Budget) -> Text:
+def check_line(m: ModuleReport, budget: Budget) -> Text:
     """`hloscope check`: one line per module within budget."""
     a = m.after
     bits = []

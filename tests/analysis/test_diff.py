@@ -3,17 +3,20 @@ timings, the CI guards, and real dumps (a run against itself, a real fusion pass
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from hloscope.analysis import diff as D
+from hloscope.analysis import match as M
 from hloscope.analysis.fusion import analyze_module
 from hloscope.analysis.provenance import ALONE, FUSED, trace
 from hloscope.analysis.report import ModuleReport, analyze_run
+from hloscope.errors import UsageError
 from hloscope.hlo.parser import parse_module
 from hloscope.runs import load_run
-from tests.conftest import DATA
+from tests.conftest import DATA, dump_file
 
 # ---------------------------------------------------------------------------------------
 # Hand-written modules: `relu(x @ w + b)`-like chains, `dot -> add(b) -> mul -> tanh ->
@@ -282,6 +285,38 @@ def test_timings_order_changes_and_give_time_deltas() -> None:
     assert all(r.time_us is None for k in half.kernels for r in (*k.a, *k.b))
 
 
+@pytest.mark.parametrize(
+    ("key", "name", "expected"),
+    [
+        ("0030.jit_mlp", "jit_mlp", "by key"),
+        ("0003.jit_f", "jit_f", "program 3"),  # before the bare name, which is program 1's
+        ("0007.jit_f", "jit_f", "program 1"),  # no such program: the bare name
+        ("0009.jit_g.1", "jit_g.1", "normalised"),  # another compile of jit_g
+        ("0009.jit_h", "jit_h", None),
+    ],
+)
+def test_kernel_times_for_joins_a_module_to_its_profile(
+    key: str, name: str, expected: str | None
+) -> None:
+    times = {
+        "0030.jit_mlp": {"by key": 1.0},
+        "jit_mlp": {"by name": 1.0},
+        "jit_f(1)": {"program 1": 1.0},
+        "jit_f(3)": {"program 3": 1.0},
+        "jit_f": {"program 1": 1.0},  # as kernel_us_per_execution sets it: the first one
+        "jit_g": {"normalised": 1.0},
+    }
+    found = M.kernel_times_for(times, key, name)
+    assert (None if found is None else next(iter(found))) == expected
+    assert M.kernel_times_for(None, key, name) is None
+    assert M.kernel_times_for({}, key, name) is None
+
+
+def test_two_profiled_compiles_of_one_name_are_ambiguous() -> None:
+    times = {"jit_f.1": {"a": 1.0}, "jit_f.2": {"b": 1.0}}
+    assert M.kernel_times_for(times, "0001.jit_f", "jit_f") is None
+
+
 # ---------------------------------------------------------------------------------------
 # Modules
 
@@ -301,7 +336,7 @@ def test_timings_order_changes_and_give_time_deltas() -> None:
     ],
 )
 def test_normalise_module_name(name: str, normal: str) -> None:
-    assert D.normalise_module_name(name) == normal
+    assert M.normalise_module_name(name) == normal
 
 
 def test_modules_match_by_name_then_by_structure() -> None:
@@ -313,11 +348,11 @@ def test_modules_match_by_name_then_by_structure() -> None:
         before=None,
     )
     f2 = report(after(FUSED_ALL), key="0011.jit_f.1")
-    pairs, only_a, only_b = D.match_modules([f, other], [g, f2])
+    pairs, only_a, only_b = M.match_modules([f, other], [g, f2])
     assert [(x.key, y.key, how) for x, y, how in pairs] == [("0001.jit_f", "0011.jit_f.1", "name")]
     assert [m.key for m in only_a] == ["0003.jit_h"] and [m.key for m in only_b] == ["0009.jit_g"]
 
-    pairs, only_a, only_b = D.match_modules([f], [g])
+    pairs, only_a, only_b = M.match_modules([f], [g])
     assert [(x.key, y.key, how) for x, y, how in pairs] == [
         ("0001.jit_f", "0009.jit_g", "structure")
     ]
@@ -327,27 +362,45 @@ def test_modules_match_by_name_then_by_structure() -> None:
         after([("kLoop", ["add"]), ("unfused", ["mul"]), ("kLoop", ["tanh", "exp"])], fn="g"),
         key="0009.jit_g",
     )
-    [(_, _, how)], _, _ = D.match_modules([f], [worse])
+    [(_, _, how)], _, _ = M.match_modules([f], [worse])
     assert how == "structure"
     assert _only_change(D.diff_modules(f, worse)).change == D.SPLIT
 
 
+def _pair_diff() -> D.RunDiff:
+    f = report(after(FUSED_ALL))
+    h = report(after([("kLoop", ["add", "mul"]), ("kLoop", ["tanh", "exp"])]), key="0030.jit_f")
+    g = report(after(FUSED_ALL, fn="g"), key="0007.jit_g")
+    runs = analyze_run(load_run(DATA / "tf_dense_relu"))
+    return D.RunDiff(runs, runs, (D.diff_modules(f, g), D.diff_modules(h, h)))
+
+
+@pytest.mark.parametrize(
+    ("patterns", "labels"),
+    [
+        (["0001.jit_f"], ["0001.jit_f -> 0007.jit_g"]),  # A's key
+        (["jit_g"], ["0001.jit_f -> 0007.jit_g"]),  # B's name
+        (["7"], ["0001.jit_f -> 0007.jit_g"]),  # B's module number
+        (["30"], ["0030.jit_f"]),  # a number, and part of a key
+        (["jit_f"], ["0001.jit_f -> 0007.jit_g", "0030.jit_f"]),  # in both keys
+        (["0030", "jit_f"], ["0030.jit_f", "0001.jit_f -> 0007.jit_g"]),  # each once
+        ([], []),
+    ],
+)
+def test_select_diffs_picks_modules_by_pattern(patterns: list[str], labels: list[str]) -> None:
+    assert [d.label for d in D.select_diffs(_pair_diff(), patterns)] == labels
+
+
+def test_select_diffs_names_what_matched_when_nothing_does() -> None:
+    with pytest.raises(UsageError) as e:
+        D.select_diffs(_pair_diff(), ["jit_f", "nope"])
+    assert str(e.value) == (
+        "no module of both runs matches 'nope'; matched: 0001.jit_f -> 0007.jit_g, 0030.jit_f"
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # CI guards
-
-
-def test_check_run_reports_each_exceeded_budget() -> None:
-    split = report(after([("kLoop", ["add"]), ("kLoop", ["mul"]), ("kLoop", ["tanh", "exp"])]))
-    assert split.after is not None and split.after.kernel_count == 4
-    assert D.check_run([split], D.Budget(max_kernels=4, max_launches=4)) == ()
-    found = D.check_run([split], D.Budget(max_kernels=3, min_ops_per_kernel=2.0))
-    assert [(v.metric, v.value, v.limit) for v in found] == [
-        ("kernels", 4, 3),
-        ("ops_per_kernel", 1.5, 2.0),
-    ]
-    assert found[0].message == "0001.jit_f: kernels 4 > budget 3"
-    assert found[1].message == "0001.jit_f: ops per kernel 1.50 < budget 2"
-    assert D.Budget().empty and not D.Budget(max_launches=0).empty
 
 
 def test_regressions_respect_tolerance_and_direction() -> None:
@@ -374,7 +427,7 @@ def test_parse_tolerance(text: str, value: float) -> None:
 
 @pytest.mark.parametrize("text", ["-1%", "five", "", "nan"])
 def test_parse_tolerance_rejects_nonsense(text: str) -> None:
-    with pytest.raises(D.UsageError, match="percentage"):
+    with pytest.raises(UsageError, match="percentage"):
         D.parse_tolerance(text)
 
 
@@ -412,6 +465,58 @@ def test_profiled_run_against_itself() -> None:
     [mlp] = d.main
     assert mlp.profiled and mlp.metric(D.TIME_US).a == mlp.metric(D.TIME_US).b > 0
     assert D.regressions(d.main) == ()
+
+
+def xla_entry_fusions(path: Path) -> list[str]:
+    """Names of the fusion instructions of a module's entry computation, as XLA's own
+    parser reads the file (on XLA:CPU after optimization every kernel is one)."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    module = hlo.hlo_module_from_text(path.read_text())
+    entry = re.search(r"^ENTRY %?([\w.\-]+)", module.to_string(), re.M)
+    assert entry is not None
+    [comp] = [c for c in module.computations() if c.name == entry[1]]
+    return [i.name for i in comp.instructions() if str(i.opcode).endswith("kFusion")]
+
+
+def xla_instructions(path: Path) -> int:
+    """Instructions of all computations, as XLA's own parser reads the file."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    module = hlo.hlo_module_from_text(path.read_text())
+    return sum(len(c.instructions()) for c in module.computations())
+
+
+REGRESSION = ("jax_mlp", "jax_mlp_no_fusion_pass")
+
+
+def test_stored_fusion_pass_off_dump_is_a_regression() -> None:
+    a, b = (analyze_run(load_run(DATA / f)) for f in REGRESSION)
+    d = D.diff_runs(a, b)
+    [mlp] = d.modules  # B holds only the model; A's helper modules have no counterpart
+    assert mlp.matched_by == "name" and mlp.label == "0030.jit_mlp"
+    assert len(d.only_a) == len(a.modules) - 1 and not d.only_b
+    after_a, after_b = (dump_file(f, "module_0030.*after_optimizations.txt") for f in REGRESSION)
+    fusions_a, fusions_b = xla_entry_fusions(after_a), xla_entry_fusions(after_b)
+    assert (mlp.metric(D.KERNELS).a, mlp.metric(D.KERNELS).b) == (len(fusions_a), len(fusions_b))
+    assert (len(fusions_a), len(fusions_b)) == (11, 52)
+    instructions = mlp.metric(D.INSTRUCTIONS)
+    assert (instructions.a, instructions.b) == (
+        xla_instructions(after_a),
+        xla_instructions(after_b),
+    )
+    # every kernel of either side is in exactly one group
+    assert sorted(r.name for k in mlp.kernels for r in k.a) == sorted(fusions_a)
+    assert sorted(r.name for k in mlp.kernels for r in k.b) == sorted(fusions_b)
+    splits = [k for k in mlp.changed_kernels if k.change == D.SPLIT]
+    assert [(len(k.a), len(k.b)) for k in splits] == [(1, 11)] * 3
+    for layer, k in zip(("layer0", "layer1", "layer2"), splits, strict=True):
+        assert {o.rsplit("/", 1)[0] for o in k.source_ops} == {f"jit(mlp)/{layer}"}
+    dots = [k for k in mlp.kernels if any(o.endswith("dot_general") for o in k.source_ops)]
+    assert len(dots) == 4 and all(k.change == D.SAME for k in dots)
+    assert {v.metric for v in D.regressions(d.main, 0.05)} == {
+        "kernels",
+        "launches",
+        "ops_per_kernel",
+    }
 
 
 def _dump_pair(tmp: Path) -> tuple[Path, Path]:
