@@ -16,9 +16,7 @@ from hloscope.analysis.budget import (
     KERNELS,
     LAUNCHES,
     OPS_PER_KERNEL,
-    Budget,
     Violation,
-    check_run,
 )
 from hloscope.analysis.match import (
     KernelTimes,
@@ -49,7 +47,6 @@ __all__ = [
     "SAME",
     "SPLIT",
     "TIME_US",
-    "Budget",
     "KernelChange",
     "KernelRef",
     "Metric",
@@ -57,16 +54,12 @@ __all__ = [
     "OpChange",
     "RunDiff",
     "Violation",
-    "check_run",
     "diff_modules",
     "diff_runs",
     "parse_tolerance",
     "regressions",
     "select_diffs",
 ]
-
-# `Budget`, `check_run` and `Violation` live in `analysis.budget`; they are imported here
-# only for callers that still import them from this module (cli.py, render/json.py).
 
 # Kinds of kernel change, from A to B.
 SPLIT = "split"  # one kernel in A, several in B
@@ -531,7 +524,7 @@ def diff_runs(
         a: `analyze_run` of run A (the baseline).
         b: `analyze_run` of run B.
         timings_a: Module key, `name(program_id)` or name -> (kernel name -> µs per
-            execution), when A was profiled (see `ProfileTimings.kernel_us_per_execution`
+            execution), when A was profiled (see `Inspection.all_kernel_times`
             and `kernel_times_for`).
         timings_b: The same for B.
 

@@ -30,7 +30,7 @@ __all__ = [
 
 KernelTimes = Mapping[str, Mapping[str, float]]
 """Module key or name -> kernel name -> µs per execution (as
-`ProfileTimings.kernel_us_per_execution` returns)."""
+`Inspection.all_kernel_times` returns)."""
 
 _TF_HASH = re.compile(r"_*XlaMustCompile_(?:true|false)_config_proto_\d+_executor_type_\d+_*")
 _TF_FUNCTION_ID = re.compile(r"^(a?_?inference_.+?)_\d+$")
@@ -190,7 +190,7 @@ def kernel_times_for(times: KernelTimes | None, key: str, name: str) -> Mapping[
 
     Args:
         times: Module key or name -> kernel name -> µs per execution (see
-            `ProfileTimings.kernel_us_per_execution`), or None when not profiled.
+            `Inspection.all_kernel_times`), or None when not profiled.
         key: The module's key in its run (`0030.jit_mlp`).
         name: Its HloModule name (`jit_mlp`).
 

@@ -83,7 +83,7 @@ def diff(
 
     Example: hloscope diff runs/before runs/after --fail-on-regression --tolerance 5%
     """
-    from hloscope.analysis.diff import diff_runs, parse_tolerance, regressions
+    from hloscope.analysis.diff import diff_runs, parse_tolerance, regressions, select_diffs
     from hloscope.errors import UsageError
     from hloscope.inspection import inspect_run
 
@@ -95,23 +95,7 @@ def diff(
         timings_a=a.all_kernel_times() or None,
         timings_b=b.all_kernel_times() or None,
     )
-    selected = None
-    if module:
-        picked = []
-        for pattern in module:
-            found = [
-                d
-                for d in result.modules
-                if pattern in (d.a.key, d.b.key, d.a.name, d.b.name)
-                or (pattern.isdigit() and int(pattern) in _ids(d.a.key, d.b.key))
-                or pattern in d.a.key
-                or pattern in d.b.key
-            ]
-            if not found:
-                keys = ", ".join(d.label for d in result.modules[:12]) or "none"
-                raise UsageError(f"no module of both runs matches {pattern!r}; matched: {keys}")
-            picked += [d for d in found if d not in picked]
-        selected = tuple(picked)
+    selected = select_diffs(result, module) if module else None
     judged = selected if selected is not None else (result.modules if show_all else result.main)
     if fail_on_regression and not judged:
         raise UsageError(
@@ -138,10 +122,6 @@ def diff(
     if found_regressions:
         typer.echo(_one_line("regression", found_regressions), err=True)
         raise typer.Exit(1)
-
-
-def _ids(*keys: str) -> set[int]:
-    return {int(k.split(".", 1)[0]) for k in keys if k.split(".", 1)[0].isdigit()}
 
 
 @app.command(rich_help_panel="Compare (CI)")
@@ -177,7 +157,7 @@ def check(
 
     Example: hloscope check runs/latest --max-kernels 12 --min-ops-per-kernel 4
     """
-    from hloscope.analysis.diff import Budget, check_run
+    from hloscope.analysis.budget import Budget, check_run, select_checked
     from hloscope.errors import UsageError
     from hloscope.inspection import inspect_run
 
@@ -187,12 +167,7 @@ def check(
             "give at least one budget: --max-kernels N, --max-launches N or --min-ops-per-kernel X"
         )
     inspection = inspect_run(run, module or (), timings=False, bench=False)
-    checked = [m for m in (inspection.modules if module else inspection.main) if m.after]
-    if not checked:
-        raise UsageError(
-            f"{run}: no {'selected' if module else 'non-trivial'} module has an "
-            "after-optimization dump to check; pass --module"
-        )
+    checked = select_checked(inspection.report, selected=bool(module))
     violations = check_run(checked, budget)
     if violations:
         typer.echo(_one_line("budget exceeded", violations), err=True)

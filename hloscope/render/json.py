@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hloscope.analysis.diff import KernelChange, KernelRef, ModuleDiff, RunDiff, Violation
+from hloscope.analysis.budget import Violation
+from hloscope.analysis.diff import KernelChange, KernelRef, ModuleDiff, RunDiff
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport

@@ -272,20 +272,6 @@ class ProfileTimings:
     platform: str | None = None
     device: str | None = None
 
-    def kernel_us_per_execution(self) -> dict[str, dict[str, float]]:
-        """Kernel name -> µs per steady-state execution, for each module.
-
-        Keyed by module key and, where unambiguous, by HloModule name too; per execution
-        so that runs profiled for different numbers of steps compare (`hloscope diff`).
-        """
-        out: dict[str, dict[str, float]] = {}
-        for key, m in self.modules.items():
-            per = m.executions or 1
-            times = {k.name: k.total_us / per for k in m.kernels if math.isfinite(k.total_us)}
-            out[key] = times
-            out.setdefault(m.name, times)
-        return out
-
     def for_dump(self, name: str, module_id: str | None) -> ModuleTiming | None:
         """The timing of a dumped module: by name, or by `name(program_id)` when several
         programs share the name (XLA's program id is the dump's module number)."""

@@ -11,6 +11,7 @@ import pytest
 from hloscope.analysis.fusion import analyze_module
 from hloscope.errors import UsageError
 from hloscope.hlo.parser import parse_file
+from hloscope.inspection import inspect_run
 from hloscope.render.timing import profile_doc, timings_doc
 from hloscope.timing.attribution import (
     SPLIT_EXECUTE_EVENT,
@@ -326,12 +327,12 @@ def test_launch_mismatch_is_flagged() -> None:
     assert m.missing_kernels == ("ynn_fusion",)
 
 
-def test_kernel_us_per_execution_divides_by_steady_state_executions() -> None:
-    profile = load_profile(JAX_PROFILE, with_hlo=False)
-    per = profile.kernel_us_per_execution()
-    mlp = profile.module("jit_mlp")
-    assert mlp.executions >= 1
-    times = per["jit_mlp"]
+def test_kernel_times_divide_by_steady_state_executions() -> None:
+    inspection = inspect_run(JAX_PROFILE)
+    mlp = inspection.timing("0030.jit_mlp")
+    assert mlp is not None and mlp.executions >= 1
+    times = inspection.kernel_times("0030.jit_mlp")
+    assert times is not None and inspection.all_kernel_times()["jit_mlp"] == times
     assert set(times) == {k.name for k in mlp.kernels}
     for k in mlp.kernels:
         assert math.isclose(times[k.name], k.total_us / mlp.executions)
