@@ -131,10 +131,11 @@ class DiagramSpec:
         unit: "kernel" or "op".
         collapsed: Whether groups stand for several units.
         where: Kernel (or op) name -> id of the node or cluster that shows it.
-        node_kernels: Node id -> every kernel the node is, holds, or went to (kernels,
-            ops inside an expanded fusion, ops before optimization, groups of them);
-            nodes that show no kernel are left out. The HTML page links nodes to its
-            kernel table with it.
+        node_kernels: Node id -> the kernels a node shows: a kernel itself, the fusion
+            an op inside an expanded fusion belongs to, the kernel an op before
+            optimization is coloured by, every kernel of a group (every kernel its ops
+            went to, before optimization). Nodes that show no kernel are left out. The
+            HTML page links diagram nodes to its kernel table with it.
     """
 
     title: str

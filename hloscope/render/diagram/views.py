@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from hloscope.analysis.collapse import ORDER, PINNED, collapse
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
 from hloscope.analysis.provenance import Provenance, kernels_of_before_ops
-from hloscope.analysis.report import ModuleReport
 from hloscope.errors import UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.render.diagram.build import (
@@ -44,8 +43,11 @@ from hloscope.render.diagram.style import (
     kernel_colors,
     kind_legend,
 )
-from hloscope.render.diagram.walk import ITEM, KERNELS, ROLE, AfterSide, BeforeSide, unit_graph
+from hloscope.render.diagram.walk import ITEM, ROLE, AfterSide, BeforeSide, unit_graph
 from hloscope.render.format import short_name
+
+if TYPE_CHECKING:
+    from hloscope.analysis.report import ModuleReport
 
 DEFAULT_MAX_NODES = 300
 """Node budget of `hloscope graph`."""
@@ -216,10 +218,9 @@ def op_graph(
         legend = cap_legend([LegendEntry(f"→ {k}", c, counts.get(k, 0)) for k, c in colors.items()])
     node_kernels: dict[str, tuple[str, ...]] = {}
     for n in spec_nodes:
-        if n.members:
-            shown = tuple(dict.fromkeys(k for op in n.members for k in kernels_of.get(op, ())))
-        else:
-            shown = tuple(g.nodes[n.id].get(KERNELS, ())) if n.id in g else ()
+        # A group: every kernel its ops went to; one op: the kernel it is coloured by.
+        shown = tuple(dict.fromkeys(k for op in n.members for k in kernels_of.get(op, ())))
+        shown = shown or ((n.kernel,) if n.kernel else ())
         if shown:
             node_kernels[n.id] = shown
     return DiagramSpec(
