@@ -14,6 +14,7 @@ budget and `hloscope.render.diagram.build` turns it into a `DiagramSpec`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
@@ -202,6 +203,27 @@ def unit_graph(module: HloModule, side: Side) -> tuple[nx.DiGraph, dict[str, lis
     return _Walk(module, side).run()
 
 
+@dataclass(frozen=True)
+class _At:
+    """Where the walk is.
+
+    Attributes:
+        path: Id prefix of the units here (the inlined calls and loops around them).
+        scope: Name scope the instructions here get from inlined calls.
+        caller: The control unit that runs this computation, if any.
+        depth: Nesting depth.
+    """
+
+    path: str = ""
+    scope: str = ""
+    caller: str | None = None
+    depth: int = 0
+
+    def inside(self, inst: Instruction, scope: str, caller: str | None) -> _At:
+        """Where the callee of `inst` is walked."""
+        return _At(f"{self.path}{inst.name}/", scope, caller, self.depth + 1)
+
+
 class _Walk:
     """The state of one `unit_graph` walk."""
 
@@ -217,7 +239,7 @@ class _Walk:
         side.start(self.index)
 
     def run(self) -> tuple[nx.DiGraph, dict[str, list[str]]]:
-        results = self.visit(self.entry, "", "", None, None, 0)
+        results = self.visit(self.entry, _At(), None)
         out = f"{self.side.prefix}out"
         self.add(out, {ROLE: OUTPUT, ITEM: self.entry.root, PINNED: True, SCOPE: ""})
         for i, (src, shape) in enumerate(results):
@@ -233,31 +255,20 @@ class _Walk:
     def add_parameter(self, node: str) -> None:
         self.add(node, {ROLE: PARAMETER, ITEM: self.params[node], PINNED: True, SCOPE: ""})
 
-    def visit(
-        self,
-        comp: Computation,
-        path: str,
-        scope: str,
-        args: list[Sources] | None,
-        caller: str | None,
-        depth: int,
-    ) -> Sources:
+    def visit(self, comp: Computation, at: _At, args: list[Sources] | None) -> Sources:
         """Walk `comp`; return the sources of what it returns.
 
         Args:
             comp: The computation.
-            path: Id prefix of its units (the inlined calls and loops it sits in).
-            scope: Name scope its instructions get from inlined calls.
+            at: Where it is walked.
             args: The sources of its parameters, for an inlined call.
-            caller: The control unit that runs it, if any.
-            depth: Nesting depth.
         """
-        if depth > _MAX_DEPTH or (self.side.once and comp.name in self.visited):
+        if at.depth > _MAX_DEPTH or (self.side.once and comp.name in self.visited):
             return []
         self.visited.add(comp.name)
 
         def node_of(inst: Instruction) -> str | None:
-            node = self.side.unit_id(comp, inst, path)
+            node = self.side.unit_id(comp, inst, at.path)
             if node is None and comp is self.entry and inst.opcode == "parameter":
                 return f"{self.side.prefix}p/{inst.name}"
             return node
@@ -266,16 +277,16 @@ class _Walk:
             if args is not None:
                 number = inst.parameter_number or 0
                 return args[number] if number < len(args) else []
-            return [(caller, inst.shape)] if caller else []
+            return [(at.caller, inst.shape)] if at.caller else []
 
         flow = Flow(comp, node_of, parameter)
         for inst in comp.instructions:
             if self.side.inline_calls and inst.opcode == "call":
-                self.inline(inst, flow, path, scope, caller, depth)
+                self.inline(inst, flow, at)
                 continue
             node = node_of(inst)
             if node is not None:
-                self.unit(comp, inst, node, flow, path, scope, caller, depth)
+                self.unit(comp, inst, node, flow, at)
         results = flow.sources(comp.root.name)
         for inst in comp.instructions:
             if inst.name not in self.index:
@@ -284,42 +295,23 @@ class _Walk:
                     self.index[inst.name] = found
         return results
 
-    def inline(
-        self,
-        call: Instruction,
-        flow: Flow,
-        path: str,
-        scope: str,
-        caller: str | None,
-        depth: int,
-    ) -> None:
+    def inline(self, call: Instruction, flow: Flow, at: _At) -> None:
         """Walk a `call`'s callee in place: its result is the call's value."""
         callee = self.comps.get(call.calls()[0]) if call.called else None
         if callee is None:
             return
         args = [flow.sources(o) for o in call.operands]
-        flow.memo[call.name] = self.visit(
-            callee, f"{path}{call.name}/", call_scope(scope, call), args, caller, depth + 1
-        )
+        inner = at.inside(call, call_scope(at.scope, call), at.caller)
+        flow.memo[call.name] = self.visit(callee, inner, args)
 
-    def unit(
-        self,
-        comp: Computation,
-        inst: Instruction,
-        node: str,
-        flow: Flow,
-        path: str,
-        scope: str,
-        caller: str | None,
-        depth: int,
-    ) -> None:
+    def unit(self, comp: Computation, inst: Instruction, node: str, flow: Flow, at: _At) -> None:
         """Add one unit, the edges into it, and for a control unit what it runs."""
         if node in self.params:
             self.add_parameter(node)
             role = PARAMETER
         else:
-            attrs = self.side.describe(comp, inst, scope)
-            attrs[CLUSTER] = body(caller)
+            attrs = self.side.describe(comp, inst, at.scope)
+            attrs[CLUSTER] = body(at.caller)
             self.add(node, attrs)
             self.side.index_unit(comp, inst, node, self.index)
             role = attrs[ROLE]
@@ -334,9 +326,7 @@ class _Walk:
         for callee in inst.calls():
             if callee not in self.comps:
                 continue
-            results = self.visit(
-                self.comps[callee], f"{path}{inst.name}/", scope, None, node, depth + 1
-            )
+            results = self.visit(self.comps[callee], at.inside(inst, at.scope, node), None)
             # What the callee returns flows back into its caller (a loop's back edge).
             for i, (src, shape) in enumerate(results):
                 if src != node:
