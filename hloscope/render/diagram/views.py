@@ -344,24 +344,26 @@ def module_diagram(
     for side in ("before", "after") if both else (stage,):
         if not _has(module, side):
             raise UsageError(_missing(module, side, both))
-    kernels_of = _kernels_of(module)
     if both:
+        kernels_of = _kernels_of(module)
         # A name from either side centres both: an op centres the after side on its kernel.
         kernel_of = {op: ks[0] for op, ks in kernels_of.items()}
         around_after = kernel_of.get(around, around) if around else None
         half = max(2, max_nodes // 2)
-        return side_by_side(
-            _before(module, kernels_of, max_nodes=half, around=around, depth=depth, scope=scope),
-            _after(
-                module, timings, total_us, expand, half, around=around_after, depth=depth,
-                scope=scope,
-            ),
-        )  # fmt: skip
+        before_spec = _before(
+            module, kernels_of, max_nodes=half, around=around, depth=depth, scope=scope
+        )
+        after_spec = _after(
+            module, timings, total_us, expand, half, around=around_after, depth=depth, scope=scope
+        )
+        return side_by_side(before_spec, after_spec)
     if stage == "after":
         return _after(
             module, timings, total_us, expand, max_nodes, around=around, depth=depth, scope=scope
         )
-    return _before(module, kernels_of, max_nodes=max_nodes, around=around, depth=depth, scope=scope)
+    return _before(
+        module, _kernels_of(module), max_nodes=max_nodes, around=around, depth=depth, scope=scope
+    )
 
 
 def module_diagrams(
