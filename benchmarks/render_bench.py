@@ -48,15 +48,14 @@ def run_dot(source: Path, out: Path, cap: float) -> float | None:
 
 
 def ours(after: Path, before: Path | None, out: Path, cap: float) -> dict[str, object]:
-    from hloscope.hlo.parser import parse_file
+    from hloscope.inspection import inspect_run
     from hloscope.render.diagram import module_diagram
     from hloscope.render.dot import to_dot
 
     started = time.perf_counter()
-    after_m = parse_file(after)
-    before_m = parse_file(before) if before else None
+    (module,) = inspect_run(after, timings=False, bench=False).modules  # with its before file
     parsed = time.perf_counter()
-    spec = module_diagram(before_m, after_m)
+    spec = module_diagram(module)
     source = out.with_suffix(".dot")
     source.write_text(to_dot(spec), encoding="utf-8")
     built = time.perf_counter()

@@ -67,7 +67,7 @@ _EXPORTS: dict[str, str | tuple[str, str]] = {
     "op_graph": "hloscope.render.diagram",
     "side_by_side": "hloscope.render.diagram",
     "module_diagram": "hloscope.render.diagram",
-    "kernel_of_before_ops": "hloscope.render.diagram",
+    "kernel_of_before_ops": "hloscope.analysis.provenance",
     "to_dot": "hloscope.render.dot",
     "DiagramSpec": "hloscope.render.diagram",
     "report_html": "hloscope.render.html",
@@ -89,6 +89,7 @@ if TYPE_CHECKING:
         select_diffs,
     )
     from hloscope.analysis.match import kernel_times_for, match_modules
+    from hloscope.analysis.provenance import kernel_of_before_ops
     from hloscope.analysis.stats import module_stats
     from hloscope.errors import HloParseError, HloscopeError, UsageError
     from hloscope.hlo.graph import call_graph, computation_graph, to_networkx
@@ -101,7 +102,6 @@ if TYPE_CHECKING:
     from hloscope.render.diagram import (
         DiagramSpec,
         kernel_graph,
-        kernel_of_before_ops,
         module_diagram,
         op_graph,
         side_by_side,

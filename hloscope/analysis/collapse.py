@@ -182,7 +182,7 @@ def filter_scope(g: nx.DiGraph, path: str) -> nx.DiGraph:
     if not keep:
         hint = ", ".join(top_scopes(g)) or "(the module has no name scopes)"
         raise UsageError(f"nothing comes from scope {path!r}; biggest scopes: {hint}")
-    return g.subgraph(keep | _touching_pinned(g, keep)).copy()
+    return _induced(g, keep | _touching_pinned(g, keep))
 
 
 def neighbourhood(
@@ -214,7 +214,20 @@ def neighbourhood(
             if other not in seen:
                 seen[other] = hops + 1
                 queue.append(other)
-    return g.subgraph(seen).copy()
+    return _induced(g, seen)
+
+
+def _induced(g: nx.DiGraph, keep: Collection[str]) -> nx.DiGraph:
+    """The subgraph on `keep`, nodes and edges in `g`'s order.
+
+    `g.subgraph(keep)` iterates a small `keep` in set order, which depends on string
+    hashing: edges would come out in a different order on every run.
+    """
+    h = nx.DiGraph()
+    h.graph.update(g.graph)
+    h.add_nodes_from((n, d) for n, d in g.nodes(data=True) if n in keep)
+    h.add_edges_from((u, v, d) for u, v, d in g.edges(data=True) if u in keep and v in keep)
+    return h
 
 
 def top_scopes(g: nx.DiGraph, n: int = 6, levels: int = 2) -> list[str]:

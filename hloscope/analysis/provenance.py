@@ -343,3 +343,82 @@ def _executed_by_computation(
         seen.add(key)
         out.setdefault(ex.computation.name, []).append((ex.instruction, ex.scope))
     return out
+
+
+# --- op -> kernel, for each instruction before optimization ------------------------------
+
+
+def kernels_of_before_ops(
+    before: HloModule,
+    after: HloModule,
+    provenance: Provenance,
+    analysis: ModuleAnalysis | None = None,
+) -> dict[str, tuple[str, ...]]:
+    """Before-optimization instruction name -> every kernel it went to, in kernel order.
+
+    The join is on source op names (`Provenance.kernel_ops`): an op goes to the kernels
+    holding an instruction with its op name, preferring those where that instruction has
+    the same opcode; an op that is still a kernel under its own name goes there first.
+    Ops whose source op reached no kernel (folded, dead, only bitcasts now) are left out.
+
+    Args:
+        before: The module before optimization.
+        after: The module after optimization.
+        provenance: `trace(after, analysis, before)`.
+        analysis: `analyze_module(after)`; computed when not given.
+
+    Returns:
+        The kernels of every op that reached one, the op's own kernel first.
+    """
+    if analysis is None:
+        from hloscope.analysis.fusion import analyze_module
+
+        analysis = analyze_module(after)
+    by_op: dict[str, list[str]] = {}
+    for kernel_name, ops in provenance.kernel_ops.items():
+        for sop in ops:
+            by_op.setdefault(sop.name, []).append(kernel_name)
+    by_op_code: dict[tuple[str, str], list[str]] = {}
+    own: dict[str, str] = {}
+    for k in analysis.kernels:
+        own[k.name] = k.opcode
+        for inst in k.ops:
+            fused_op = source_op(after, inst)
+            if fused_op is not None:
+                names = by_op_code.setdefault((fused_op.name, inst.opcode), [])
+                if k.name not in names:
+                    names.append(k.name)
+    out: dict[str, tuple[str, ...]] = {}
+    for ex in walk(before):
+        inst = ex.instruction
+        if ex.cls in (K.FREE, K.CONTROL) or inst.name in out:
+            continue
+        found: list[str] = []
+        if own.get(inst.name) == inst.opcode:
+            found.append(inst.name)
+        op = source_op(before, inst, ex.scope)
+        if op is not None:
+            found.extend(by_op_code.get((op.name, inst.opcode)) or by_op.get(op.name, []))
+        if found:
+            out[inst.name] = tuple(dict.fromkeys(found))
+    return out
+
+
+def kernel_of_before_ops(
+    before: HloModule,
+    after: HloModule,
+    provenance: Provenance,
+    analysis: ModuleAnalysis | None = None,
+) -> dict[str, str]:
+    """Before-optimization instruction name -> the (first) kernel it went to.
+
+    See `kernels_of_before_ops` for the join and for every kernel of an op that went to
+    several.
+
+    Args:
+        before: The module before optimization.
+        after: The module after optimization.
+        provenance: `trace(after, analysis, before)`.
+        analysis: `analyze_module(after)`; computed when not given.
+    """
+    return {k: v[0] for k, v in kernels_of_before_ops(before, after, provenance, analysis).items()}

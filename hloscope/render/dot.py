@@ -1,6 +1,6 @@
 """DiagramSpec -> DOT -> the real Graphviz `dot` binary.
 
-`to_dot` writes a `hloscope.render.diagram.DiagramSpec` as DOT source through the
+`to_dot` writes a `hloscope.render.diagram.spec.DiagramSpec` as DOT source through the
 `graphviz` package, with every name escaped for DOT, HTML-like labels and SVG; `render`
 always writes the `.dot` file, then lays it out with `dot` (SVG, PNG or PDF) and says
 how to install Graphviz when `dot` is missing.
@@ -20,11 +20,10 @@ from pathlib import Path
 import graphviz
 
 from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
-from hloscope.render.diagram import (
+from hloscope.render.diagram.spec import (
     CONTROL,
     FORMATS,
     GROUP_NODE,
-    HEAVY_COLOR,
     KERNEL,
     OP,
     REPEAT,
@@ -34,8 +33,9 @@ from hloscope.render.diagram import (
     Edge,
     LegendEntry,
     Node,
-    ellipsis,
 )
+from hloscope.render.diagram.style import HEAVY_COLOR
+from hloscope.render.format import ellipsis
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,8 @@ def to_dot(spec: DiagramSpec) -> str:
             "penwidth": f"{width:.2f}",
         }
         if e.label:
-            attrs["label"] = _plain(ellipsis(e.label, 28))
+            # 30: "f32[1,14,14,1024] · 784.0 KiB" whole
+            attrs["label"] = _plain(ellipsis(e.label, 30))
         if not e.constraint:
             attrs["constraint"] = "false"
             attrs["style"] = "dashed"

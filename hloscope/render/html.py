@@ -400,36 +400,15 @@ def graphviz_diagrams(
     from hloscope.errors import MissingDependencyError
     from hloscope.render import diagram, dot
 
-    after, before = m.after_module, m.before_module
-    out_after = out_before = None
-    kernels_of: dict[str, tuple[str, ...]] = {}
+    specs = diagram.module_diagrams(m, timings=times or None, max_nodes=max_nodes)
     try:
-        if after is not None and m.after is not None:
-            spec = diagram.kernel_graph(
-                after, m.after, m.provenance, timings=times or None, max_nodes=max_nodes
-            )
-            out_after = _diagram(dot, spec, lambda n: n.members or (n.kernel,))
-        if before is not None:
-            if after is not None and m.provenance is not None:
-                kernels_of = diagram.kernels_of_before_ops(before, after, m.provenance, m.after)
-            first = {op: ks[0] for op, ks in kernels_of.items()}
-            spec = diagram.op_graph(
-                before, first or None, kernels_of=kernels_of or None, max_nodes=max_nodes
-            )
-            out_before = _diagram(
-                dot,
-                spec,
-                lambda n: (
-                    tuple(dict.fromkeys(k for op in n.members for k in kernels_of.get(op, ())))
-                    or (n.kernel,)
-                ),
-            )
+        out = {side: _diagram(dot, spec) for side, spec in specs.items()}
     except MissingDependencyError as e:
         return Diagrams(note=f"no diagrams: {e}")
-    return Diagrams(after=out_after, before=out_before)
+    return Diagrams(after=out.get("after"), before=out.get("before"))
 
 
-def _diagram(dot: Any, spec: Any, kernels: Callable[[Any], tuple[str | None, ...]]) -> Diagram:
+def _diagram(dot: Any, spec: Any) -> Diagram:
     """Render a `DiagramSpec` to SVG and map its SVG node ids to kernels."""
     import tempfile
 
@@ -437,12 +416,8 @@ def _diagram(dot: Any, spec: Any, kernels: Callable[[Any], tuple[str | None, ...
         out = Path(tmp) / "diagram.svg"
         dot.render(spec, out, "svg")
         svg = out.read_text(encoding="utf-8")
-    nodes = {}
-    for n in spec.nodes:
-        ks = tuple(k for k in kernels(n) if k)
-        if ks:
-            # the SVG element id is the node id as `to_dot` escapes it
-            nodes[dot.safe_id(n.id)] = ks
+    # the SVG element id is the node id as `to_dot` escapes it
+    nodes = {dot.safe_id(node): kernels for node, kernels in spec.node_kernels.items()}
     return Diagram(svg=svg, nodes=nodes, notes=tuple(spec.notes))
 
 

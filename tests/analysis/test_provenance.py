@@ -84,3 +84,71 @@ def test_vanished_ops_get_evidence_only_where_the_modules_show_it() -> None:
     assert by["jit(f)/reshape"].status == P.REMOVED
     assert "only reshape" in by["jit(f)/reshape"].evidence
     assert by["jit(f)/vanished"].status == P.REMOVED and by["jit(f)/vanished"].evidence == ""
+
+
+def test_kernel_of_before_ops_joins_on_source_ops() -> None:
+    after = parse_file(dump_file("tf_dense_relu", "*cpu_after_optimizations.txt"))
+    before = parse_file(dump_file("tf_dense_relu", "*before_optimizations.txt"))
+    analysis = analyze_module(after)
+    prov = P.trace(after, analysis, before)
+    kernel_of = P.kernel_of_before_ops(before, after, prov, analysis)
+    # Read off the two dumps by hand: the MatMul op is kernel MatMul.2, the bias add and
+    # ReLU went into broadcast_maximum_fusion.
+    assert kernel_of == {
+        "MatMul.2": "MatMul.2",
+        "MatMul.3": "MatMul.2",  # the transpose XLA removed belongs to the MatMul op
+        "add.2": "broadcast_maximum_fusion",
+        "add.3": "broadcast_maximum_fusion",
+        "Relu.4": "broadcast_maximum_fusion",
+        "Relu.5": "broadcast_maximum_fusion",
+    }
+    assert "reshape.3" not in kernel_of  # XLA_Args plumbing: no kernel
+    # the analysis is computed when not given
+    assert P.kernel_of_before_ops(before, after, prov) == kernel_of
+
+
+def test_kernels_of_before_ops_keeps_every_kernel_of_an_op() -> None:
+    # One op (jit(f)/mul) that XLA duplicated into two fusions: the op before
+    # optimization went to both, the fusion whose instruction has the same opcode first.
+    before = parse_module(
+        """HloModule m
+
+ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %m = f32[4]{0} multiply(%x, %x), metadata={op_name="jit(f)/mul"}
+  %e = f32[4]{0} exponential(%m), metadata={op_name="jit(f)/exp"}
+  %n = f32[4]{0} negate(%m), metadata={op_name="jit(f)/neg"}
+  ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(%e, %n)
+}
+"""
+    )
+    after = parse_module(
+        """HloModule m, is_scheduled=true
+
+%f1 (p0: f32[4]) -> f32[4] {
+  %p0 = f32[4]{0} parameter(0)
+  %m1 = f32[4]{0} multiply(%p0, %p0), metadata={op_name="jit(f)/mul"}
+  ROOT %e1 = f32[4]{0} exponential(%m1), metadata={op_name="jit(f)/exp"}
+}
+
+%f2 (p1: f32[4]) -> f32[4] {
+  %p1 = f32[4]{0} parameter(0)
+  %m2 = f32[4]{0} multiply(%p1, %p1), metadata={op_name="jit(f)/mul"}
+  ROOT %n2 = f32[4]{0} negate(%m2), metadata={op_name="jit(f)/neg"}
+}
+
+ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %exp_fusion = f32[4]{0} fusion(%x), kind=kLoop, calls=%f1
+  %neg_fusion = f32[4]{0} fusion(%x), kind=kLoop, calls=%f2
+  ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(%exp_fusion, %neg_fusion)
+}
+"""
+    )
+    analysis = analyze_module(after)
+    prov = P.trace(after, analysis, before)
+    assert P.kernels_of_before_ops(before, after, prov, analysis) == {
+        "m": ("exp_fusion", "neg_fusion"),
+        "e": ("exp_fusion",),
+        "n": ("neg_fusion",),
+    }

@@ -8,25 +8,26 @@ and SVG attributes.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 import time
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from hloscope.analysis.fusion import analyze_module
-from hloscope.analysis.provenance import trace
+from hloscope.analysis.provenance import kernel_of_before_ops, trace
+from hloscope.analysis.report import ModuleReport, analyze_run
 from hloscope.cli import app
 from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import parse_file, parse_module
-from hloscope.inspection import inspect_run
 from hloscope.render import diagram as G
 from hloscope.render import dot as D
+from hloscope.runs import load_run
 from tests.conftest import DATA, dump_file
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` missing")
@@ -45,6 +46,11 @@ def _kernel_spec(folder: str, name: str = "", **options: object) -> G.DiagramSpe
     before, after = _pair(folder, name)
     analysis = analyze_module(after)
     return G.kernel_graph(after, analysis, trace(after, analysis, before), **options)  # type: ignore[arg-type]
+
+
+def _report(folder: str, pattern: str | None = None) -> ModuleReport:
+    run = analyze_run(load_run(DATA / folder), [pattern] if pattern else [])
+    return run.modules[0]
 
 
 def _svg(spec: G.DiagramSpec, tmp_path: Path, name: str = "g.svg") -> tuple[str, ET.Element]:
@@ -84,7 +90,7 @@ def test_dense_relu_after_graph(tmp_path: Path) -> None:
     assert fusion.fill == G.kind_color("kLoop") != by_id["k/MatMul.2"].fill
     assert by_id["p/arg0.1"].role == G.PARAMETER and by_id["out"].role == G.OUTPUT
     edges = {(e.src, e.dst): e for e in spec.edges}
-    assert edges["k/MatMul.2", "k/broadcast_maximum_fusion"].label == "f32[64,128] · 32 KiB"
+    assert edges["k/MatMul.2", "k/broadcast_maximum_fusion"].label == "f32[64,128] · 32.0 KiB"
     assert ("k/broadcast_maximum_fusion", "out") in edges
     assert {r.label for r in spec.legend} == {"dot", "kLoop"}
     assert spec.where["MatMul.2"] == "k/MatMul.2"
@@ -140,7 +146,7 @@ def test_timings_show_time_and_share_and_emphasise_the_heaviest() -> None:
     by_id = {n.id: n for n in spec.nodes}
     dot_node = by_id["k/dot"]
     assert dot_node.time_us == 300.0 and dot_node.share == pytest.approx(0.3)
-    assert dot_node.lines[-1] == "300 µs · 30.0%"
+    assert dot_node.lines[-1] == "300.0 µs · 30.0%"
     assert dot_node.heavy and not by_id["k/add_divide_fusion"].heavy
     assert by_id["k/custom-call"].kind == "custom-call:TopK"
     source = D.to_dot(spec)
@@ -222,28 +228,12 @@ def test_scope_and_around_cut_the_graph() -> None:
 # --- the before graph and side by side --------------------------------------------------
 
 
-def test_kernel_of_before_ops_joins_on_source_ops() -> None:
-    before, after = _pair("tf_dense_relu")
-    analysis = analyze_module(after)
-    prov = trace(after, analysis, before)
-    kernel_of = G.kernel_of_before_ops(before, after, prov)
-    assert kernel_of == {
-        "MatMul.2": "MatMul.2",
-        "MatMul.3": "MatMul.2",  # the transpose XLA removed belongs to the MatMul op
-        "add.2": "broadcast_maximum_fusion",
-        "add.3": "broadcast_maximum_fusion",
-        "Relu.4": "broadcast_maximum_fusion",
-        "Relu.5": "broadcast_maximum_fusion",
-    }
-    assert "reshape.3" not in kernel_of  # XLA_Args plumbing: no kernel
-
-
 @needs_dot
 def test_before_graph_colours_ops_by_their_kernel(tmp_path: Path) -> None:
     before, after = _pair("tf_dense_relu")
     analysis = analyze_module(after)
     prov = trace(after, analysis, before)
-    spec = G.op_graph(before, G.kernel_of_before_ops(before, after, prov))
+    spec = G.op_graph(before, kernel_of_before_ops(before, after, prov, analysis))
     by_id = {n.id: n for n in spec.nodes}
     fused = {by_id[f"b/{name}"].fill for name in ("add.3", "Relu.5", "add.2")}
     assert len(fused) == 1
@@ -266,7 +256,7 @@ def test_before_graph_without_after_is_uncoloured() -> None:
 
 @needs_dot
 def test_side_by_side_shares_the_kernel_colours(tmp_path: Path) -> None:
-    spec = G.module_diagram(inspect_run(DATA / "tf_dense_relu").modules[0], both=True)
+    spec = G.module_diagram(_report("tf_dense_relu"), both=True)
     assert [c.id for c in spec.clusters[:2]] == ["before", "after"]
     by_id = {n.id: n for n in spec.nodes}
     assert by_id["b/Relu.5"].fill == by_id["k/broadcast_maximum_fusion"].fill
@@ -277,9 +267,12 @@ def test_side_by_side_shares_the_kernel_colours(tmp_path: Path) -> None:
 
 
 def test_module_diagram_says_which_side_is_missing() -> None:
-    module = dataclasses.replace(inspect_run(DATA / "tf_dense_relu").modules[0], after_module=None)
+    report = replace(_report("tf_dense_relu"), after_module=None, after=None, provenance=None)
     with pytest.raises(UsageError, match=r"no after-optimization module.*--stage before"):
-        G.module_diagram(module)
+        G.module_diagram(report)
+    with pytest.raises(UsageError, match=r"no after-optimization module was dumped for 0000"):
+        G.module_diagram(report, both=True)
+    assert G.module_diagram(report, stage="before").unit == "op"
 
 
 # --- loops, escaping, rendering ---------------------------------------------------------

@@ -1,0 +1,461 @@
+"""The diagrams themselves: kernels after optimization, ops before, both side by side.
+
+`module_diagram` is the one entry point the CLI, the HTML page and the notebook call:
+it takes a `ModuleReport` (parsed modules, their analyses and provenance, all made
+before rendering) and draws the side asked for. `kernel_graph`, `op_graph` and
+`side_by_side` are its building blocks, for callers that hold the pieces themselves.
+Nothing here parses, analyses or reads a file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal
+
+from hloscope.analysis.collapse import ORDER, PINNED, collapse
+from hloscope.analysis.fusion import Kernel, ModuleAnalysis
+from hloscope.analysis.provenance import Provenance, kernels_of_before_ops
+from hloscope.errors import UsageError
+from hloscope.hlo.model import HloModule
+from hloscope.render.diagram.build import (
+    Builder,
+    count_role,
+    cut,
+    expanded,
+    fold_parameters,
+    fused_body,
+)
+from hloscope.render.diagram.nodes import (
+    after_node,
+    anchor,
+    before_node,
+    control_clusters,
+    expansion,
+    fit_clusters,
+)
+from hloscope.render.diagram.spec import KERNEL, OP, Cluster, DiagramSpec, Edge, LegendEntry, Node
+from hloscope.render.diagram.style import (
+    KERNEL_PALETTE,
+    NO_KERNEL_COLOR,
+    cap_legend,
+    kernel_colors,
+    kind_legend,
+)
+from hloscope.render.diagram.walk import ITEM, ROLE, AfterSide, BeforeSide, unit_graph
+from hloscope.render.format import short_name
+
+if TYPE_CHECKING:
+    from hloscope.analysis.report import ModuleReport
+
+DEFAULT_MAX_NODES = 300
+"""Node budget of `hloscope graph`."""
+
+PAGE_MAX_NODES = 200
+"""Node budget of each diagram in the HTML page."""
+
+
+def kernel_graph(
+    after: HloModule,
+    analysis: ModuleAnalysis,
+    provenance: Provenance | None = None,
+    *,
+    timings: Mapping[str, float] | None = None,
+    total_us: float | None = None,
+    expand: Collection[str] | Literal["all"] = (),
+    max_nodes: int = DEFAULT_MAX_NODES,
+    around: str | None = None,
+    depth: int = 2,
+    scope: str | None = None,
+) -> DiagramSpec:
+    """The module after optimization at kernel level.
+
+    One node per kernel (fusion, custom call, unfused op), coloured by kind, labelled
+    with name, kind, output shape and source ops; parameters and the output as their own
+    nodes; edges through the free instructions (get-tuple-element, bitcast, tuple) that
+    connect kernels, labelled with shape and bytes.
+
+    Args:
+        after: The module after optimization.
+        analysis: Its analysis (`ModuleReport.after`).
+        provenance: Its provenance (`ModuleReport.provenance`), for source op names with
+            their TF op types.
+        timings: Kernel name -> microseconds per execution; shown on nodes, heaviest
+            emphasised.
+        total_us: The module's time per execution (default: the sum of `timings`).
+        expand: Fusion names to draw as a box of their fused ops, or "all".
+        max_nodes: Node budget; over it, parameters fold into the kernels they feed,
+            then kernels collapse by name scope and repeated blocks.
+        around: Draw only the neighbourhood of this kernel or instruction.
+        depth: Edges to follow from `around`.
+        scope: Draw only kernels with a source op from this name scope.
+
+    Returns:
+        The diagram.
+
+    Raises:
+        UsageError: When `around`, `scope` or `expand` names nothing in the module.
+    """
+    g, index = unit_graph(after, AfterSide(after, analysis, provenance))
+    notes: list[str] = []
+    g = cut(g, index, around, depth, scope, "kernel", notes)
+    opened = expanded(after, g, expand, max_nodes)
+    extra = sum(len(fused_body(after, g.nodes[n][ITEM])) - 1 for n in opened)
+    for n in opened:
+        g.nodes[n][PINNED] = True
+    fold_parameters(g, max_nodes - extra, notes, "kernels")
+    col = collapse(g, max(1, max_nodes - extra))
+    builder = Builder(col, g, "kernel", prefix="")
+    builder.timings(timings, total_us)
+    spec_nodes, where = builder.nodes(lambda n, d: after_node(after, n, d, builder))
+    clusters: list[Cluster] = []
+    inner_nodes: list[Node] = []
+    inner_edges: list[Edge] = []
+    for n in opened:
+        kernel: Kernel = g.nodes[n][ITEM]
+        cluster, nodes, edges = expansion(after, kernel, n, builder)
+        clusters.append(cluster)
+        inner_nodes.extend(nodes)
+        inner_edges.extend(edges)
+        where[kernel.name] = n
+    clusters = control_clusters(g, spec_nodes) + clusters
+    spec_nodes, clusters = fit_clusters(
+        [n for n in spec_nodes if n.id not in opened] + inner_nodes, clusters
+    )
+    edges = builder.edges(lambda e, pairs: anchor(after, g, opened, e, pairs)) + inner_edges
+    kernels = count_role(g, KERNEL)
+    if col.collapsed:
+        repeats = sum(1 for gr in col.groups.values() if gr.repeat > 1)
+        notes.append(
+            f"collapsed {kernels} kernels into {col.graph.number_of_nodes()} nodes by name "
+            "scope"
+            + (f" ({repeats} repeated blocks ×N)" if repeats else "")
+            + f" to stay under --max-nodes {max_nodes}"
+        )
+    names = {k.name for k in analysis.kernels}
+    return DiagramSpec(
+        title=f"{short_name(after.name, 80)} — after optimization",
+        nodes=tuple(spec_nodes),
+        edges=tuple(edges),
+        clusters=tuple(clusters),
+        legend=kind_legend(
+            Counter(d[ITEM].kind for _, d in g.nodes(data=True) if d.get(ROLE) == KERNEL)
+        ),
+        notes=(f"{analysis.kernel_count} kernels, {analysis.launches} launches", *notes),
+        units=kernels,
+        unit="kernel",
+        collapsed=col.collapsed,
+        where=where,
+        node_kernels=_after_node_kernels(spec_nodes, names),
+    )
+
+
+def _after_node_kernels(nodes: Sequence[Node], kernels: Collection[str]) -> dict[str, tuple]:
+    out: dict[str, tuple[str, ...]] = {}
+    for n in nodes:
+        shown = tuple(m for m in n.members if m in kernels) or ((n.kernel,) if n.kernel else ())
+        if shown:
+            out[n.id] = shown
+    return out
+
+
+def op_graph(
+    before: HloModule,
+    kernel_of: Mapping[str, str] | None = None,
+    *,
+    kernels_of: Mapping[str, Sequence[str]] | None = None,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    around: str | None = None,
+    depth: int = 2,
+    scope: str | None = None,
+) -> DiagramSpec:
+    """The module before optimization at op level, coloured by destination kernel.
+
+    Args:
+        before: The module before optimization.
+        kernel_of: Instruction name -> the kernel it went to
+            (`hloscope.analysis.provenance.kernel_of_before_ops`); None draws the ops
+            uncoloured.
+        kernels_of: Instruction name -> every kernel it went to, for the tooltips
+            (`kernels_of_before_ops`).
+        max_nodes: Node budget (see `kernel_graph`).
+        around: Draw only the neighbourhood of this instruction, or of the ops that went
+            to this kernel.
+        depth: Edges to follow from `around`.
+        scope: Draw only ops from this name scope.
+
+    Returns:
+        The diagram.
+
+    Raises:
+        UsageError: When `around` or `scope` names nothing in the module.
+    """
+    kernel_of = kernel_of or {}
+    kernels_of = kernels_of or {}
+    g, index = unit_graph(before, BeforeSide(before, kernel_of, kernels_of))
+    notes: list[str] = []
+    g = cut(g, index, around, depth, scope, "op", notes)
+    fold_parameters(g, max_nodes, notes, "ops")
+    col = collapse(g, max_nodes)
+    colors = kernel_colors(
+        kernel_of[d[ITEM].name]
+        for _, d in sorted(g.nodes(data=True), key=lambda nd: nd[1].get(ORDER, 0))
+        if d.get(ROLE) == OP and d[ITEM].name in kernel_of
+    )
+    builder = Builder(col, g, "op", prefix="b/")
+    spec_nodes, where = builder.nodes(lambda n, d: before_node(before, n, d, colors))
+    spec_nodes, clusters = fit_clusters(spec_nodes, control_clusters(g, spec_nodes))
+    ops = count_role(g, OP)
+    if col.collapsed:
+        notes.append(
+            f"collapsed {ops} ops into {col.graph.number_of_nodes()} nodes by name scope "
+            f"to stay under --max-nodes {max_nodes}"
+        )
+    legend: tuple[LegendEntry, ...] = ()
+    if colors:
+        counts = Counter(n.kernel for n in spec_nodes if n.kernel)
+        legend = cap_legend([LegendEntry(f"→ {k}", c, counts.get(k, 0)) for k, c in colors.items()])
+    node_kernels: dict[str, tuple[str, ...]] = {}
+    for n in spec_nodes:
+        # A group: every kernel its ops went to; one op: the kernel it is coloured by.
+        shown = tuple(dict.fromkeys(k for op in n.members for k in kernels_of.get(op, ())))
+        shown = shown or ((n.kernel,) if n.kernel else ())
+        if shown:
+            node_kernels[n.id] = shown
+    return DiagramSpec(
+        title=f"{short_name(before.name, 80)} — before optimization",
+        nodes=tuple(spec_nodes),
+        edges=tuple(builder.edges()),
+        clusters=tuple(clusters),
+        legend=legend,
+        notes=(
+            f"{ops} ops",
+            *(["fill colour = the kernel each op went to"] if colors else []),
+            *notes,
+        ),
+        units=ops,
+        unit="op",
+        collapsed=col.collapsed,
+        where=where,
+        node_kernels=node_kernels,
+    )
+
+
+def side_by_side(before_spec: DiagramSpec, after_spec: DiagramSpec) -> DiagramSpec:
+    """Before and after in one picture, each op and kernel filled with its kernel's colour.
+
+    Args:
+        before_spec: From `op_graph`.
+        after_spec: From `kernel_graph`.
+
+    Returns:
+        One diagram with two clusters, `before` and `after`.
+    """
+    colors = kernel_colors(n.kernel for n in after_spec.nodes if n.role == KERNEL and n.kernel)
+    for c in after_spec.clusters:
+        if c.kernel and c.kernel not in colors:
+            colors[c.kernel] = KERNEL_PALETTE[len(colors) % len(KERNEL_PALETTE)]
+    b_nodes, b_clusters = _paint(before_spec, "before", colors)
+    a_nodes, a_clusters = _paint(after_spec, "after", colors)
+    parts = [
+        Cluster("before", ("before optimization", *before_spec.notes[:1]), fill="#ffffff"),
+        Cluster("after", ("after optimization", *after_spec.notes[:1]), fill="#ffffff"),
+    ]
+    counts = Counter(n.kernel for n in a_nodes if n.kernel)
+    legend = cap_legend([LegendEntry(k, c, counts.get(k, 0)) for k, c in colors.items()])
+    notes = ("fill colour = kernel: each op has the colour of the kernel it went to",)
+    title = after_spec.title.replace(" — after optimization", " — before and after optimization")
+    return DiagramSpec(
+        title=title,
+        nodes=(*b_nodes, *a_nodes),
+        edges=(*before_spec.edges, *after_spec.edges),
+        clusters=(*parts, *b_clusters, *a_clusters),
+        legend=legend,
+        notes=notes
+        + tuple(n for n in before_spec.notes[1:] if not n.startswith("fill colour"))
+        + after_spec.notes[1:],
+        units=after_spec.units,
+        unit="kernel",
+        collapsed=before_spec.collapsed or after_spec.collapsed,
+        where={**before_spec.where, **after_spec.where},
+        node_kernels={**before_spec.node_kernels, **after_spec.node_kernels},
+    )
+
+
+def _paint(
+    spec: DiagramSpec, part: str, colors: Mapping[str, str]
+) -> tuple[list[Node], list[Cluster]]:
+    """One side's nodes and clusters in the shared kernel colours, inside box `part`."""
+    nodes = []
+    for n in spec.nodes:
+        fill = colors.get(n.kernel, n.fill) if n.kernel and n.role in (KERNEL, OP) else n.fill
+        if n.role == OP and n.kernel and n.kernel not in colors:
+            fill = NO_KERNEL_COLOR
+        nodes.append(replace(n, fill=fill, cluster=n.cluster or part))
+    clusters = [
+        replace(
+            c,
+            parent=c.parent or part,
+            fill=colors.get(c.kernel, c.fill) if c.kernel else c.fill,
+        )
+        for c in spec.clusters
+    ]
+    return nodes, clusters
+
+
+# --- the entry point --------------------------------------------------------------------
+
+
+def module_diagram(
+    module: ModuleReport,
+    *,
+    stage: Literal["before", "after"] = "after",
+    both: bool = False,
+    timings: Mapping[str, float] | None = None,
+    total_us: float | None = None,
+    expand: Sequence[str] | Literal["all"] = (),
+    max_nodes: int = DEFAULT_MAX_NODES,
+    around: str | None = None,
+    depth: int = 2,
+    scope: str | None = None,
+) -> DiagramSpec:
+    """The diagram of one module: `hloscope graph`, the notebook's `graph`, the HTML page.
+
+    Args:
+        module: The module's report, with its parsed modules, analyses and provenance.
+        stage: Which side to draw: the kernel graph (`after`) or the op graph (`before`,
+            coloured by the kernel each op went to when the after side is there too).
+        both: Draw both sides in one picture (`side_by_side`); `stage` is ignored.
+        timings: Kernel name -> microseconds per execution (after side only).
+        total_us: The module's time per execution (default: the sum of `timings`).
+        expand: Fusions to draw as boxes of their ops, or "all" (after side only).
+        max_nodes: Node budget (per side when both are drawn).
+        around: Neighbourhood of this kernel or instruction.
+        depth: Edges to follow from `around`.
+        scope: Only what comes from this name scope.
+
+    Returns:
+        The diagram.
+
+    Raises:
+        UsageError: The side asked for is missing, or an option names nothing.
+    """
+    for side in ("before", "after") if both else (stage,):
+        if not _has(module, side):
+            raise UsageError(_missing(module, side, both))
+    if both:
+        kernels_of = _kernels_of(module)
+        # A name from either side centres both: an op centres the after side on its kernel.
+        kernel_of = {op: ks[0] for op, ks in kernels_of.items()}
+        around_after = kernel_of.get(around, around) if around else None
+        half = max(2, max_nodes // 2)
+        before_spec = _before(
+            module, kernels_of, max_nodes=half, around=around, depth=depth, scope=scope
+        )
+        after_spec = _after(
+            module, timings, total_us, expand, half, around=around_after, depth=depth, scope=scope
+        )
+        return side_by_side(before_spec, after_spec)
+    if stage == "after":
+        return _after(
+            module, timings, total_us, expand, max_nodes, around=around, depth=depth, scope=scope
+        )
+    return _before(
+        module, _kernels_of(module), max_nodes=max_nodes, around=around, depth=depth, scope=scope
+    )
+
+
+def module_diagrams(
+    module: ModuleReport,
+    *,
+    timings: Mapping[str, float] | None = None,
+    total_us: float | None = None,
+    max_nodes: int = PAGE_MAX_NODES,
+) -> dict[str, DiagramSpec]:
+    """Both diagrams of a module, as the HTML page shows them, for the sides it has.
+
+    Args:
+        module: The module's report.
+        timings: Kernel name -> microseconds per execution, shown on the after side.
+        total_us: The module's time per execution (default: the sum of `timings`).
+        max_nodes: Node budget of each diagram.
+
+    Returns:
+        `"after"` -> the kernel graph and `"before"` -> the op graph (coloured by
+        kernel when the after side is there), each only where the module has that side.
+    """
+    out: dict[str, DiagramSpec] = {}
+    if _has(module, "after"):
+        out["after"] = _after(module, timings, total_us, (), max_nodes)
+    if _has(module, "before"):
+        out["before"] = _before(module, _kernels_of(module), max_nodes=max_nodes)
+    return out
+
+
+def _has(module: ModuleReport, side: str) -> bool:
+    if side == "before":
+        return module.before_module is not None
+    return module.after_module is not None and module.after is not None
+
+
+def _missing(module: ModuleReport, side: str, both: bool) -> str:
+    other = "after" if side == "before" else "before"
+    hint = "" if both else f"; draw the other side with --stage {other}"
+    why = f" ({module.error})" if module.error else ""
+    return f"no {side}-optimization module was dumped for {module.key}{why}{hint}"
+
+
+def _kernels_of(module: ModuleReport) -> dict[str, tuple[str, ...]]:
+    """Before-optimization op -> the kernels it went to, when both sides are there."""
+    before, after = module.before_module, module.after_module
+    if before is None or after is None or module.after is None or module.provenance is None:
+        return {}
+    return kernels_of_before_ops(before, after, module.provenance, module.after)
+
+
+def _after(
+    module: ModuleReport,
+    timings: Mapping[str, float] | None,
+    total_us: float | None,
+    expand: Collection[str] | Literal["all"],
+    max_nodes: int,
+    *,
+    around: str | None = None,
+    depth: int = 2,
+    scope: str | None = None,
+) -> DiagramSpec:
+    assert module.after_module is not None and module.after is not None
+    return kernel_graph(
+        module.after_module,
+        module.after,
+        module.provenance,
+        timings=timings,
+        total_us=total_us,
+        expand=expand,
+        max_nodes=max_nodes,
+        around=around,
+        depth=depth,
+        scope=scope,
+    )
+
+
+def _before(
+    module: ModuleReport,
+    kernels_of: Mapping[str, tuple[str, ...]],
+    *,
+    max_nodes: int,
+    around: str | None = None,
+    depth: int = 2,
+    scope: str | None = None,
+) -> DiagramSpec:
+    assert module.before_module is not None
+    return op_graph(
+        module.before_module,
+        {op: ks[0] for op, ks in kernels_of.items()} or None,
+        kernels_of=kernels_of,
+        max_nodes=max_nodes,
+        around=around,
+        depth=depth,
+        scope=scope,
+    )

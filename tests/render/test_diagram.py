@@ -1,0 +1,191 @@
+"""The diagram entry points on module reports, golden DOT, and what render may not do.
+
+Golden files in `tests/data/diagram_golden/` hold the exact DOT `to_dot` writes for
+small captured modules (see HOW.md there); the ids and the order are deterministic, so
+nothing is normalised. Regenerate them after an intended change with
+`HLOSCOPE_UPDATE_GOLDEN=1 pytest tests/render/test_diagram.py` and read the diff.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from hloscope.analysis.fusion import analyze_module
+from hloscope.analysis.report import ModuleReport, analyze_run
+from hloscope.hlo.parser import parse_module
+from hloscope.render import diagram as G
+from hloscope.render import dot as D
+from hloscope.runs import load_run
+from tests.conftest import DATA
+from tests.render.test_dot import LOOP
+
+GOLDEN = DATA / "diagram_golden"
+PACKAGE = Path(G.__file__).parent
+
+
+def _report(folder: str, pattern: str | None = None) -> ModuleReport:
+    return analyze_run(load_run(DATA / folder), [pattern] if pattern else []).modules[0]
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("HLOSCOPE_UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+# --- golden DOT -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("tf_dense_relu.after.dot", {}),
+        ("tf_dense_relu.before.dot", {"stage": "before"}),
+        ("tf_dense_relu.expand.dot", {"expand": "all"}),
+    ],
+)
+def test_dense_relu_dot_is_golden(name: str, options: dict[str, object]) -> None:
+    _golden(name, D.to_dot(G.module_diagram(_report("tf_dense_relu"), **options)))  # type: ignore[arg-type]
+
+
+def test_recsys_side_by_side_dot_is_golden() -> None:
+    spec = G.module_diagram(_report("tf_recsys_scores"), both=True)
+    _golden("tf_recsys_scores.side-by-side.dot", D.to_dot(spec))
+
+
+def test_timed_dot_is_golden() -> None:
+    # Times as a profile gives them (µs per execution), one kernel left untimed.
+    times = {"dot": 300.0, "add_divide_fusion": 50.0, "custom-call": 150.0}
+    spec = G.module_diagram(_report("tf_recsys_scores"), timings=times, total_us=1000.0)
+    assert {n.lines[-1] for n in spec.nodes if n.time_us} == {
+        "300.0 µs · 30.0%",
+        "150.0 µs · 15.0%",
+        "50.0 µs · 5.0%",
+    }
+    _golden("tf_recsys_scores.timed.dot", D.to_dot(spec))
+
+
+# --- the entry points -------------------------------------------------------------------
+
+
+def test_module_diagrams_gives_the_page_both_sides() -> None:
+    specs = G.module_diagrams(_report("tf_dense_relu"))
+    assert set(specs) == {"after", "before"}
+    after, before = specs["after"], specs["before"]
+    assert after.node_kernels == {
+        "k/MatMul.2": ("MatMul.2",),
+        "k/broadcast_maximum_fusion": ("broadcast_maximum_fusion",),
+    }
+    assert before.node_kernels["b/Relu.5"] == ("broadcast_maximum_fusion",)
+    assert before.node_kernels["b/MatMul.3"] == ("MatMul.2",)
+    assert "b/reshape.3" not in before.node_kernels  # plumbing went to no kernel
+    assert "b/p/arg0.1" not in before.node_kernels
+
+
+def test_module_diagrams_draws_the_sides_there_are() -> None:
+    report = _report("tf_dense_relu")
+    no_after = replace(report, after_module=None, after=None, provenance=None)
+    specs = G.module_diagrams(no_after)
+    assert set(specs) == {"before"}
+    assert not specs["before"].legend and not specs["before"].node_kernels  # uncoloured
+    assert set(G.module_diagrams(replace(report, before_module=None))) == {"after"}
+
+
+def test_group_nodes_map_to_every_kernel_they_stand_for() -> None:
+    specs = G.module_diagrams(_report("tf_resnet50"), max_nodes=40)
+    for spec in specs.values():
+        groups = [n for n in spec.nodes if n.role in (G.GROUP_NODE, G.REPEAT)]
+        assert groups
+        for n in groups:
+            assert spec.node_kernels[n.id]
+    after = specs["after"]
+    kernels = {k for ks in after.node_kernels.values() for k in ks}
+    assert kernels == set(after.where)  # every kernel reachable from some node
+
+
+def test_an_op_centres_the_after_side_on_its_kernel() -> None:
+    spec = G.module_diagram(_report("tf_dense_relu"), both=True, around="Relu.5", depth=0)
+    kernels = {n.id for n in spec.nodes if n.role == G.KERNEL}
+    assert kernels == {"k/broadcast_maximum_fusion"}
+    assert {n.id for n in spec.nodes if n.role == G.OP} == {"b/Relu.5"}
+
+
+def test_before_side_finds_a_free_instruction_by_the_ops_that_make_its_value() -> None:
+    # XLA_Retvals.5 is a get-tuple-element (draws nothing): it centres on its producer.
+    spec = G.module_diagram(
+        _report("tf_dense_relu"), stage="before", around="XLA_Retvals.5", depth=0
+    )
+    assert [n.id for n in spec.nodes if n.role == G.OP] == ["b/XLA_Retvals.3"]
+
+
+# --- --around counts kernels, not loops (issue 12) --------------------------------------
+
+
+def test_around_counts_only_kernels_not_loops() -> None:
+    after = parse_module(LOOP)
+    analysis = analyze_module(after)
+    # By hand from LOOP: the kernels are `lt` (condition), `next_i` and `add_fusion`
+    # (body); `loop` is the while instruction, drawn but no kernel.
+    spec = G.kernel_graph(after, analysis, around="loop", depth=1)
+    assert "--around loop --depth 1: 3 of 3 kernels" in spec.notes
+    assert {n.id for n in spec.nodes if n.role == G.CONTROL} == {"c/loop"}
+
+
+def test_around_a_kernel_whose_loop_is_cut_away_draws_it_at_the_top() -> None:
+    after = parse_module(LOOP)
+    spec = G.kernel_graph(after, analyze_module(after), around="next_i", depth=0)
+    assert "--around next_i --depth 0: 1 of 3 kernels" in spec.notes
+    assert [(n.id, n.cluster) for n in spec.nodes] == [("k/next_i", None)]
+    assert spec.clusters == ()
+    assert '"k/next_i" [' in D.to_dot(spec)
+
+
+def test_around_output_is_the_same_on_every_run() -> None:
+    # The cut graph keeps the program order: its edges came out in hash order before.
+    report = _report("tf_resnet50")
+    first = D.to_dot(G.module_diagram(report, around="convolution.59", depth=2))
+    again = D.to_dot(G.module_diagram(report, around="convolution.59", depth=2))
+    assert first == again
+    lines = [line for line in first.splitlines() if " -> " in line]
+    assert lines and lines != sorted(lines, reverse=True)
+
+
+# --- render draws, it does not load or analyse ------------------------------------------
+
+_FORBIDDEN = {
+    "analyze_module",
+    "analyze_dump",
+    "analyze_run",
+    "trace",
+    "parse_file",
+    "parse_module",
+    "load_run",
+    "open",
+    "read_text",
+}
+
+
+def test_the_diagram_package_neither_parses_nor_analyses() -> None:
+    found = []
+    for path in sorted(PACKAGE.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                found += [(path.name, a.name) for a in node.names if a.name in _FORBIDDEN]
+            elif isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
+                if name in _FORBIDDEN:
+                    found.append((path.name, name))
+    assert found == []
+
+
+def test_no_file_of_the_package_is_over_700_lines() -> None:
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py")}
+    assert max(sizes.values()) <= 700, sizes
