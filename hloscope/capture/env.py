@@ -15,13 +15,13 @@ from typing import Any
 
 from hloscope.runs import ModuleDump, platform_of
 
-__all__ = ["cpu_model", "detect_device", "detect_framework", "detect_platform"]
+__all__ = ["cpu_model", "detect_device", "detect_platform", "framework_of_run"]
 
 _TF_PREFIXES = ("a_inference_", "cluster_", "tf_")
 _JAX_PREFIXES = ("jit_", "pjit_", "xmap_", "pmap_")
 
 
-def detect_framework(versions: Mapping[str, Any], modules: Iterable[ModuleDump] = ()) -> str | None:
+def framework_of_run(versions: Mapping[str, Any], modules: Iterable[ModuleDump] = ()) -> str | None:
     """`"tensorflow"`, `"jax"`, `"tensorflow+jax"` or None.
 
     Args:

@@ -23,7 +23,7 @@ from hloscope.errors import UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest
 from hloscope.runs import Run, load_run, read_manifest
 
-__all__ = ["Captured", "detect_framework", "inspect"]
+__all__ = ["Captured", "framework_of_call", "inspect"]
 
 _FRAMEWORKS = {"tensorflow": "tensorflow", "tf": "tensorflow", "jax": "jax"}
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)", re.M)
@@ -76,7 +76,12 @@ def inspect(
             is not an earlier `inspect` run.
         MissingDependencyError: The framework is not installed.
     """
-    name = _FRAMEWORKS.get(framework.lower()) if framework else detect_framework(fn, example_args)
+    name = _FRAMEWORKS.get(framework.lower()) if framework else framework_of_call(fn, example_args)
+    if name is None and framework is None:
+        raise UsageError(
+            "cannot tell whether the function is TensorFlow or JAX code; "
+            "pass framework='tensorflow' or framework='jax'"
+        )
     if name is None:
         raise UsageError(f"framework={framework!r}: use 'tensorflow' or 'jax'")
     folder = _prepare_folder(save_to)
@@ -87,26 +92,11 @@ def inspect(
     return _write_run(folder, captured, fn)
 
 
-def detect_framework(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
-    """`"tensorflow"` or `"jax"` for a function and its example arguments.
-
-    Raises:
-        UsageError: Nothing tells (see `guess_framework`).
-    """
-    found = guess_framework(fn, args)
-    if found is None:
-        raise UsageError(
-            "cannot tell whether the function is TensorFlow or JAX code; "
-            "pass framework='tensorflow' or framework='jax'"
-        )
-    return found
-
-
 _TF_MODULES = ("tensorflow", "keras", "tf_keras")
 _JAX_MODULES = ("jax", "jaxlib", "flax")
 
 
-def guess_framework(fn: Callable[..., Any], args: Sequence[Any]) -> str | None:
+def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> str | None:
     """`tensorflow` or `jax`, from the types of the arguments, else from where `fn` (a
     `tf.function`, a jitted function) or the objects it closes over come from, else from
     which one framework is imported; None when nothing tells."""

@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-__all__ = ["FRAMEWORKS", "detect_framework", "normalize_framework", "start", "stop"]
+__all__ = ["FRAMEWORKS", "framework_from_imports", "normalize_framework", "start", "stop"]
 
 FRAMEWORKS = ("tensorflow", "jax")
 
@@ -68,7 +68,7 @@ def _imported(script_source: str) -> list[str]:
     return names
 
 
-def detect_framework(script_source: str) -> str | None:
+def framework_from_imports(script_source: str) -> str | None:
     """Which framework a script uses, from its imports.
 
     `import tensorflow`, `from tensorflow ...`, `import keras` mean TensorFlow;

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from hloscope.capture.env import detect_device, detect_framework, detect_platform
+from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.errors import UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
@@ -271,7 +271,7 @@ def _plan_profile(
 ) -> dict[str, Any]:
     """Which profiler to run and how to read it; the framework comes from the script's
     imports unless given."""
-    from hloscope.capture.profiler import detect_framework, normalize_framework
+    from hloscope.capture.profiler import framework_from_imports, normalize_framework
 
     if skip_first < 0 or (steps is not None and steps < 1):
         raise UsageError("--skip-first must be 0 or more and --profile-steps 1 or more")
@@ -284,7 +284,7 @@ def _plan_profile(
         source = Path(target) if kind == "script" else _module_source(target)
         found = None
         if source is not None and source.is_file():
-            found = detect_framework(source.read_text(encoding="utf-8", errors="replace"))
+            found = framework_from_imports(source.read_text(encoding="utf-8", errors="replace"))
         if found is None:
             raise UsageError(
                 f"--profile: cannot tell from {target}'s imports whether it runs TensorFlow "
@@ -394,7 +394,7 @@ def run_dump(
         exit_code=exit_code,
         interrupted=interrupted,
         wall_time_s=round(wall, 3),
-        framework=detect_framework(versions, run.modules),
+        framework=framework_of_run(versions, run.modules),
         versions=versions,
         platform=platform,
         device=detect_device(platform, devices),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hloscope.capture.inprocess import guess_framework
+from hloscope.capture.inprocess import framework_of_call
 from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
 
 __all__ = [
@@ -513,7 +513,7 @@ def bench(
         MissingDependencyError: The framework is not installed.
     """
     if framework is None:
-        framework = guess_framework(fn, args)
+        framework = framework_of_call(fn, args)
         if framework is None:
             raise UsageError(
                 "cannot tell whether this is a TensorFlow or a JAX function; "

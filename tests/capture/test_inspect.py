@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import hloscope
-from hloscope.capture.inprocess import detect_framework
+from hloscope.capture.inprocess import framework_of_call
 from hloscope.errors import UsageError
 from hloscope.notebook import RunView
 from hloscope.runs import load_run
@@ -71,13 +71,14 @@ def test_framework_detection_and_refusals(tmp_path: Path, monkeypatch: pytest.Mo
         pass
 
     FakeTensor.__module__ = "tensorflow.python.framework.ops"
-    assert detect_framework(lambda x: x, ([{"a": FakeTensor()}],)) == "tensorflow"
+    assert framework_of_call(lambda x: x, ([{"a": FakeTensor()}],)) == "tensorflow"
     FakeTensor.__module__ = "jaxlib._jax"
-    assert detect_framework(lambda x: x, (FakeTensor(),)) == "jax"
+    assert framework_of_call(lambda x: x, (FakeTensor(),)) == "jax"
     for name in ("tensorflow", "jax"):
         monkeypatch.delitem(sys.modules, name, raising=False)
+    assert framework_of_call(lambda x: x, (1.0,)) is None
     with pytest.raises(UsageError, match="framework='tensorflow' or framework='jax'"):
-        detect_framework(lambda x: x, (1.0,))
+        hloscope.inspect(lambda x: x, 1.0)
     with pytest.raises(UsageError, match="use 'tensorflow' or 'jax'"):
         hloscope.inspect(lambda x: x, 1.0, framework="torch")
     (tmp_path / "notes.txt").write_text("mine")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.capture.profiler import detect_framework, normalize_framework
+from hloscope.capture.profiler import framework_from_imports, normalize_framework
 from hloscope.timing.sources import load_profile
 from tests.timing.helpers import needs
 
@@ -36,15 +36,15 @@ HOOKS = ROOT / "hloscope" / "capture" / "profiler.py"
         ("import jax\nthis is not python (\n", "jax"),  # falls back to import lines
     ],
 )
-def test_detect_framework(source: str, expected: str | None) -> None:
-    assert detect_framework(source) == expected
+def test_framework_from_imports(source: str, expected: str | None) -> None:
+    assert framework_from_imports(source) == expected
 
 
-def test_detect_framework_on_the_samples() -> None:
+def test_framework_from_imports_on_the_samples() -> None:
     samples = ROOT / "samples"
-    assert detect_framework((samples / "jax_mlp.py").read_text()) == "jax"
-    assert detect_framework((samples / "dense_relu.py").read_text()) == "tensorflow"
-    assert detect_framework((samples / "resnet50.py").read_text()) == "tensorflow"
+    assert framework_from_imports((samples / "jax_mlp.py").read_text()) == "jax"
+    assert framework_from_imports((samples / "dense_relu.py").read_text()) == "tensorflow"
+    assert framework_from_imports((samples / "resnet50.py").read_text()) == "tensorflow"
 
 
 def test_normalize_framework() -> None:
@@ -61,7 +61,7 @@ def test_hooks_load_by_path_with_the_standard_library_only() -> None:
         spec = importlib.util.spec_from_file_location("hooks", {str(HOOKS)!r})
         hooks = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(hooks)
-        assert hooks.detect_framework("import jax") == "jax"
+        assert hooks.framework_from_imports("import jax") == "jax"
         loaded = [m for m in sys.modules if m.split(".")[0] in ("hloscope", "tensorflow", "jax")]
         assert not loaded, loaded
     """)
@@ -73,7 +73,7 @@ import importlib.util, runpy, sys
 spec = importlib.util.spec_from_file_location("hooks", {hooks!r})
 hooks = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(hooks)
-framework = hooks.detect_framework(open({script!r}).read())
+framework = hooks.framework_from_imports(open({script!r}).read())
 hooks.start(framework, {logdir!r})
 try:
     sys.argv = [{script!r}, "--calls", "3"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.capture.inprocess import guess_framework
+from hloscope.capture.inprocess import framework_of_call
 from hloscope.errors import UsageError
 from hloscope.render.timing import bench_doc, bench_table
 from hloscope.timing.bench import (
@@ -141,15 +141,15 @@ def test_rounds_interleave_the_modes() -> None:
     assert results[0].repeats == 4
 
 
-def test_detect_framework_from_argument_types() -> None:
+def test_framework_of_call_from_argument_types() -> None:
     def fake(module: str) -> object:
         return type("Array", (), {"__module__": module})()
 
-    assert guess_framework(lambda x: x, [fake("jaxlib._jax")]) == "jax"
-    assert guess_framework(lambda x: x, [[(fake("tensorflow.python.framework.ops"),)]]) == (
+    assert framework_of_call(lambda x: x, [fake("jaxlib._jax")]) == "jax"
+    assert framework_of_call(lambda x: x, [[(fake("tensorflow.python.framework.ops"),)]]) == (
         "tensorflow"
     )
-    assert guess_framework(lambda x, y: x, [fake("jax"), fake("tensorflow")]) is None
+    assert framework_of_call(lambda x, y: x, [fake("jax"), fake("tensorflow")]) is None
 
 
 def test_bench_needs_a_known_framework() -> None:
