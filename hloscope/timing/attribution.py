@@ -161,6 +161,43 @@ class KernelTiming:
     device_ops: int | None = None
     hlo_ops: tuple[str, ...] = ()
 
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        durations: Sequence[int],
+        *,
+        per_us: float,
+        kernels_total: int,
+        executions: int,
+        **measured: Any,
+    ) -> KernelTiming:
+        """Summarise one instruction's call durations, as the profile's clock counts them.
+
+        Args:
+            name: The instruction.
+            durations: Each call's duration in the source's unit (at least one call).
+            per_us: Units per microsecond (1e6 for picoseconds, 1e3 for nanoseconds);
+                sums stay exact integers until this one division.
+            kernels_total: All kernels' time in the same executions and unit (`share`).
+            executions: Steady-state executions the calls came from.
+            **measured: The optional fields a source measures (`kernels_per_op`,
+                `device_kernels`, `device_ops`, `hlo_ops`).
+        """
+        total = sum(durations)
+        return cls(
+            name=name,
+            calls=len(durations),
+            total_us=total / per_us,
+            mean_us=total / len(durations) / per_us,
+            median_us=statistics.median(durations) / per_us,
+            min_us=min(durations) / per_us,
+            max_us=max(durations) / per_us,
+            share=total / kernels_total if kernels_total else 0.0,
+            calls_per_execution=len(durations) / executions if executions else 0.0,
+            **measured,
+        )
+
 
 @dataclass(frozen=True)
 class ModuleTiming:
@@ -606,8 +643,11 @@ def _busy_ps(ops: Sequence[OpEvent]) -> int:
     return total
 
 
+_PS_PER_US = 1e6
+
+
 def _us(ps: float) -> float:
-    return ps / 1e6
+    return ps / _PS_PER_US
 
 
 def timing_key(name: str, program_id: int | None, ambiguous: bool) -> str:
@@ -679,18 +719,13 @@ def _module_timing(
     n = len(executions)
     timings = []
     for op, ds in durations.items():
-        total = sum(ds)
         timings.append(
-            KernelTiming(
-                name=op,
-                calls=len(ds),
-                total_us=_us(total),
-                mean_us=_us(total / len(ds)),
-                median_us=_us(statistics.median(ds)),
-                min_us=_us(min(ds)),
-                max_us=_us(max(ds)),
-                share=total / kernel_ps if kernel_ps else 0.0,
-                calls_per_execution=len(ds) / n if n else 0.0,
+            KernelTiming.of(
+                op,
+                ds,
+                per_us=_PS_PER_US,
+                kernels_total=kernel_ps,
+                executions=n,
                 kernels_per_op=kernels_per_call[op],
                 device_kernels=tuple(sorted(device_kernels[op])),
                 device_ops=op_kernels.get(op),

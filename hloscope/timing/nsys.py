@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import lzma
 import re
-import statistics
 import zipfile
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -398,25 +397,22 @@ def _steady(runs: Sequence[NsysExecution], skip_first: int) -> list[NsysExecutio
     return sorted(kept, key=lambda r: r.order)
 
 
+_NS_PER_US = 1e3
+
+
 def _us(ns: float) -> float:
-    return ns / 1e3
+    return ns / _NS_PER_US
 
 
 def _kernel(
     name: str, ops: set[str], calls: list[ThunkCall], kernel_ns: int, n: int
 ) -> KernelTiming:
-    ds = [c.duration_ns for c in calls]
-    total = sum(ds)
-    return KernelTiming(
-        name=name,
-        calls=len(ds),
-        total_us=_us(total),
-        mean_us=_us(total / len(ds)),
-        median_us=_us(statistics.median(ds)),
-        min_us=_us(min(ds)),
-        max_us=_us(max(ds)),
-        share=total / kernel_ns if kernel_ns else 0.0,
-        calls_per_execution=len(ds) / n if n else 0.0,
+    return KernelTiming.of(
+        name,
+        [c.duration_ns for c in calls],
+        per_us=_NS_PER_US,
+        kernels_total=kernel_ns,
+        executions=n,
         kernels_per_op=max(c.gpu_ops for c in calls),
         device_ops=sum(c.gpu_ops for c in calls),
         hlo_ops=tuple(sorted(ops)),
