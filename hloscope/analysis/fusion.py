@@ -380,24 +380,25 @@ def fused_ops(module: HloModule, inst: Instruction) -> tuple[Instruction, ...]:
     comps = module.computation_map
     out: list[Instruction] = []
     seen: set[str] = set()
-    stack = [iter(inst.calls())]
+    # A stack of instruction iterators expands each callee in place, in text order.
+    stack: list[Iterator[Instruction]] = []
+
+    def enter(names: list[str]) -> None:
+        for name in reversed(names):
+            comp = comps.get(name)
+            if comp is not None and name not in seen:
+                seen.add(name)
+                stack.append(iter(comp.instructions))
+
+    enter(inst.calls())
     while stack:
-        name = next(stack[-1], None)
-        if name is None:
+        i = next(stack[-1], None)
+        if i is None:
             stack.pop()
-            continue
-        comp = comps.get(name)
-        if comp is None or name in seen:
-            continue
-        seen.add(name)
-        nested: list[str] = []
-        for i in comp.instructions:
-            if i.called and i.opcode in _EXPANDED:
-                nested.extend(i.calls())
-            elif i.opcode not in _NOT_OPS:
-                out.append(i)
-        if nested:
-            stack.append(iter(nested))
+        elif i.called and i.opcode in _EXPANDED:
+            enter(i.calls())
+        elif i.opcode not in _NOT_OPS:
+            out.append(i)
     return tuple(out)
 
 
