@@ -263,8 +263,10 @@ def _callees(
 def _is_control(inst: Instruction, cls: str) -> bool:
     """Whether the walk goes into what `inst` calls (rather than counting it as one
     kernel: async wrappers, CPU small calls and command buffers run as one launch)."""
-    return cls == K.CONTROL and inst.opcode != "async-start" and not (
-        is_small_call(inst) or is_command_buffer(inst)
+    return (
+        cls == K.CONTROL
+        and inst.opcode != "async-start"
+        and not (is_small_call(inst) or is_command_buffer(inst))
     )
 
 

@@ -25,6 +25,7 @@ custom calls and collectives as one op each).
 from __future__ import annotations
 
 from hloscope.hlo.model import HloModule, Instruction
+from hloscope.hlo.opcodes import async_wrapped_opcode
 
 FUSION = "fusion"
 CUSTOM_CALL = "custom-call"
@@ -51,10 +52,6 @@ FREE_OPCODES = frozenset(
         "all-reduce-done",
         "collective-permute-done",
         "copy-done",
-        "all-to-all-done",
-        "reduce-scatter-done",
-        "ragged-all-to-all-done",
-        "collective-broadcast-done",
         "send-done",
         "recv-done",
         "async-update",
@@ -77,13 +74,9 @@ COLLECTIVE_OPCODES = frozenset(
         "all-reduce",
         "all-reduce-start",
         "all-to-all",
-        "all-to-all-start",
         "ragged-all-to-all",
-        "ragged-all-to-all-start",
         "reduce-scatter",
-        "reduce-scatter-start",
         "collective-broadcast",
-        "collective-broadcast-start",
         "collective-permute",
         "collective-permute-start",
         "collective-reduce",
@@ -127,8 +120,13 @@ def classify(inst: Instruction, platform: str | None = None) -> str:
         return FREE
     if op in GPU_ONLY_OPCODES:
         return UNFUSED if platform == GPU else FREE
-    if op.endswith("-done") or op.endswith("-update"):
-        return FREE  # the async sugar XLA prints for any `async-done` (`foo-done`)
+    wrapped = async_wrapped_opcode(op)
+    if wrapped is not None:  # XLA's sugar for an async pair wrapping one op
+        if not op.endswith("-start"):
+            return FREE
+        if wrapped in COLLECTIVE_OPCODES:
+            return COLLECTIVE
+        return {"fusion": FUSION, "custom-call": CUSTOM_CALL}.get(wrapped, UNFUSED)
     if op in CONTROL_OPCODES:
         if op == "async-start" and not inst.called:
             return FREE
