@@ -38,11 +38,13 @@ class Executed:
         instruction: The instruction.
         computation: The computation it is in.
         cls: Its class in `hloscope.analysis.kernels` (FUSION, UNFUSED, ...).
-        times: How many times it runs per execution of the module; None when a
-            surrounding while loop has no known trip count.
+        times: How many times it runs per execution of the module, summed over every
+            call site of its computation; None when a surrounding while loop has no
+            known trip count.
         scope: The op_name prefix the call inliner would give it (`jit(f)/jit(relu)`
-            for what a `call` calls), or "" at the top level.
-        branch: `conditional_name:index` for instructions inside a conditional branch.
+            for what a `call` calls), or "" at the top level; from the first call site.
+        branch: `conditional_name:index` for instructions inside a conditional branch
+            (the first call site's).
     """
 
     instruction: Instruction

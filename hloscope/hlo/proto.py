@@ -231,15 +231,24 @@ def parse_proto(data: bytes, path: str | None = None) -> HloModule:
         MissingDependencyError: The `protobuf` package is not installed.
     """
     hlo_proto, module_proto = _classes()
-    try:
-        wrapper = hlo_proto.FromString(data)
-        module = wrapper.hlo_module
-        if not module.computations:
-            module = module_proto.FromString(data)
-    except Exception as e:  # protobuf's DecodeError, or a bad UTF-8 string field
-        raise HloParseError(f"not a binary HLO dump ({e})", path=path) from None
-    if not module.computations:
-        raise HloParseError("not a binary HLO dump (no computations)", path=path)
+    module = None
+    error = "no computations"
+    # An HloProto (what XLA dumps) wraps the module in field 1; a bare HloModuleProto has
+    # its name there. Try the wrapper first, then the bare module.
+    for decode in (
+        lambda: hlo_proto.FromString(data).hlo_module,
+        lambda: module_proto.FromString(data),
+    ):
+        try:
+            candidate = decode()
+        except Exception as e:  # protobuf's DecodeError, or a bad UTF-8 string field
+            error = str(e) or type(e).__name__
+            continue
+        if candidate.computations:
+            module = candidate
+            break
+    if module is None:
+        raise HloParseError(f"not a binary HLO dump ({error})", path=path)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # tens of thousands of acyclic objects: see parser.parse_module
     try:

@@ -82,6 +82,17 @@ def test_load_module_file_dispatches_by_suffix(tmp_path: Path) -> None:
     assert b.path == str(xz)
 
 
+def test_a_bare_module_proto_reads_too() -> None:
+    from google.protobuf import empty_pb2
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    data = PAIRS[0].read_bytes()
+    fields = UnknownFieldSet(empty_pb2.Empty.FromString(data))
+    bare = next(f.data for f in fields if f.field_number == 1)  # HloProto.hlo_module
+    a, b = parse_proto(bare), parse_proto(data)
+    assert a.name == b.name and a.instruction_count == b.instruction_count > 0
+
+
 def test_bad_bytes_are_a_parse_error(tmp_path: Path) -> None:
     bad = tmp_path / "x.hlo.pb"
     bad.write_bytes(b"\xff\xff\xff\xff garbage")
