@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import lzma
+import struct
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -133,6 +134,12 @@ _SCHEMA: dict[str, list[tuple[str, int, str, bool]]] = {
         ("u64s", 7, "uint64", True),
         ("f32s", 8, "float", True),
         ("f64s", 9, "double", True),
+        ("u8s", 3, "bytes", False),
+        ("f16s", 11, "bytes", False),
+        ("bf16s", 13, "bytes", False),
+        ("s8s", 15, "bytes", False),
+        ("u16s", 16, "bytes", False),
+        ("s16s", 17, "bytes", False),
     ],
     "StackFrameIndexProto": [
         ("file_names", 1, "string", True),
@@ -317,6 +324,7 @@ class _Builder:
         self.unknown_opcodes: dict[str, int] = {}
         self.shapes: dict[bytes, Shape] = {}
         self.metadata: dict[tuple[Any, ...], Metadata | None] = {}
+        self.pred_ids: set[int] = set()
 
     def module(self, m: Any) -> HloModule:
         names = {c.id: c.name for c in m.computations}
@@ -349,6 +357,7 @@ class _Builder:
     ) -> Computation:
         local = {i.id: i.name for i in c.instructions}
         protos = list(c.instructions)
+        self.pred_ids = {i.id for i in protos if i.shape.element_type == 1}  # PRED
         if schedule and len(schedule) == len(protos):
             # A scheduled module prints each computation in its schedule's order: the
             # order the runtime executes it in.
@@ -372,7 +381,8 @@ class _Builder:
             self.unknown_opcodes[opcode] = self.unknown_opcodes.get(opcode, 0) + 1
         operands = tuple(local.get(o, f"#{o}") for o in i.operand_ids)
         callees = [names.get(c, f"#{c}") for c in i.called_computation_ids]
-        called = _called(opcode, callees, i)
+        predicated = bool(i.operand_ids) and i.operand_ids[0] in self.pred_ids
+        called = _called(opcode, callees, predicated)
         metadata = self.instruction_metadata(i) if i.HasField("metadata") else None
         attributes = _attributes(i, called, local, metadata)
         if opcode == "parameter":
@@ -478,7 +488,7 @@ _TO_APPLY = frozenset(
 )  # fmt: skip
 
 
-def _called(opcode: str, callees: Sequence[str], i: Any) -> tuple[CalledComputation, ...]:
+def _called(opcode: str, callees: Sequence[str], predicated: bool) -> tuple[CalledComputation, ...]:
     if not callees:
         return ()
     roles: list[str]
@@ -491,6 +501,8 @@ def _called(opcode: str, callees: Sequence[str], i: Any) -> tuple[CalledComputat
         return (CalledComputation("condition", condition), CalledComputation("body", body))
     elif opcode == "select-and-scatter" and len(callees) == 2:
         roles = ["select", "scatter"]
+    elif opcode == "conditional" and predicated and len(callees) == 2:
+        roles = ["true_computation", "false_computation"]  # a pred operand, as printed
     elif opcode == "conditional":
         roles = ["branch_computations"] * len(callees)
     elif opcode in _TO_APPLY or (opcode == "custom-call" and len(callees) == 1):
@@ -563,26 +575,61 @@ def _slice(d: Any) -> str:
 
 def _literal(i: Any) -> str:
     """A scalar constant's value as XLA prints it; `{...}` for arrays and other types."""
-    lit = i.literal
     if i.shape.dimensions:
         return "{...}"
-    for name in ("preds", "s32s", "s64s", "u32s", "u64s", "f32s", "f64s"):
-        values = getattr(lit, name)
-        if len(values) == 1:
-            return _scalar(values[0])
-    return "{...}"
+    kind = _ELEMENT_TYPES.get(i.shape.element_type, "")
+    value = _scalar_value(i.literal, kind)
+    if value is None:
+        return "{...}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return _float_text(value, kind)
 
 
-def _scalar(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        if v != v:
-            return "nan"
-        if v in (float("inf"), float("-inf")):
-            return "inf" if v > 0 else "-inf"
-        return f"{v:g}" if v == int(v) and abs(v) < 1e16 else repr(v)
-    return str(v)
+# Scalar types stored as packed little-endian bytes: (field, struct format).
+_PACKED = {
+    "s8": ("s8s", "<b"), "u8": ("u8s", "<B"), "s16": ("s16s", "<h"), "u16": ("u16s", "<H"),
+    "f16": ("f16s", "<e"),
+}  # fmt: skip
+_REPEATED = {
+    "pred": "preds", "s32": "s32s", "s64": "s64s", "u32": "u32s", "u64": "u64s",
+    "f32": "f32s", "f64": "f64s",
+}  # fmt: skip
+
+
+def _scalar_value(lit: Any, kind: str) -> bool | int | float | None:
+    if kind in _REPEATED:
+        values = getattr(lit, _REPEATED[kind])
+        return values[0] if len(values) == 1 else None
+    if kind in _PACKED:
+        name, fmt = _PACKED[kind]
+        raw = getattr(lit, name)
+        return struct.unpack(fmt, raw)[0] if len(raw) == struct.calcsize(fmt) else None
+    if kind == "bf16" and len(lit.bf16s) == 2:
+        return float(struct.unpack("<f", b"\0\0" + lit.bf16s)[0])  # the high half of an f32
+    return None
+
+
+def _float_text(v: float, kind: str) -> str:
+    """A float as XLA's literal printer writes it (`RoundTripFpToString`): bf16 with 4 and
+    f16 with 5 significant digits; f32 with 6, or 9 when 6 do not read back to the same
+    value; f64 with 15, or 17."""
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    if kind == "bf16":
+        return f"{v:.4g}"
+    if kind == "f16":
+        return f"{v:.5g}"
+    if kind == "f32":
+        short = f"{v:.6g}"
+        same = struct.unpack("<f", struct.pack("<f", float(short)))[0] == v
+        return short if same else f"{v:.9g}"
+    short = f"{v:.15g}"
+    return short if float(short) == v else f"{v:.17g}"
 
 
 def _stack_frames(index: Any) -> dict[int, StackFrame]:

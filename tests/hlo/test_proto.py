@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import lzma
 import subprocess
 import sys
@@ -15,9 +16,9 @@ import pytest
 from hloscope.errors import HloParseError, MissingDependencyError
 from hloscope.hlo import proto
 from hloscope.hlo.model import HloModule, Instruction, Shape
-from hloscope.hlo.parser import parse_file
+from hloscope.hlo.parser import parse_file, parse_module
 from hloscope.hlo.proto import load_module_file, parse_proto, parse_proto_file
-from tests.conftest import DATA, GPU
+from tests.conftest import CORPUS, DATA, GPU
 
 PAIRS = sorted((DATA / "jax_proto").glob("*.hlo.pb"))
 ARCHIVE = GPU / "maxtext_fsdp4_h100.nsys-jax.zip"
@@ -123,6 +124,32 @@ def test_reading_a_proto_imports_no_framework() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def _corpus() -> list[str]:
+    manifest = CORPUS / "MANIFEST.json"
+    if not manifest.exists():
+        return []
+    return [e["file"] for e in json.loads(manifest.read_text()) if e["xla_parses"]]
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(not (CORPUS / "MANIFEST.json").exists(), reason="../shared/corpus absent")
+@pytest.mark.parametrize("name", _corpus())
+def test_corpus_protos_read_like_xlas_text(name: str) -> None:
+    """XLA's own serialization of each corpus module, read here, equals our text parser's
+    reading of XLA's own printing of the same module (XLA renames duplicates, so both
+    sides come from XLA)."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    xla = hlo.hlo_module_from_text((CORPUS / name).read_text())
+    got = parse_proto(xla.as_serialized_hlo_module_proto())
+    want = parse_module(xla.to_string())
+    assert got.instruction_count == want.instruction_count
+    assert {c.name for c in got.computations} == {c.name for c in want.computations}
+    for comp in got.computations:
+        other = want.computation_map[comp.name]
+        for inst in comp.instructions:
+            assert _key(got, inst) == _key(want, other.by_name[inst.name])
+
+
 # --- the real nsys-jax archive ----------------------------------------------------------
 
 
@@ -185,3 +212,27 @@ def test_real_train_step_is_whole(archive_dump: list[Path]) -> None:
         for inst in comp.instructions:
             assert all(o in names for o in inst.operands), (comp.name, inst.name)
             assert all(c.name in module.computation_map for c in inst.called)
+
+
+@pytest.mark.jax
+def test_scalar_constants_print_as_xla_prints_them() -> None:
+    hlo = pytest.importorskip("jaxlib._hlo")
+    values = [
+        ("bf16", "0.1"), ("f16", "0.1"), ("f32", "0.1"), ("f64", "0.1"), ("f32", "1e-20"),
+        ("bf16", "3.14159"), ("f16", "65504"), ("f32", "123456789"), ("f32", "0.000244140625"),
+        ("f32", "1e20"), ("s8", "-3"), ("u8", "200"), ("s16", "-300"), ("u16", "60000"),
+        ("f32", "-inf"), ("pred", "true"), ("s64", "-5"), ("u64", "7"),
+    ]  # fmt: skip
+    lines = [f"  c{n} = {t}[] constant({v})" for n, (t, v) in enumerate(values)]
+    names = ", ".join(f"c{n}" for n in range(len(values)))
+    shapes = ", ".join(f"{t}[]" for t, _ in values)
+    text = (
+        "HloModule m\nENTRY e {\n"
+        + "\n".join(lines)
+        + f"\n  ROOT t = ({shapes}) tuple({names})\n}}"
+    )
+    xla = hlo.hlo_module_from_text(text)
+    got = parse_proto(xla.as_serialized_hlo_module_proto()).entry.by_name
+    want = parse_module(xla.to_string()).entry.by_name
+    for n in range(len(values)):
+        assert got[f"c{n}"].literal == want[f"c{n}"].literal, values[n]
