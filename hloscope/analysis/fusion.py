@@ -12,8 +12,8 @@ XLA's runtime makes them (each rule cites where XLA does it):
 - an async pair (`all-gather-start`/`-done`, or `async-start` wrapping any op) is one
   kernel, reported under the wrapped op's name (`Kernel.hlo_ops`);
 - a `__custom_fusion` wrapping one library call is that call;
-- on the GPU, `partition-id`/`replica-id` launch, and a copy fusion runs one memcpy per
-  output.
+- `partition-id`/`replica-id` launch on the GPU and the CPU; on the GPU a copy fusion
+  runs one memcpy per output and a reduction using atomics first runs an initializer.
 
 Applied to an after-optimization module it counts kernels and launches; applied to a
 before-optimization module it counts the ops eager execution would launch one by one.
@@ -419,8 +419,9 @@ def analyze_module(module: HloModule, platform: str | None = None) -> ModuleAnal
         module: A parsed module, before or after optimization.
         platform: `kernels.GPU` or `kernels.CPU`; None infers it from the module
             (`kernels.platform`: backend configs, library calls, the file name). It
-            decides the launches only the GPU runtime makes (partition-id, replica-id,
-            one memcpy per output of a copy fusion).
+            decides the launches that depend on the runtime (partition-id and
+            replica-id on GPU and CPU; on the GPU only, one memcpy per output of a copy
+            fusion and the initializer of a reduction using atomics).
 
     Returns:
         The counts and the kernel list.

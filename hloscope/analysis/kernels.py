@@ -9,13 +9,13 @@ Every instruction the compiled program executes falls in one of these classes:
 | `collective` | all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, ... (an async `*-start`/`*-done` pair, or an `async-start` wrapping one, counts once, at the start) | yes |
 | `unfused`    | any other compute instruction left on its own (dot, copy, sort, convolution, ...) | yes |
 | `control`    | `call`, `while`, `conditional`: not kernels themselves, their callees are walked; an `async-start` with a wrapped computation is walked as one kernel: the wrapped op's | no |
-| `free`       | parameter, constant, tuple, get-tuple-element, bitcast, after-all, opt-barrier, add-dependency, domain, the `*-done`/`*-update` half of async pairs; partition-id and replica-id except on GPU | no |
+| `free`       | parameter, constant, tuple, get-tuple-element, bitcast, after-all, opt-barrier, add-dependency, domain, the `*-done`/`*-update` half of async pairs; partition-id and replica-id when the platform is unknown | no |
 
 What the runtime launches, where it differs from the table, is modelled by the walk in
 `hloscope.analysis.fusion`: an `async-start` is one kernel reported under the op it wraps; a
-GPU `partition-id`/`replica-id` is a launch (XLA's GPU runtime runs a `PartitionIdThunk`/
-`ReplicaIdThunk`, a device memset; the CPU runtime reads it on the host). `platform()`
-says which runtime a module was compiled for, from the module itself.
+`partition-id`/`replica-id` is a launch on the GPU and the CPU (both runtimes run a thunk
+for it). `platform()` says which runtime a module was compiled for, from the module
+itself.
 
 Before optimization the same table says which instructions are "ops": what eager
 execution would launch one by one (every `unfused`-class instruction, and fusions,
@@ -61,8 +61,10 @@ FREE_OPCODES = frozenset(
 
 CONTROL_OPCODES = frozenset({"call", "while", "conditional", "async-start"})
 
-# Launch on the GPU (a thunk writing the id into device memory), free on the CPU and TPU.
-GPU_ONLY_OPCODES = frozenset({"partition-id", "replica-id"})
+# A thunk of their own in XLA's GPU and CPU runtimes (the GPU's writes the id into device
+# memory: ReplicaOrPartitionIdThunk; a JAX profile on the CPU shows `hlo_op=` events for a
+# partition-id too); counted free where the platform is unknown.
+RUNTIME_ID_OPCODES = frozenset({"partition-id", "replica-id"})
 
 GPU = "gpu"
 CPU = "cpu"
@@ -108,7 +110,7 @@ def classify(inst: Instruction, platform: str | None = None) -> str:
     Args:
         inst: Any instruction of an executed computation (not of a fused one).
         platform: `GPU`, `CPU`, or None when unknown (then `partition-id` and
-            `replica-id` count as free, as on the CPU).
+            `replica-id` count as free; both runtimes run them as thunks).
 
     Returns:
         One of `FUSION`, `CUSTOM_CALL`, `COLLECTIVE`, `UNFUSED`, `CONTROL`, `FREE`.
@@ -118,8 +120,8 @@ def classify(inst: Instruction, platform: str | None = None) -> str:
         return FUSION
     if op in FREE_OPCODES:
         return FREE
-    if op in GPU_ONLY_OPCODES:
-        return UNFUSED if platform == GPU else FREE
+    if op in RUNTIME_ID_OPCODES:
+        return UNFUSED if platform in (GPU, CPU) else FREE
     wrapped = async_wrapped_opcode(op)
     if wrapped is not None:  # XLA's sugar for an async pair wrapping one op
         if not op.endswith("-start"):

@@ -116,8 +116,10 @@ ENTRY %main (x: bf16[4,8,8], i: s32[], y: bf16[8,8]) -> bf16[8,8] {
     assert k.hlo_ops == ("custom-call.220",) and k.launches == 1
 
 
-@pytest.mark.parametrize(("platform", "launches"), [(K.GPU, 2), (K.CPU, 0), (None, 0)])
-def test_partition_and_replica_ids_launch_on_gpu_only(platform: str | None, launches: int) -> None:
+@pytest.mark.parametrize(("platform", "launches"), [(K.GPU, 2), (K.CPU, 2), (None, 0)])
+def test_partition_and_replica_ids_launch_where_the_runtime_is_known(
+    platform: str | None, launches: int
+) -> None:
     a = _analyze(
         """
 ENTRY %main () -> (u32[], u32[]) {
@@ -141,7 +143,7 @@ ENTRY %main () -> u32[] {
     cpu = _analyze(text.replace("CONFIG", 'backend_config={"outer_dimension_partitions":[]}'))
     unknown = _analyze(text.replace(", CONFIG", ""))
     assert (gpu.platform, gpu.launches) == (K.GPU, 1)
-    assert (cpu.platform, cpu.launches) == (K.CPU, 0)
+    assert (cpu.platform, cpu.launches) == (K.CPU, 1)
     assert (unknown.platform, unknown.launches) == (None, 0)
 
 
