@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[tf,jax,nsys,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[tf,jax,nsys,proto,dev]'
 	touch $(STAMP)
 
 # Debian's graphviz provides the real `dot` renderer.

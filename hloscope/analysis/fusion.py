@@ -1,18 +1,30 @@
 """Kernels and launches of one module: the walk of what the program executes.
 
-`analyze_module` walks the entry computation and what it calls for execution (`call`
-inlined; `while` body and condition multiplied by the `known_trip_count` XLA put in
-backend_config; `conditional` branches counted per branch; async pairs once) and
-classifies each instruction with `hloscope.analysis.kernels`. Applied to an
-after-optimization module it counts kernels and launches; applied to a
+`analyze_module` walks the entry computation and what it calls for execution and
+classifies each instruction with `hloscope.analysis.kernels`, counting launches the way
+XLA's runtime makes them (each rule cites where XLA does it):
+
+- `call` is inlined, except a CPU "small call" (one compiled kernel) and a GPU command
+  buffer (one graph launch);
+- a `while` with a `known_trip_count` runs its body N times and never its condition;
+  without one, one trip is assumed and the count is flagged inexact;
+- `conditional` branches are counted per branch, the costliest one in the total;
+- an async pair (`all-gather-start`/`-done`, or `async-start` wrapping any op) is one
+  kernel, reported under the wrapped op's name (`Kernel.hlo_ops`);
+- a `__custom_fusion` wrapping one library call is that call;
+- `partition-id`/`replica-id` launch on the GPU and the CPU; on the GPU a copy fusion
+  runs one memcpy per output and a reduction using atomics first runs an initializer.
+
+Applied to an after-optimization module it counts kernels and launches; applied to a
 before-optimization module it counts the ops eager execution would launch one by one.
+Every walk is linear in the module's size (one visit per computation, no recursion).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from hloscope.analysis import kernels as K
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
@@ -26,11 +38,13 @@ class Executed:
         instruction: The instruction.
         computation: The computation it is in.
         cls: Its class in `hloscope.analysis.kernels` (FUSION, UNFUSED, ...).
-        times: How many times it runs per execution of the module; None when a
-            surrounding while loop has no known trip count.
+        times: How many times it runs per execution of the module, summed over every
+            call site of its computation; None when a surrounding while loop has no
+            known trip count.
         scope: The op_name prefix the call inliner would give it (`jit(f)/jit(relu)`
-            for what a `call` calls), or "" at the top level.
-        branch: `conditional_name:index` for instructions inside a conditional branch.
+            for what a `call` calls), or "" at the top level; from the first call site.
+        branch: `conditional_name:index` for instructions inside a conditional branch
+            (the first call site's).
     """
 
     instruction: Instruction
@@ -63,6 +77,12 @@ class Kernel:
         users: How many instructions of its computation use its result.
         is_root: Whether it is its computation's root.
         branch: The conditional branch it runs in, if any.
+        thunk_ops: One name per launch of one run of the instruction, as XLA's runtime
+            reports it in a profile (`hlo_op=`): its own name; for an `async-start` the
+            wrapped op's (`all-to-all.3`); for a custom fusion the library call's
+            (`custom-call.220`); a GPU copy fusion's name once per output (one memcpy
+            each); a GPU reduction needing atomics adds its reduce's initializer. Empty
+            means `(name,)`. `launches` counts them all.
     """
 
     name: str
@@ -80,6 +100,24 @@ class Kernel:
     users: int
     is_root: bool
     branch: str | None = None
+    thunk_ops: tuple[str, ...] = ()
+
+    @property
+    def hlo_ops(self) -> tuple[str, ...]:
+        """Every instruction name the runtime reports for this kernel, each once."""
+        return tuple(dict.fromkeys(self.thunk_ops)) if self.thunk_ops else (self.name,)
+
+    @property
+    def thunks(self) -> int:
+        """Launches per run of the instruction (`launches` = runs x thunks)."""
+        return len(self.thunk_ops) or 1
+
+    def launches_of(self, hlo_op: str) -> int | None:
+        """Launches per execution reported under `hlo_op` (None: a trip count unknown)."""
+        if self.launches is None:
+            return None
+        per_run = self.thunk_ops.count(hlo_op) if self.thunk_ops else int(hlo_op == self.name)
+        return self.launches // self.thunks * per_run
 
     @property
     def instruction_count(self) -> int:
@@ -142,6 +180,7 @@ class ModuleAnalysis:
         kernels_by_kind: Kernels per kind (see `Kernel.kind`).
         loops: The while loops met, with their trip counts.
         branches: Every conditional branch, with its own launches.
+        platform: The runtime the launches were counted for (`gpu`, `cpu`), or None.
     """
 
     name: str
@@ -154,6 +193,7 @@ class ModuleAnalysis:
     kernels_by_kind: dict[str, int] = field(default_factory=dict)
     loops: tuple[Loop, ...] = ()
     branches: tuple[Branch, ...] = ()
+    platform: str | None = None
 
     @property
     def kernel_count(self) -> int:
@@ -171,50 +211,158 @@ def trip_count(inst: Instruction) -> int | None:
     return None
 
 
-def walk(module: HloModule) -> Iterator[Executed]:
-    """Yield what one execution of the module runs, in program order.
+def is_small_call(inst: Instruction) -> bool:
+    """Whether XLA's CPU backend compiled this `call` into one kernel.
 
-    Control-flow instructions are yielded too (class CONTROL), before their callees.
-    A computation called from several places is walked once per call site.
+    XLA marks such calls `frontend_attributes={xla_cpu_small_call="true"}` and emits the
+    whole callee as one function (`call_computation_kernel_module` in the dump); the CPU
+    runtime runs it as one thunk reported under the call's name (a JAX profile of
+    `jit__threefry_split` shows `hlo_op=call`, not the callee's instructions).
+    """
+    return inst.opcode == "call" and 'xla_cpu_small_call="true"' in inst.attributes.get(
+        "frontend_attributes", ""
+    )
+
+
+def is_command_buffer(inst: Instruction) -> bool:
+    """Whether this `call` runs a GPU command buffer (a CUDA graph) as one launch.
+
+    XLA's `CommandBufferScheduling` pass outlines runs of commands into a computation named
+    `command_buffer*` and calls it; the runtime records them once and launches the graph
+    as one `CommandBufferThunk` under the call's name.
+    """
+    return inst.opcode == "call" and any(n.startswith("command_buffer") for n in inst.calls())
+
+
+def _callees(
+    inst: Instruction, scope: str, branch: str | None
+) -> list[tuple[str, str, str | None, int | None]]:
+    """`(computation, scope, branch, factor)` for what a control instruction runs, where
+    factor is how many times per execution of the instruction (None: unknown)."""
+    op = inst.opcode
+    if op == "call":
+        inner = _join_scope(scope, inst)
+        return [(name, inner, branch, 1) for name in inst.calls()]
+    if op == "while":
+        n = trip_count(inst)
+        body = [(name, scope, branch, n) for name in inst.calls("body")]
+        if n is not None:
+            # XLA's WhileThunk runs the body N times and never the condition when the
+            # trip count is known (xla/backends/gpu/runtime/while_thunk.cc; the CPU
+            # runtime's WhileThunk does the same). Otherwise it evaluates the condition
+            # once more than the body: with the trip unknown, one trip is assumed.
+            return body
+        cond = [(name, scope, branch, None) for name in inst.calls("condition")]
+        return cond + body
+    if op == "conditional":
+        names = inst.calls("branch_computations") or (
+            inst.calls("true_computation") + inst.calls("false_computation")
+        )
+        return [(name, scope, f"{inst.name}:{i}", 1) for i, name in enumerate(names)]
+    return []
+
+
+def _is_control(inst: Instruction, cls: str) -> bool:
+    """Whether the walk goes into what `inst` calls (rather than counting it as one
+    kernel: async wrappers, CPU small calls and command buffers run as one launch)."""
+    return (
+        cls == K.CONTROL
+        and inst.opcode != "async-start"
+        and not (is_small_call(inst) or is_command_buffer(inst))
+    )
+
+
+def walk(module: HloModule, platform: str | None = None) -> Iterator[Executed]:
+    """Yield what one execution of the module runs, each instruction once, in program order.
+
+    Control-flow instructions are yielded too (class CONTROL), before their callees. A
+    computation called from several places is yielded once, at its first call site, with
+    `times` summed over all of them; the walk is linear in the size of the module and
+    uses no recursion, however deep the calls nest.
+
+    Args:
+        module: The module.
+        platform: `kernels.GPU`/`kernels.CPU`, or None to infer it (`kernels.platform`).
+    """
+    platform = platform if platform is not None else K.platform(module)
+    comps = module.computation_map
+    times = _computation_times(module, platform)
+    seen: set[str] = {module.entry.name}
+    stack: list[tuple[Computation, Iterator[Instruction], str, str | None]] = [
+        (module.entry, iter(module.entry.instructions), "", None)
+    ]
+    while stack:
+        comp, rest, scope, branch = stack[-1]
+        inst = next(rest, None)
+        if inst is None:
+            stack.pop()
+            continue
+        cls = _class(inst, platform)
+        yield Executed(inst, comp, cls, times.get(comp.name), scope, branch)
+        if not _is_control(inst, cls):
+            continue
+        frames = []
+        for name, inner, tag, _ in _callees(inst, scope, branch):
+            callee = comps.get(name)
+            if callee is not None and name not in seen:
+                seen.add(name)
+                frames.append((callee, iter(callee.instructions), inner, tag))
+        stack.extend(reversed(frames))
+
+
+def _class(inst: Instruction, platform: str | None) -> str:
+    """The class an instruction launches as: an async wrapper as the op it wraps."""
+    cls = K.classify(inst, platform)
+    if is_small_call(inst) or is_command_buffer(inst):
+        return K.FUSION
+    return cls
+
+
+def _computation_times(module: HloModule, platform: str | None) -> dict[str, int | None]:
+    """How many times each executed computation runs per execution of the module.
+
+    Callers come before callees in a topological order of the call graph (HLO has no
+    recursion), so one pass sums every call site's count: linear in the module's size
+    where a walk per call site would be exponential in the nesting depth.
     """
     comps = module.computation_map
-
-    def visit(
-        comp: Computation, times: int | None, scope: str, branch: str | None, depth: int
-    ) -> Iterator[Executed]:
-        if depth > 64:  # HLO has no recursion; this only guards against a broken module
-            return
-        for inst in comp.instructions:
-            cls = K.classify(inst)
-            yield Executed(inst, comp, cls, times, scope, branch)
-            if cls != K.CONTROL:
+    edges: dict[str, list[tuple[str, int | None]]] = {}
+    order: list[str] = []  # post-order of an iterative depth-first search
+    state: dict[str, int] = {module.entry.name: 0}
+    stack = [(module.entry.name, iter(_edges(comps[module.entry.name], platform)))]
+    edges[module.entry.name] = []
+    while stack:
+        name, rest = stack[-1]
+        edge = next(rest, None)
+        if edge is None:
+            stack.pop()
+            state[name] = 1
+            order.append(name)
+            continue
+        edges[name].append(edge)
+        callee = edge[0]
+        if callee in comps and callee not in state:
+            state[callee] = 0
+            edges[callee] = []
+            stack.append((callee, iter(_edges(comps[callee], platform))))
+    times: dict[str, int | None] = {name: 0 for name in order}
+    times[module.entry.name] = 1
+    for name in reversed(order):
+        n = times[name]
+        for callee, factor in edges[name]:
+            if callee not in times:
                 continue
-            op = inst.opcode
-            if op in ("call", "async-start"):
-                inner_scope = _join_scope(scope, inst) if op == "call" else scope
-                for name in inst.calls():
-                    if name in comps:
-                        yield from visit(comps[name], times, inner_scope, branch, depth + 1)
-            elif op == "while":
-                n = trip_count(inst)
-                body_times = None if times is None or n is None else times * n
-                cond_times = None if body_times is None else body_times + (times or 0)
-                for name in inst.calls("condition"):
-                    if name in comps:
-                        yield from visit(comps[name], cond_times, scope, branch, depth + 1)
-                for name in inst.calls("body"):
-                    if name in comps:
-                        yield from visit(comps[name], body_times, scope, branch, depth + 1)
-            elif op == "conditional":
-                names = inst.calls("branch_computations") or (
-                    inst.calls("true_computation") + inst.calls("false_computation")
-                )
-                for index, name in enumerate(names):
-                    if name in comps:
-                        tag = f"{inst.name}:{index}"
-                        yield from visit(comps[name], times, scope, tag, depth + 1)
+            old = times[callee]
+            add = None if n is None or factor is None else n * factor
+            times[callee] = None if old is None or add is None else old + add
+    return times
 
-    yield from visit(module.entry, 1, "", None, 0)
+
+def _edges(comp: Computation, platform: str | None) -> Iterator[tuple[str, int | None]]:
+    for inst in comp.instructions:
+        if _is_control(inst, _class(inst, platform)):
+            for name, _, _, factor in _callees(inst, "", None):
+                yield name, factor
 
 
 def _join_scope(scope: str, call: Instruction) -> str:
@@ -226,91 +374,99 @@ def _join_scope(scope: str, call: Instruction) -> str:
 
 
 def fused_ops(module: HloModule, inst: Instruction) -> tuple[Instruction, ...]:
-    """The compute instructions inside a fusion, nested fusions expanded.
+    """The compute instructions inside a fusion (or a call run as one kernel), nested
+    fusions and called computations expanded.
 
     Parameters, tuples, get-tuple-elements and bitcasts are left out; constants,
-    broadcasts and every other instruction that computes something are kept.
+    broadcasts and every other instruction that computes something are kept. Each
+    computation is expanded once, without recursion.
     """
     comps = module.computation_map
     out: list[Instruction] = []
+    seen: set[str] = set()
+    # A stack of instruction iterators expands each callee in place, in text order.
+    stack: list[Iterator[Instruction]] = []
 
-    def visit(comp_name: str, depth: int) -> None:
-        comp = comps.get(comp_name)
-        if comp is None or depth > 16:
-            return
-        for i in comp.instructions:
-            if i.opcode == "fusion":
-                for name in i.calls():
-                    visit(name, depth + 1)
-            elif i.opcode not in _NOT_OPS:
-                out.append(i)
+    def enter(names: list[str]) -> None:
+        for name in reversed(names):
+            comp = comps.get(name)
+            if comp is not None and name not in seen:
+                seen.add(name)
+                stack.append(iter(comp.instructions))
 
-    for name in inst.calls():
-        visit(name, 0)
+    enter(inst.calls())
+    while stack:
+        i = next(stack[-1], None)
+        if i is None:
+            stack.pop()
+        elif i.called and i.opcode in _EXPANDED:
+            enter(i.calls())
+        elif i.opcode not in _NOT_OPS:
+            out.append(i)
     return tuple(out)
 
 
 _NOT_OPS = frozenset({"parameter", "tuple", "get-tuple-element", "bitcast"})
+# What a kernel's callees hold that runs inside it: nested fusions, and the control flow
+# of a computation compiled as one kernel (CPU small calls, async wrappers).
+_EXPANDED = frozenset({"fusion", "call", "while", "conditional", "async-start"})
 
 
-def analyze_module(module: HloModule) -> ModuleAnalysis:
-    """Count the ops, kernels and launches of one module.
+def analyze_module(module: HloModule, platform: str | None = None) -> ModuleAnalysis:
+    """Count the ops, kernels and launches of one module, as XLA's runtime runs them.
 
     Args:
         module: A parsed module, before or after optimization.
+        platform: `kernels.GPU` or `kernels.CPU`; None infers it from the module
+            (`kernels.platform`: backend configs, library calls, the file name). It
+            decides the launches that depend on the runtime (partition-id and
+            replica-id on GPU and CPU; on the GPU only, one memcpy per output of a copy
+            fusion and the initializer of a reduction using atomics).
 
     Returns:
         The counts and the kernel list.
     """
+    platform = platform if platform is not None else K.platform(module)
     users = _user_counts(module)
     kernels: list[Kernel] = []
-    seen: dict[tuple[str, str], int] = {}  # (computation, instruction) -> index in kernels
     launch_total = 0
     exact = True
-    ops = 0
-    op_seen: set[tuple[str, str]] = set()
     loops: list[Loop] = []
     branch_launches: dict[str, int] = {}
-    by_branch: dict[tuple[str, int], tuple[str, int]] = {}
+    by_branch: dict[tuple[str, int], str] = {}
 
-    for ex in walk(module):
+    for ex in walk(module, platform):
         inst, comp = ex.instruction, ex.computation
-        if ex.cls == K.CONTROL:
+        if ex.cls == K.CONTROL and _is_control(inst, ex.cls):
             if inst.opcode == "while":
                 n = trip_count(inst)
                 loops.append(Loop(inst.name, comp.name, n))
                 exact = exact and n is not None
             elif inst.opcode == "conditional":
                 exact = False
-                names = inst.calls("branch_computations") or (
-                    inst.calls("true_computation") + inst.calls("false_computation")
-                )
-                for index, name in enumerate(names):
-                    by_branch[(inst.name, index)] = (name, 0)
+                for index, name in enumerate(
+                    inst.calls("branch_computations")
+                    or (inst.calls("true_computation") + inst.calls("false_computation"))
+                ):
+                    by_branch[(inst.name, index)] = name
             continue
-        if ex.cls == K.FREE:
+        if ex.cls == K.FREE or (ex.cls == K.CONTROL and not inst.called):
             continue
-        key = (comp.name, inst.name)
-        if key not in op_seen:
-            op_seen.add(key)
-            ops += 1
-        times = ex.times if ex.times is not None else 1
+        kernel = _kernel(module, inst, comp, ex, users, platform)
+        if kernel is None:
+            continue
+        kernels.append(kernel)
+        # With a loop's trip count unknown, one trip is assumed (and flagged inexact).
+        times = kernel.launches if kernel.launches is not None else kernel.thunks
         if ex.branch is not None:
             branch_launches[ex.branch] = branch_launches.get(ex.branch, 0) + times
         else:
             launch_total += times
-        position = seen.get(key)
-        if position is None:
-            seen[key] = len(kernels)
-            kernels.append(_kernel(module, inst, comp, ex, users))
-        else:
-            old = kernels[position]
-            more = None if old.launches is None or ex.times is None else old.launches + ex.times
-            kernels[position] = replace(old, launches=more)
 
-    branches = []
-    for (cond, index), (name, _) in sorted(by_branch.items()):
-        branches.append(Branch(cond, index, name, branch_launches.get(f"{cond}:{index}", 0)))
+    branches = [
+        Branch(cond, index, name, branch_launches.get(f"{cond}:{index}", 0))
+        for (cond, index), name in sorted(by_branch.items())
+    ]
     # A conditional runs one branch: count its costliest one.
     per_cond: dict[str, int] = {}
     for b in branches:
@@ -328,7 +484,7 @@ def analyze_module(module: HloModule) -> ModuleAnalysis:
     return ModuleAnalysis(
         name=module.name,
         instructions=module.instruction_count,
-        ops=ops,
+        ops=len(kernels),
         kernels=tuple(kernels),
         fusions=fusions,
         launches=launch_total,
@@ -336,6 +492,7 @@ def analyze_module(module: HloModule) -> ModuleAnalysis:
         kernels_by_kind=dict(kinds.most_common()),
         loops=tuple(loops),
         branches=tuple(branches),
+        platform=platform,
     )
 
 
@@ -345,31 +502,162 @@ def _kernel(
     comp: Computation,
     ex: Executed,
     users: dict[tuple[str, str], int],
-) -> Kernel:
+    platform: str | None,
+) -> Kernel | None:
     scope = comp.by_name
     bytes_in = sum(scope[o].shape.byte_size for o in inst.operands if o in scope)
-    if ex.cls == K.FUSION:
+    cls, kind, library = ex.cls, K.kernel_kind(inst), K.is_library_kernel(inst)
+    fused = inst.calls()[0] if inst.called else None
+    thunk_ops: tuple[str, ...] = (inst.name,)
+    if inst.opcode == "async-start":
+        wrapped = _wrapped(module, inst, platform)
+        if not wrapped:
+            return None  # wraps nothing that launches (a host computation, ...)
+        # XLA's runtime runs the wrapped op(s) and reports them under their own names
+        # (`hlo_op=all-to-all.3`); the `-done` half launches nothing.
+        ops: tuple[Instruction, ...] = tuple(
+            op for w in wrapped for op in (fused_ops(module, w) if w.opcode == "fusion" else (w,))
+        )
+        first = wrapped[0]
+        cls = _class(first, platform)
+        kind, library = K.kernel_kind(first), K.is_library_kernel(first)
+        thunk_ops = tuple(w.name for w in wrapped)
+    elif ex.cls == K.FUSION:
         ops = fused_ops(module, inst)
-        fused = inst.calls()[0] if inst.called else None
+        if is_small_call(inst):
+            kind = "cpu-call"
+        elif is_command_buffer(inst):
+            kind = "command-buffer"
+        call = _wrapped_library_call(module, inst)
+        if call is not None:
+            # A `__custom_fusion` address computation (a cuBLAS gemm on a dynamic slice)
+            # runs as that library call (xla/service/gpu/fusions/custom.cc,
+            # DynamicSliceFusion) and the runtime reports the call's name
+            # (`hlo_op=custom-call.220`).
+            cls, kind, library = K.CUSTOM_CALL, K.kernel_kind(call), True
+            thunk_ops = (call.name,)
+        elif platform == K.GPU:
+            thunk_ops = (inst.name,) * _memcpy_count(module, inst)
+            thunk_ops += _reduction_initializers(module, inst)
     else:
         ops, fused = (inst,), None
+    launches = None if ex.times is None else ex.times * len(thunk_ops)
     return Kernel(
         name=inst.name,
         computation=comp.name,
-        cls=ex.cls,
-        kind=K.kernel_kind(inst),
+        cls=cls,
+        kind=kind,
         opcode=inst.opcode,
         shape=inst.shape,
-        launches=ex.times,
+        launches=launches,
         fused_computation=fused,
         ops=ops,
         bytes_out=inst.shape.byte_size,
         bytes_in=bytes_in,
-        library=K.is_library_kernel(inst),
+        library=library,
         users=users.get((comp.name, inst.name), 0),
         is_root=inst.is_root,
         branch=ex.branch,
+        thunk_ops=thunk_ops if thunk_ops != (inst.name,) else (),
     )
+
+
+def _wrapped(module: HloModule, inst: Instruction, platform: str | None) -> list[Instruction]:
+    """The instructions an `async-start` runs: those of its wrapped computation that launch."""
+    out = []
+    for name in inst.calls():
+        comp = module.computation_map.get(name)
+        if comp is None:
+            continue
+        for i in comp.instructions:
+            cls = _class(i, platform)
+            if cls not in (K.FREE, K.CONTROL) or (cls == K.CONTROL and i.called):
+                out.append(i)
+    return out
+
+
+def _wrapped_library_call(module: HloModule, inst: Instruction) -> Instruction | None:
+    """The library custom call a `__custom_fusion` fusion wraps, if it wraps exactly one."""
+    if inst.opcode != "fusion" or K.backend_fusion_kind(inst) != "__custom_fusion":
+        return None
+    comp = module.computation_map.get(inst.calls()[0]) if inst.called else None
+    if comp is None:
+        return None
+    calls = [i for i in comp.instructions if K.classify(i) == K.CUSTOM_CALL]
+    return calls[0] if len(calls) == 1 else None
+
+
+def _memcpy_count(module: HloModule, inst: Instruction) -> int:
+    """Thunks a GPU loop fusion runs: one per output when every output is a copy of a
+    parameter with the same layout, else 1.
+
+    XLA emits such a fusion as a `MemcpyFusion`: one device-to-device copy thunk per
+    output, all under the fusion's name (`GetCopyFusion` in
+    xla/service/gpu/fusions/fusions.cc; a MaxText trace shows `copy_fusion` 4 times per
+    execution for 4 copies).
+    """
+    if inst.fusion_kind != "kLoop" or K.backend_fusion_kind(inst) is not None:
+        return 1
+    comp = module.computation_map.get(inst.calls()[0]) if inst.called else None
+    if comp is None:
+        return 1
+    root = comp.root
+    roots = [comp.by_name.get(o) for o in root.operands] if root.opcode == "tuple" else [root]
+    for r in roots:
+        source = comp.by_name.get(r.operands[0]) if r is not None and r.operands else None
+        if r is None or r.opcode != "copy" or source is None or source.opcode != "parameter":
+            return 1
+        if _layout(r.shape) != _layout(source.shape):
+            return 1
+    return len(roots)
+
+
+def _reduction_initializers(module: HloModule, inst: Instruction) -> tuple[str, ...]:
+    """The reduces of a GPU reduction fusion whose output XLA initialises in a thunk of its
+    own before the reduction kernel, reported under the reduce's name (`reduce.80.1`).
+
+    XLA does so when the reduction is not race free, i.e. blocks combine partial results
+    with atomics (`ReductionIsRaceFree` in xla/service/gpu/reduction_utils.cc): a row
+    reduction over more than 1024 threads x 16 elements = 16384 elements per row, or a
+    column reduction over more than 32 x 128 = 4096 rows. Reductions over a mix of
+    minor and major dimensions are taken as race free.
+    """
+    if inst.fusion_kind != "kInput":
+        return ()
+    comp = module.computation_map.get(inst.calls()[0]) if inst.called else None
+    if comp is None:
+        return ()
+    root = comp.root
+    roots = [comp.by_name.get(o) for o in root.operands] if root.opcode == "tuple" else [root]
+    return tuple(r.name for r in roots if r is not None and _needs_atomics(comp, r))
+
+
+def _needs_atomics(comp: Computation, reduce: Instruction) -> bool:
+    if reduce.opcode != "reduce" or not reduce.operands:
+        return False
+    operand = comp.by_name.get(reduce.operands[0])
+    raw = reduce.attributes.get("dimensions", "")
+    if operand is None or not operand.shape.dimensions:
+        return False
+    reduced = {int(d) for d in raw.strip("{}").split(",") if d.strip().isdigit()}
+    dims = operand.shape.dimensions
+    minor_to_major = _layout(operand.shape) or tuple(reversed(range(len(dims))))
+    order = [d for d in minor_to_major if dims[d] != 1]  # size-1 dimensions do not matter
+    if not reduced or not order:
+        return False
+    flags = [d in reduced for d in order]
+    size = 1
+    for d in order:
+        size *= dims[d] if d in reduced else 1
+    if all(flags[: flags.count(True)]):  # the reduced dimensions are the minor ones
+        return size > 1024 * 16
+    if not any(flags[: flags.count(False)]):  # the kept dimensions are the minor ones
+        return flags.count(False) < len(flags) and size > 32 * 128
+    return False
+
+
+def _layout(shape: Shape) -> tuple[int, ...] | None:
+    return shape.layout.minor_to_major if shape.layout is not None else None
 
 
 def _user_counts(module: HloModule) -> dict[tuple[str, str], int]:

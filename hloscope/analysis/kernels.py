@@ -6,10 +6,16 @@ Every instruction the compiled program executes falls in one of these classes:
 |--------------|--------------------------------------------------------------|-----------|
 | `fusion`     | a `fusion` instruction; kind = `kLoop`/`kInput`/`kOutput`/`kCustom`, or the backend's own kind from backend_config (`__triton_gemm`, `__cudnn$fusion`, `__ynn_fusion`, ...) | yes |
 | `custom-call`| a library call (cuBLAS, cuDNN, oneDNN, ...), by `custom_call_target` | yes, unless the target is compile-time only (`Sharding`, ...) |
-| `collective` | all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, ... (an async `*-start`/`*-done` pair counts once, at the start) | yes |
+| `collective` | all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, ... (an async `*-start`/`*-done` pair, or an `async-start` wrapping one, counts once, at the start) | yes |
 | `unfused`    | any other compute instruction left on its own (dot, copy, sort, convolution, ...) | yes |
-| `control`    | `call`, `while`, `conditional`, `async-start` with a wrapped computation: not kernels themselves, their callees are walked | no |
-| `free`       | parameter, constant, tuple, get-tuple-element, bitcast, after-all, opt-barrier, add-dependency, domain, the `*-done`/`*-update` half of async pairs | no |
+| `control`    | `call`, `while`, `conditional`: not kernels themselves, their callees are walked; an `async-start` with a wrapped computation is walked as one kernel: the wrapped op's | no |
+| `free`       | parameter, constant, tuple, get-tuple-element, bitcast, after-all, opt-barrier, add-dependency, domain, the `*-done`/`*-update` half of async pairs; partition-id and replica-id when the platform is unknown | no |
+
+What the runtime launches, where it differs from the table, is modelled by the walk in
+`hloscope.analysis.fusion`: an `async-start` is one kernel reported under the op it wraps; a
+`partition-id`/`replica-id` is a launch on the GPU and the CPU (both runtimes run a thunk
+for it). `platform()` says which runtime a module was compiled for, from the module
+itself.
 
 Before optimization the same table says which instructions are "ops": what eager
 execution would launch one by one (every `unfused`-class instruction, and fusions,
@@ -18,7 +24,8 @@ custom calls and collectives as one op each).
 
 from __future__ import annotations
 
-from hloscope.hlo.model import Instruction
+from hloscope.hlo.model import HloModule, Instruction
+from hloscope.hlo.opcodes import async_wrapped_opcode
 
 FUSION = "fusion"
 CUSTOM_CALL = "custom-call"
@@ -40,8 +47,6 @@ FREE_OPCODES = frozenset(
         "opt-barrier",
         "add-dependency",
         "domain",
-        "partition-id",
-        "replica-id",
         # the second half of async pairs: the launch is counted at the start
         "all-gather-done",
         "all-reduce-done",
@@ -55,6 +60,14 @@ FREE_OPCODES = frozenset(
 )
 
 CONTROL_OPCODES = frozenset({"call", "while", "conditional", "async-start"})
+
+# A thunk of their own in XLA's GPU and CPU runtimes (the GPU's writes the id into device
+# memory: ReplicaOrPartitionIdThunk; a JAX profile on the CPU shows `hlo_op=` events for a
+# partition-id too); counted free where the platform is unknown.
+RUNTIME_ID_OPCODES = frozenset({"partition-id", "replica-id"})
+
+GPU = "gpu"
+CPU = "cpu"
 
 COLLECTIVE_OPCODES = frozenset(
     {
@@ -91,11 +104,13 @@ FREE_CUSTOM_CALL_TARGETS = frozenset(
 )
 
 
-def classify(inst: Instruction) -> str:
+def classify(inst: Instruction, platform: str | None = None) -> str:
     """The class of an instruction in the table above.
 
     Args:
         inst: Any instruction of an executed computation (not of a fused one).
+        platform: `GPU`, `CPU`, or None when unknown (then `partition-id` and
+            `replica-id` count as free; both runtimes run them as thunks).
 
     Returns:
         One of `FUSION`, `CUSTOM_CALL`, `COLLECTIVE`, `UNFUSED`, `CONTROL`, `FREE`.
@@ -105,6 +120,15 @@ def classify(inst: Instruction) -> str:
         return FUSION
     if op in FREE_OPCODES:
         return FREE
+    if op in RUNTIME_ID_OPCODES:
+        return UNFUSED if platform in (GPU, CPU) else FREE
+    wrapped = async_wrapped_opcode(op)
+    if wrapped is not None:  # XLA's sugar for an async pair wrapping one op
+        if not op.endswith("-start"):
+            return FREE
+        if wrapped in COLLECTIVE_OPCODES:
+            return COLLECTIVE
+        return {"fusion": FUSION, "custom-call": CUSTOM_CALL}.get(wrapped, UNFUSED)
     if op in CONTROL_OPCODES:
         if op == "async-start" and not inst.called:
             return FREE
@@ -132,6 +156,46 @@ def kernel_kind(inst: Instruction) -> str:
     if cls == COLLECTIVE:
         return inst.opcode.removesuffix("-start")
     return f"unfused:{inst.opcode}"
+
+
+def platform(module: HloModule) -> str | None:
+    """The runtime a module was compiled for, read from the module itself.
+
+    GPU: a cuBLAS/cuDNN/`__gpu$` custom call, or a GPU backend config (XLA's
+    `GpuBackendConfig` carries `operation_queue_id`, `fusion_backend_config`,
+    `collective_backend_config`). CPU: a CPU backend config (`fusion_config`,
+    `outer_dimension_partitions`) or a call marked `xla_cpu_small_call`. Otherwise the
+    dump's file name (`sm_9.0_gpu_after_optimizations`, `cpu_after_optimizations`).
+
+    Returns:
+        `GPU`, `CPU`, or None when nothing says (before optimization, most often).
+    """
+    for _, inst in module.instructions():
+        raw = inst.attributes.get("backend_config")
+        if raw is not None:
+            if any(key in raw for key in _GPU_CONFIG_KEYS):
+                return GPU
+            if any(key in raw for key in _CPU_CONFIG_KEYS):
+                return CPU
+        target = inst.custom_call_target
+        if target is not None and target.startswith(_GPU_TARGETS):
+            return GPU
+        if "xla_cpu_small_call" in inst.attributes.get("frontend_attributes", ""):
+            return CPU
+    name = (module.path or "").rsplit("/", 1)[-1]
+    if "gpu_after_optimizations" in name:
+        return GPU
+    if "cpu_after_optimizations" in name:
+        return CPU
+    return None
+
+
+_GPU_CONFIG_KEYS = (
+    "operation_queue_id", "fusion_backend_config", "collective_backend_config",
+    "gemm_backend_config", "cudnn_conv_backend_config",
+)  # fmt: skip
+_CPU_CONFIG_KEYS = ('"fusion_config"', "outer_dimension_partitions")
+_GPU_TARGETS = ("__cublas", "__cudnn", "__gpu$", "__triton")
 
 
 def backend_fusion_kind(inst: Instruction) -> str | None:

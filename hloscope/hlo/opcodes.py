@@ -162,3 +162,22 @@ CALLED_COMPUTATION_ATTRIBUTES: frozenset[str] = frozenset(
         "async_wrapped_computation",
     }
 )
+
+_ASYNC_SUFFIXES = ("-start", "-update", "-done")
+
+
+def async_wrapped_opcode(opcode: str) -> str | None:
+    """The op an async instruction printed with XLA's sugar wraps, or None.
+
+    XLA prints an `async-start`/`async-update`/`async-done` whose wrapped computation holds
+    one instruction as `<opcode>-start` / `-update` / `-done` (`all-to-all-start`,
+    `reduce-scatter-done`, `fusion-start`), leaving the wrapped computation implicit.
+    Opcodes that are real (`all-gather-start`, `copy-start`) are not sugar.
+    """
+    if opcode in KNOWN_OPCODES:
+        return None
+    for suffix in _ASYNC_SUFFIXES:
+        if opcode.endswith(suffix):
+            wrapped = opcode.removesuffix(suffix)
+            return wrapped if wrapped in KNOWN_OPCODES else None
+    return None

@@ -1,0 +1,658 @@
+"""Binary HLO dumps (`*.hlo.pb`, `*.hlo.pb.xz`) -> the same model the text parser builds.
+
+The second producer of `hloscope.hlo.model` objects, beside `hloscope.hlo.parser`: it reads
+the `HloProto` (or bare `HloModuleProto`) that `--xla_dump_hlo_as_proto` and nsys-jax write,
+with the `protobuf` package's compiled runtime and a minimal schema built here at run time,
+and turns it into an `HloModule` directly. It never hands the bytes to XLA: older XLA wrote
+module-wide instruction ids that make current jaxlib's proto loader abort the process, and
+TensorFlow's bundled schema costs a five-second import.
+
+The schema below is the subset of `xla/service/hlo.proto` and `xla/xla_data.proto`
+(openxla/xla) that the model needs; protobuf skips every other field. Enums are read as
+plain integers. Attributes are rebuilt as XLA's printer writes them, for the attributes
+hloscope reads (`kind`, `calls`/`to_apply`/`condition`/`body`/..., `custom_call_target`,
+`backend_config`, `metadata`, `dimensions`, `index`, `slice`, `direction`, ...); the rest
+(shardings, convolution and dot dimension numbers, windows) are left out.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import lzma
+import struct
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from hloscope.errors import HloParseError, MissingDependencyError
+from hloscope.hlo.model import (
+    CalledComputation,
+    Computation,
+    HloModule,
+    Instruction,
+    Metadata,
+    ParseStats,
+    Shape,
+    SourceLocation,
+    StackFrame,
+)
+from hloscope.hlo.opcodes import KNOWN_OPCODES
+from hloscope.hlo.parser import parse_file, parse_shape
+
+__all__ = ["PROTO_SUFFIXES", "is_proto_path", "load_module_file", "parse_proto", "parse_proto_file"]
+
+PROTO_SUFFIXES = (".hlo.pb", ".hlo.pb.xz")
+
+# message -> (field name, number, type, repeated). A type is a scalar type name or
+# another message of this table. Numbers as in openxla/xla xla/service/hlo.proto and
+# xla/xla_data.proto.
+_SCHEMA: dict[str, list[tuple[str, int, str, bool]]] = {
+    "HloProto": [("hlo_module", 1, "HloModuleProto", False)],
+    "HloModuleProto": [
+        ("name", 1, "string", False),
+        ("entry_computation_name", 2, "string", False),
+        ("computations", 3, "HloComputationProto", True),
+        ("host_program_shape", 4, "ProgramShapeProto", False),
+        ("id", 5, "int64", False),
+        ("entry_computation_id", 6, "int64", False),
+        ("schedule", 7, "HloScheduleProto", False),
+        ("stack_frame_index", 17, "StackFrameIndexProto", False),
+    ],
+    "HloScheduleProto": [("sequences", 1, "SequenceEntry", True)],  # map<int64, ...>
+    "SequenceEntry": [("key", 1, "int64", False), ("value", 2, "InstructionSequence", False)],
+    "InstructionSequence": [("instruction_ids", 1, "int64", True)],
+    "HloComputationProto": [
+        ("name", 1, "string", False),
+        ("instructions", 2, "HloInstructionProto", True),
+        ("id", 5, "int64", False),
+        ("root_id", 6, "int64", False),
+        ("execution_thread", 8, "string", False),
+    ],
+    "HloInstructionProto": [
+        ("name", 1, "string", False),
+        ("opcode", 2, "string", False),
+        ("shape", 3, "ShapeProto", False),
+        ("metadata", 7, "OpMetadata", False),
+        ("literal", 8, "LiteralProto", False),
+        ("parameter_number", 9, "int64", False),
+        ("fusion_kind", 11, "string", False),
+        ("tuple_index", 13, "int64", False),
+        ("dimensions", 14, "int64", True),
+        ("slice_dimensions", 17, "SliceDimensions", True),
+        ("dynamic_slice_sizes", 20, "int64", True),
+        ("channel_id", 26, "int64", False),
+        ("custom_call_target", 28, "string", False),
+        ("id", 35, "int64", False),
+        ("operand_ids", 36, "int64", True),
+        ("control_predecessor_ids", 37, "int64", True),
+        ("called_computation_ids", 38, "int64", True),
+        ("backend_config", 43, "bytes", False),
+        ("replica_groups", 49, "ReplicaGroup", True),
+        ("comparison_direction", 63, "string", False),
+        ("frontend_attributes", 68, "FrontendAttributes", False),
+    ],
+    "SliceDimensions": [
+        ("start", 1, "int64", False),
+        ("limit", 2, "int64", False),
+        ("stride", 3, "int64", False),
+    ],
+    "ReplicaGroup": [("replica_ids", 1, "int64", True)],
+    "FrontendAttributes": [("map", 1, "StringPair", True)],
+    "StringPair": [("key", 1, "string", False), ("value", 2, "string", False)],
+    "ShapeProto": [
+        ("element_type", 2, "int32", False),
+        ("dimensions", 3, "int64", True),
+        ("tuple_shapes", 4, "ShapeProto", True),
+        ("layout", 5, "LayoutProto", False),
+        ("is_dynamic_dimension", 6, "bool", True),
+    ],
+    "LayoutProto": [
+        ("minor_to_major", 1, "int64", True),
+        ("tiles", 6, "TileProto", True),
+        ("element_size_in_bits", 7, "int64", False),
+        ("memory_space", 8, "int64", False),
+    ],
+    "TileProto": [("dimensions", 1, "int64", True)],
+    "ProgramShapeProto": [
+        ("parameters", 1, "ShapeProto", True),
+        ("result", 2, "ShapeProto", False),
+    ],
+    "OpMetadata": [
+        ("op_type", 1, "string", False),
+        ("op_name", 2, "string", False),
+        ("source_file", 3, "string", False),
+        ("source_line", 4, "int32", False),
+        ("stack_frame_id", 15, "int32", False),
+    ],
+    "LiteralProto": [
+        ("preds", 2, "bool", True),
+        ("s32s", 4, "int32", True),
+        ("s64s", 5, "int64", True),
+        ("u32s", 6, "uint32", True),
+        ("u64s", 7, "uint64", True),
+        ("f32s", 8, "float", True),
+        ("f64s", 9, "double", True),
+        ("u8s", 3, "bytes", False),
+        ("f16s", 11, "bytes", False),
+        ("bf16s", 13, "bytes", False),
+        ("s8s", 15, "bytes", False),
+        ("u16s", 16, "bytes", False),
+        ("s16s", 17, "bytes", False),
+    ],
+    "StackFrameIndexProto": [
+        ("file_names", 1, "string", True),
+        ("function_names", 2, "string", True),
+        ("file_locations", 3, "FileLocation", True),
+        ("stack_frames", 4, "StackFrameProto", True),
+    ],
+    "FileLocation": [
+        ("file_name_id", 1, "int32", False),
+        ("function_name_id", 2, "int32", False),
+        ("line", 3, "int32", False),
+        ("column", 4, "int32", False),
+    ],
+    "StackFrameProto": [
+        ("file_location_id", 1, "int32", False),
+        ("parent_frame_id", 2, "int32", False),
+    ],
+}
+
+_PACKAGE = "hloscope_hlo_proto"  # private: never clashes with a real `xla` schema
+
+# xla_data.proto PrimitiveType numbers -> the names HLO text prints.
+_ELEMENT_TYPES: dict[int, str] = {
+    1: "pred", 2: "s8", 3: "s16", 4: "s32", 5: "s64", 6: "u8", 7: "u16", 8: "u32",
+    9: "u64", 10: "f16", 11: "f32", 12: "f64", 13: "tuple", 14: "opaque", 15: "c64",
+    16: "bf16", 17: "token", 18: "c128", 19: "f8e5m2", 20: "f8e4m3fn", 21: "s4", 22: "u4",
+    23: "f8e4m3b11fnuz", 24: "f8e5m2fnuz", 25: "f8e4m3fnuz", 26: "s2", 27: "u2",
+    28: "f8e4m3", 29: "f8e3m4", 30: "s1", 31: "u1", 32: "f4e2m1fn", 33: "f8e8m0fnu",
+}  # fmt: skip
+
+_UNBOUNDED = -(2**63)  # Shape::kUnboundedSize, printed `?`
+
+_message_class: Any = None
+
+
+def is_proto_path(path: str | Path) -> bool:
+    """Whether `path` names a binary HLO dump (`*.hlo.pb` or `*.hlo.pb.xz`)."""
+    return str(path).endswith(PROTO_SUFFIXES)
+
+
+def load_module_file(path: str | Path, *, strict: bool = False) -> HloModule:
+    """Read one HLO module from a file, text or binary, chosen by the file's suffix.
+
+    Args:
+        path: A text dump (`*.txt`, `*.hlo`, ...) or a binary one (`*.hlo.pb[.xz]`).
+        strict: For text, raise on anything the tolerant parser would only count.
+
+    Returns:
+        The module.
+
+    Raises:
+        HloParseError: The file is missing, unreadable or not a well-formed module.
+        MissingDependencyError: A binary dump and the `protobuf` package is missing.
+    """
+    if is_proto_path(path):
+        return parse_proto_file(path)
+    return parse_file(path, strict=strict)
+
+
+def parse_proto_file(path: str | Path) -> HloModule:
+    """Read a binary HLO dump (`*.hlo.pb`, or `*.hlo.pb.xz` compressed with xz).
+
+    Raises:
+        HloParseError: The file is missing, unreadable, not xz, or not an HloProto.
+        MissingDependencyError: The `protobuf` package is not installed.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise HloParseError("no such file", path=str(path)) from None
+    except IsADirectoryError:
+        raise HloParseError("is a directory, not an HLO dump", path=str(path)) from None
+    except OSError as e:
+        raise HloParseError(f"cannot read: {e.strerror}", path=str(path)) from None
+    if p.name.endswith(".xz") or data[:6] == b"\xfd7zXZ\x00":
+        try:
+            data = lzma.decompress(data)
+        except lzma.LZMAError as e:
+            raise HloParseError(f"not valid xz data ({e})", path=str(path)) from None
+    return parse_proto(data, path=str(path))
+
+
+def parse_proto(data: bytes, path: str | None = None) -> HloModule:
+    """Decode a serialized `HloProto` or `HloModuleProto` into an `HloModule`.
+
+    Args:
+        data: The message bytes (not compressed).
+        path: The file they came from, for messages and `HloModule.path`.
+
+    Returns:
+        The module, equal in structure to what the text parser makes of XLA's text.
+
+    Raises:
+        HloParseError: The bytes are not an HLO proto.
+        MissingDependencyError: The `protobuf` package is not installed.
+    """
+    hlo_proto, module_proto = _classes()
+    module = None
+    error = "no computations"
+    # An HloProto (what XLA dumps) wraps the module in field 1; a bare HloModuleProto has
+    # its name there. Try the wrapper first, then the bare module.
+    for decode in (
+        lambda: hlo_proto.FromString(data).hlo_module,
+        lambda: module_proto.FromString(data),
+    ):
+        try:
+            candidate = decode()
+        except Exception as e:  # protobuf's DecodeError, or a bad UTF-8 string field
+            error = str(e) or type(e).__name__
+            continue
+        if candidate.computations:
+            module = candidate
+            break
+    if module is None:
+        raise HloParseError(f"not a binary HLO dump ({error})", path=path)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # tens of thousands of acyclic objects: see parser.parse_module
+    try:
+        return _Builder(path).module(module)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+# ---------------------------------------------------------------------------------------
+# The schema, built once.
+
+
+def _classes() -> tuple[Any, Any]:
+    global _message_class
+    if _message_class is None:
+        _message_class = _build_classes()
+    return _message_class
+
+
+def _build_classes() -> tuple[Any, Any]:
+    try:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    except ImportError:
+        raise MissingDependencyError(
+            "reading binary HLO dumps (*.hlo.pb) needs the 'protobuf' package: "
+            "pip install protobuf (or pip install 'hloscope[proto]')"
+        ) from None
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name=f"{_PACKAGE}.proto", package=_PACKAGE, syntax="proto3"
+    )
+    F = descriptor_pb2.FieldDescriptorProto
+    scalars = {
+        "string": F.TYPE_STRING, "bytes": F.TYPE_BYTES, "int64": F.TYPE_INT64,
+        "int32": F.TYPE_INT32, "uint32": F.TYPE_UINT32, "uint64": F.TYPE_UINT64,
+        "bool": F.TYPE_BOOL, "float": F.TYPE_FLOAT, "double": F.TYPE_DOUBLE,
+    }  # fmt: skip
+    for message, fields in _SCHEMA.items():
+        mdp = fdp.message_type.add(name=message)
+        for name, number, kind, repeated in fields:
+            fd = mdp.field.add(name=name, number=number)
+            fd.label = F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL
+            if kind in scalars:
+                fd.type = scalars[kind]
+            else:
+                fd.type = F.TYPE_MESSAGE
+                fd.type_name = f".{_PACKAGE}.{kind}"
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+
+    def cls(name: str) -> Any:
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
+
+    return cls("HloProto"), cls("HloModuleProto")
+
+
+# ---------------------------------------------------------------------------------------
+# Proto messages -> model objects.
+
+
+class _Builder:
+    """Turns one decoded module message into an `HloModule`."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.unknown_opcodes: dict[str, int] = {}
+        self.shapes: dict[bytes, Shape] = {}
+        self.metadata: dict[tuple[Any, ...], Metadata | None] = {}
+        self.pred_ids: set[int] = set()
+
+    def module(self, m: Any) -> HloModule:
+        names = {c.id: c.name for c in m.computations}
+        entry_id = m.entry_computation_id
+        entry_name = m.entry_computation_name
+        scheduled = m.HasField("schedule")
+        order = {e.key: list(e.value.instruction_ids) for e in m.schedule.sequences}
+        computations = []
+        for c in m.computations:
+            is_entry = c.id == entry_id if entry_id else c.name == entry_name
+            computations.append(self.computation(c, names, is_entry, order.get(c.id)))
+        attributes: dict[str, str] = {}
+        if scheduled:
+            attributes["is_scheduled"] = "true"
+        if m.HasField("host_program_shape"):
+            ps = m.host_program_shape
+            params = ", ".join(self.shape(s).text for s in ps.parameters)
+            attributes["entry_computation_layout"] = f"{{({params})->{self.shape(ps.result).text}}}"
+        return HloModule(
+            name=m.name,
+            attributes=MappingProxyType(attributes),
+            computations=tuple(computations),
+            stack_frames=_stack_frames(m.stack_frame_index),
+            stats=ParseStats(unknown_opcodes=dict(self.unknown_opcodes)),
+            path=self.path,
+        )
+
+    def computation(
+        self, c: Any, names: Mapping[int, str], is_entry: bool, schedule: list[int] | None
+    ) -> Computation:
+        local = {i.id: i.name for i in c.instructions}
+        protos = list(c.instructions)
+        self.pred_ids = {i.id for i in protos if i.shape.element_type == 1}  # PRED
+        if schedule and len(schedule) == len(protos):
+            # A scheduled module prints each computation in its schedule's order: the
+            # order the runtime executes it in.
+            at = {i.id: i for i in protos}
+            if all(n in at for n in schedule):
+                protos = [at[n] for n in schedule]
+        instructions = tuple(self.instruction(i, local, names, i.id == c.root_id) for i in protos)
+        thread = c.execution_thread
+        return Computation(
+            name=c.name,
+            instructions=instructions,
+            is_entry=is_entry,
+            execution_thread=thread if thread and thread != "main" else None,
+        )
+
+    def instruction(
+        self, i: Any, local: Mapping[int, str], names: Mapping[int, str], is_root: bool
+    ) -> Instruction:
+        opcode = i.opcode
+        if opcode not in KNOWN_OPCODES:
+            self.unknown_opcodes[opcode] = self.unknown_opcodes.get(opcode, 0) + 1
+        operands = tuple(local.get(o, f"#{o}") for o in i.operand_ids)
+        callees = [names.get(c, f"#{c}") for c in i.called_computation_ids]
+        predicated = bool(i.operand_ids) and i.operand_ids[0] in self.pred_ids
+        called = _called(opcode, callees, predicated)
+        metadata = self.instruction_metadata(i) if i.HasField("metadata") else None
+        attributes = _attributes(i, called, local, metadata)
+        if opcode == "parameter":
+            literal = str(i.parameter_number)
+        elif opcode == "constant":
+            literal = _literal(i)
+        else:
+            literal = ""
+        return Instruction(
+            name=i.name,
+            opcode=opcode,
+            shape=self.shape(i.shape),
+            operands=operands,
+            attributes=MappingProxyType(attributes),
+            called=called,
+            metadata=metadata,
+            is_root=is_root,
+            literal=literal,
+            line=0,
+        )
+
+    def shape(self, s: Any) -> Shape:
+        key = s.SerializeToString()
+        shape = self.shapes.get(key)
+        if shape is None:
+            shape = parse_shape(_shape_text(s))
+            self.shapes[key] = shape
+        return shape
+
+    def instruction_metadata(self, i: Any) -> Metadata | None:
+        md = i.metadata
+        key = (md.op_type, md.op_name, md.source_file, md.source_line, md.stack_frame_id)
+        if key not in self.metadata:
+            self.metadata[key] = _metadata(*key) if any(key) else None
+        return self.metadata[key]
+
+
+def _metadata(
+    op_type: str, op_name: str, source_file: str, source_line: int, frame: int
+) -> Metadata:
+    fields: dict[str, str] = {}
+    if op_type:
+        fields["op_type"] = op_type
+    if op_name:
+        fields["op_name"] = op_name
+    if source_file:
+        fields["source_file"] = source_file
+    if source_line:
+        fields["source_line"] = str(source_line)
+    if frame:
+        fields["stack_frame_id"] = str(frame)
+    return Metadata(
+        op_type=op_type or None,
+        op_name=op_name or None,
+        source_file=source_file or None,
+        source_line=source_line or None,
+        stack_frame_id=frame or None,
+        fields=MappingProxyType(fields),
+    )
+
+
+def _shape_text(s: Any) -> str:
+    """A shape as XLA's printer writes it (`f32[8,<=4]{1,0:T(8,128)S(1)}`)."""
+    kind = _ELEMENT_TYPES.get(s.element_type, f"type{s.element_type}")
+    if kind == "tuple":
+        return "(" + ", ".join(_shape_text(t) for t in s.tuple_shapes) + ")"
+    if kind in ("token", "opaque"):
+        return f"{kind}[]"
+    dynamic = list(s.is_dynamic_dimension)
+    dims = []
+    for n, d in enumerate(s.dimensions):
+        if d == _UNBOUNDED:
+            dims.append("?")
+        else:
+            dims.append(f"<={d}" if n < len(dynamic) and dynamic[n] else str(d))
+    text = f"{kind}[{','.join(dims)}]"
+    if s.dimensions and s.HasField("layout"):
+        text += "{" + _layout_text(s.layout) + "}"
+    return text
+
+
+def _layout_text(layout: Any) -> str:
+    text = ",".join(str(d) for d in layout.minor_to_major)
+    extras = ""
+    if layout.tiles:
+        extras += "T" + "".join(
+            "(" + ",".join("*" if d == -(2**62) else str(d) for d in t.dimensions) + ")"
+            for t in layout.tiles
+        )
+    if layout.element_size_in_bits:
+        extras += f"E({layout.element_size_in_bits})"
+    if layout.memory_space:
+        extras += f"S({layout.memory_space})"
+    return f"{text}:{extras}" if extras else text
+
+
+# The attribute XLA's printer names the called computations with, per opcode.
+_TO_APPLY = frozenset(
+    {
+        "map", "reduce", "reduce-window", "scatter", "sort", "call", "all-reduce",
+        "all-reduce-start", "reduce-scatter", "collective-reduce",
+    }
+)  # fmt: skip
+
+
+def _called(opcode: str, callees: Sequence[str], predicated: bool) -> tuple[CalledComputation, ...]:
+    if not callees:
+        return ()
+    roles: list[str]
+    if opcode == "fusion" or opcode.startswith("async-"):
+        roles = ["calls"] * len(callees)
+    elif opcode == "while" and len(callees) == 2:
+        # HloWhileInstruction keeps the body at index 0 (kBodyComputationIndex), then the
+        # condition (xla/hlo/ir/hlo_instructions.cc); the text prints the condition first.
+        body, condition = callees
+        return (CalledComputation("condition", condition), CalledComputation("body", body))
+    elif opcode == "select-and-scatter" and len(callees) == 2:
+        roles = ["select", "scatter"]
+    elif opcode == "conditional" and predicated and len(callees) == 2:
+        roles = ["true_computation", "false_computation"]  # a pred operand, as printed
+    elif opcode == "conditional":
+        roles = ["branch_computations"] * len(callees)
+    elif opcode in _TO_APPLY or (opcode == "custom-call" and len(callees) == 1):
+        roles = ["to_apply"] * len(callees)
+    else:
+        roles = ["called_computations"] * len(callees)
+    return tuple(CalledComputation(r, n) for r, n in zip(roles, callees, strict=True))
+
+
+def _attributes(
+    i: Any,
+    called: tuple[CalledComputation, ...],
+    local: Mapping[int, str],
+    metadata: Metadata | None,
+) -> dict[str, str]:
+    """The attributes as XLA prints them, for those the proto reader keeps."""
+    out: dict[str, str] = {}
+    opcode = i.opcode
+    if i.fusion_kind:
+        out["kind"] = i.fusion_kind
+    if opcode == "iota" and i.dimensions:
+        out["iota_dimension"] = str(i.dimensions[0])
+    elif i.dimensions or opcode == "broadcast":
+        out["dimensions"] = "{" + ",".join(str(d) for d in i.dimensions) + "}"
+    if opcode == "get-tuple-element":
+        out["index"] = str(i.tuple_index)
+    if i.slice_dimensions:
+        out["slice"] = "{" + ", ".join(_slice(d) for d in i.slice_dimensions) + "}"
+    if i.dynamic_slice_sizes:
+        out["dynamic_slice_sizes"] = "{" + ",".join(str(d) for d in i.dynamic_slice_sizes) + "}"
+    if i.comparison_direction:
+        out["direction"] = i.comparison_direction
+    if i.channel_id:
+        out["channel_id"] = str(i.channel_id)
+    if i.replica_groups:
+        groups = ",".join("{" + ",".join(map(str, g.replica_ids)) + "}" for g in i.replica_groups)
+        out["replica_groups"] = "{" + groups + "}"
+    roles: dict[str, list[str]] = {}
+    for c in called:
+        roles.setdefault(c.role, []).append(c.name)
+    for role, callees in roles.items():
+        several = len(callees) > 1 or role in ("branch_computations", "called_computations")
+        refs = ", ".join(f"%{n}" for n in callees)
+        out[role] = f"{{{refs}}}" if several else refs
+    if i.custom_call_target:
+        out["custom_call_target"] = json.dumps(i.custom_call_target)
+    if i.control_predecessor_ids:
+        preds = ", ".join(f"%{local.get(p, p)}" for p in i.control_predecessor_ids)
+        out["control-predecessors"] = f"{{{preds}}}"
+    if metadata is not None and metadata.fields:
+        out["metadata"] = "{" + " ".join(_field(k, v) for k, v in metadata.fields.items()) + "}"
+    if i.backend_config:
+        config = i.backend_config.decode("utf-8", "replace")
+        out["backend_config"] = config if config.startswith("{") else json.dumps(config)
+    if i.HasField("frontend_attributes") and i.frontend_attributes.map:
+        pairs = ",".join(f"{e.key}={json.dumps(e.value)}" for e in i.frontend_attributes.map)
+        out["frontend_attributes"] = f"{{{pairs}}}"
+    return out
+
+
+def _field(key: str, value: str) -> str:
+    numeric = key in ("source_line", "stack_frame_id")
+    return f"{key}={value}" if numeric else f"{key}={json.dumps(value)}"
+
+
+def _slice(d: Any) -> str:
+    stride = f":{d.stride}" if d.stride not in (0, 1) else ""
+    return f"[{d.start}:{d.limit}{stride}]"
+
+
+def _literal(i: Any) -> str:
+    """A scalar constant's value as XLA prints it; `{...}` for arrays and other types."""
+    if i.shape.dimensions:
+        return "{...}"
+    kind = _ELEMENT_TYPES.get(i.shape.element_type, "")
+    value = _scalar_value(i.literal, kind)
+    if value is None:
+        return "{...}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return _float_text(value, kind)
+
+
+# Scalar types stored as packed little-endian bytes: (field, struct format).
+_PACKED = {
+    "s8": ("s8s", "<b"), "u8": ("u8s", "<B"), "s16": ("s16s", "<h"), "u16": ("u16s", "<H"),
+    "f16": ("f16s", "<e"),
+}  # fmt: skip
+_REPEATED = {
+    "pred": "preds", "s32": "s32s", "s64": "s64s", "u32": "u32s", "u64": "u64s",
+    "f32": "f32s", "f64": "f64s",
+}  # fmt: skip
+
+
+def _scalar_value(lit: Any, kind: str) -> bool | int | float | None:
+    if kind in _REPEATED:
+        values = getattr(lit, _REPEATED[kind])
+        return values[0] if len(values) == 1 else None
+    if kind in _PACKED:
+        name, fmt = _PACKED[kind]
+        raw = getattr(lit, name)
+        return struct.unpack(fmt, raw)[0] if len(raw) == struct.calcsize(fmt) else None
+    if kind == "bf16" and len(lit.bf16s) == 2:
+        return float(struct.unpack("<f", b"\0\0" + lit.bf16s)[0])  # the high half of an f32
+    return None
+
+
+def _float_text(v: float, kind: str) -> str:
+    """A float as XLA's literal printer writes it (`RoundTripFpToString`): bf16 with 4 and
+    f16 with 5 significant digits; f32 with 6, or 9 when 6 do not read back to the same
+    value; f64 with 15, or 17."""
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    if kind == "bf16":
+        return f"{v:.4g}"
+    if kind == "f16":
+        return f"{v:.5g}"
+    if kind == "f32":
+        short = f"{v:.6g}"
+        same = struct.unpack("<f", struct.pack("<f", float(short)))[0] == v
+        return short if same else f"{v:.9g}"
+    short = f"{v:.15g}"
+    return short if float(short) == v else f"{v:.17g}"
+
+
+def _stack_frames(index: Any) -> dict[int, StackFrame]:
+    """The module's stack frame table; ids are 1-based, as the text prints them."""
+    if not index.stack_frames:
+        return {}
+    files, functions = list(index.file_names), list(index.function_names)
+
+    def pick(table: list[str], one_based: int) -> str | None:
+        return table[one_based - 1] if 0 < one_based <= len(table) else None
+
+    locations = [
+        SourceLocation(
+            pick(files, loc.file_name_id) or "?",
+            loc.line,  # XLA prints line and column even when 0
+            pick(functions, loc.function_name_id),
+            loc.column,
+        )
+        for loc in index.file_locations
+    ]
+    frames = {}
+    for n, f in enumerate(index.stack_frames, 1):
+        k = f.file_location_id
+        location = locations[k - 1] if 0 < k <= len(locations) else SourceLocation("?")
+        frames[n] = StackFrame(n, location, max(f.parent_frame_id, 0))
+    return frames

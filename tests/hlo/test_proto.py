@@ -1,0 +1,238 @@
+"""Binary HLO dumps: the proto reader checked against XLA's own text of the same module."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import subprocess
+import sys
+import zipfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hloscope.errors import HloParseError, MissingDependencyError
+from hloscope.hlo import proto
+from hloscope.hlo.model import HloModule, Instruction, Shape
+from hloscope.hlo.parser import parse_file, parse_module
+from hloscope.hlo.proto import load_module_file, parse_proto, parse_proto_file
+from tests.conftest import CORPUS, DATA, GPU
+
+PAIRS = sorted((DATA / "jax_proto").glob("*.hlo.pb"))
+ARCHIVE = GPU / "maxtext_fsdp4_h100.nsys-jax.zip"
+
+
+def _shape_key(s: Shape) -> tuple[Any, ...]:
+    # `text` differs only by XLA's `/*index=5*/` comments inside long tuples.
+    layout = s.layout and (s.layout.minor_to_major, s.layout.tiles, s.layout.memory_space)
+    return (s.element_type, s.dimensions, s.dynamic, layout, tuple(map(_shape_key, s.tuple_shapes)))
+
+
+def _key(module: HloModule, i: Instruction) -> tuple[Any, ...]:
+    md = i.metadata
+    meta = md and (md.op_type, md.op_name, md.source_file, md.source_line, md.stack_frame_id)
+    attrs = {
+        k: i.attributes.get(k)
+        for k in ("kind", "custom_call_target", "dimensions", "index", "slice", "direction")
+    }
+    literal = i.literal if i.opcode == "parameter" or not i.shape.dimensions else ""
+    return (
+        i.name, i.opcode, _shape_key(i.shape), i.operands, i.called, i.is_root,
+        meta, attrs, i.backend_config, literal, module.stack(i), module.source_location(i),
+    )  # fmt: skip
+
+
+def test_the_test_data_is_there() -> None:
+    assert len(PAIRS) == 4
+
+
+@pytest.mark.parametrize("path", PAIRS, ids=lambda p: p.name)
+def test_proto_reads_what_xla_prints(path: Path) -> None:
+    """Every instruction, with its opcode, shape, operands, called computations, backend
+    config, metadata and source stack, equals what the text parser reads from XLA's text."""
+    got = parse_proto_file(path)
+    want = parse_file(path.with_name(path.name.removesuffix(".hlo.pb") + ".txt"))
+    assert got.name == want.name
+    assert got.entry.name == want.entry.name
+    assert got.is_scheduled == want.is_scheduled
+    assert got.instruction_count == want.instruction_count
+    assert {c.name for c in got.computations} == {c.name for c in want.computations}
+    for comp in got.computations:
+        other = want.computation_map[comp.name]
+        assert [i.name for i in comp.instructions] == [i.name for i in other.instructions]
+        assert comp.root.name == other.root.name
+        for inst in comp.instructions:
+            assert _key(got, inst) == _key(want, other.by_name[inst.name])
+
+
+def test_entry_layout_matches_the_header() -> None:
+    path = next(p for p in PAIRS if "jit_layers.cpu_after" in p.name)
+    got, want = parse_proto_file(path), parse_file(str(path).replace(".hlo.pb", ".txt"))
+    assert got.attributes["entry_computation_layout"] == want.attributes["entry_computation_layout"]
+
+
+def test_load_module_file_dispatches_by_suffix(tmp_path: Path) -> None:
+    pb = PAIRS[0]
+    xz = tmp_path / (pb.name + ".xz")
+    xz.write_bytes(lzma.compress(pb.read_bytes()))
+    text = pb.with_name(pb.name.removesuffix(".hlo.pb") + ".txt")
+    a, b, c = load_module_file(pb), load_module_file(xz), load_module_file(text)
+    assert a.instruction_count == b.instruction_count == c.instruction_count
+    assert b.path == str(xz)
+
+
+def test_a_bare_module_proto_reads_too() -> None:
+    from google.protobuf import empty_pb2
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    data = PAIRS[0].read_bytes()
+    fields = UnknownFieldSet(empty_pb2.Empty.FromString(data))
+    bare = next(f.data for f in fields if f.field_number == 1)  # HloProto.hlo_module
+    a, b = parse_proto(bare), parse_proto(data)
+    assert a.name == b.name and a.instruction_count == b.instruction_count > 0
+
+
+def test_bad_bytes_are_a_parse_error(tmp_path: Path) -> None:
+    bad = tmp_path / "x.hlo.pb"
+    bad.write_bytes(b"\xff\xff\xff\xff garbage")
+    with pytest.raises(HloParseError, match="not a binary HLO dump"):
+        parse_proto_file(bad)
+    with pytest.raises(HloParseError, match="no such file"):
+        parse_proto_file(tmp_path / "missing.hlo.pb")
+    xz = tmp_path / "x.hlo.pb.xz"
+    xz.write_bytes(b"not xz")
+    with pytest.raises(HloParseError, match="xz"):
+        parse_proto_file(xz)
+
+
+def test_missing_protobuf_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(proto, "_message_class", None)
+    monkeypatch.setitem(sys.modules, "google.protobuf", None)
+    with pytest.raises(MissingDependencyError, match="'protobuf'"):
+        parse_proto(PAIRS[0].read_bytes())
+
+
+def test_reading_a_proto_imports_no_framework() -> None:
+    code = (
+        "import sys; from hloscope.hlo.proto import parse_proto_file; "
+        f"parse_proto_file({str(PAIRS[0])!r}); "
+        "print(sorted(m for m in ('tensorflow', 'jax', 'jaxlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _corpus() -> list[str]:
+    manifest = CORPUS / "MANIFEST.json"
+    if not manifest.exists():
+        return []
+    return [e["file"] for e in json.loads(manifest.read_text()) if e["xla_parses"]]
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(not (CORPUS / "MANIFEST.json").exists(), reason="../shared/corpus absent")
+@pytest.mark.parametrize("name", _corpus())
+def test_corpus_protos_read_like_xlas_text(name: str) -> None:
+    """XLA's own serialization of each corpus module, read here, equals our text parser's
+    reading of XLA's own printing of the same module (XLA renames duplicates, so both
+    sides come from XLA)."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    xla = hlo.hlo_module_from_text((CORPUS / name).read_text())
+    got = parse_proto(xla.as_serialized_hlo_module_proto())
+    want = parse_module(xla.to_string())
+    assert got.instruction_count == want.instruction_count
+    assert {c.name for c in got.computations} == {c.name for c in want.computations}
+    for comp in got.computations:
+        other = want.computation_map[comp.name]
+        for inst in comp.instructions:
+            assert _key(got, inst) == _key(want, other.by_name[inst.name])
+
+
+# --- the real nsys-jax archive ----------------------------------------------------------
+
+
+def _generic(data: bytes) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(computation, [(instruction, opcode)]) by protobuf's schema-less decoding: an empty
+    message keeps every field unknown; only hlo.proto's field numbers are used."""
+    from google.protobuf import empty_pb2
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    def fields(raw: bytes) -> list[Any]:
+        return list(UnknownFieldSet(empty_pb2.Empty.FromString(raw)))
+
+    def first(raw: bytes, number: int) -> bytes:
+        return next(f.data for f in fields(raw) if f.field_number == number)
+
+    module = first(data, 1)  # HloProto.hlo_module
+    out = []
+    for comp in (f.data for f in fields(module) if f.field_number == 3):
+        insts = [
+            (first(i, 1).decode(), first(i, 2).decode())
+            for i in (f.data for f in fields(comp) if f.field_number == 2)
+        ]
+        out.append((first(comp, 1).decode(), insts))
+    return out
+
+
+@pytest.fixture(scope="module")
+def archive_dump(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    if not ARCHIVE.exists():
+        pytest.skip(f"real GPU data absent: {ARCHIVE} (see ../shared/gpu/README.md)")
+    folder = tmp_path_factory.mktemp("nsys")
+    with zipfile.ZipFile(ARCHIVE) as z:
+        names = [n for n in z.namelist() if n.endswith(".hlo.pb.xz")]
+        z.extractall(folder, names)
+    return sorted(folder.glob("dump/*.hlo.pb.xz"))
+
+
+def test_real_archive_matches_generic_decoding(archive_dump: list[Path]) -> None:
+    """All 26 binary modules of the MaxText run: computations, instruction names and
+    opcodes equal protobuf's own schema-less decoding of the same bytes."""
+    assert len(archive_dump) == 26
+    for path in archive_dump:
+        module = parse_proto_file(path)
+        want = _generic(lzma.decompress(path.read_bytes()))
+        got = [
+            (c.name, Counter((i.name, i.opcode) for i in c.instructions))
+            for c in module.computations
+        ]
+        assert got == [(name, Counter(insts)) for name, insts in want], path.name
+        assert module.stats.total == 0
+
+
+def test_real_train_step_is_whole(archive_dump: list[Path]) -> None:
+    path = next(p for p in archive_dump if "jit_train_step.sm_9.0_gpu_after" in p.name)
+    module = parse_proto_file(path)
+    assert module.is_scheduled
+    assert module.instruction_count == 7757  # as TensorFlow's hlo_pb2 decodes it
+    for comp in module.computations:
+        names = comp.by_name
+        for inst in comp.instructions:
+            assert all(o in names for o in inst.operands), (comp.name, inst.name)
+            assert all(c.name in module.computation_map for c in inst.called)
+
+
+@pytest.mark.jax
+def test_scalar_constants_print_as_xla_prints_them() -> None:
+    hlo = pytest.importorskip("jaxlib._hlo")
+    values = [
+        ("bf16", "0.1"), ("f16", "0.1"), ("f32", "0.1"), ("f64", "0.1"), ("f32", "1e-20"),
+        ("bf16", "3.14159"), ("f16", "65504"), ("f32", "123456789"), ("f32", "0.000244140625"),
+        ("f32", "1e20"), ("s8", "-3"), ("u8", "200"), ("s16", "-300"), ("u16", "60000"),
+        ("f32", "-inf"), ("pred", "true"), ("s64", "-5"), ("u64", "7"),
+    ]  # fmt: skip
+    lines = [f"  c{n} = {t}[] constant({v})" for n, (t, v) in enumerate(values)]
+    names = ", ".join(f"c{n}" for n in range(len(values)))
+    shapes = ", ".join(f"{t}[]" for t, _ in values)
+    text = (
+        "HloModule m\nENTRY e {\n"
+        + "\n".join(lines)
+        + f"\n  ROOT t = ({shapes}) tuple({names})\n}}"
+    )
+    xla = hlo.hlo_module_from_text(text)
+    got = parse_proto(xla.as_serialized_hlo_module_proto()).entry.by_name
+    want = parse_module(xla.to_string()).entry.by_name
+    for n in range(len(values)):
+        assert got[f"c{n}"].literal == want[f"c{n}"].literal, values[n]
