@@ -1,8 +1,12 @@
-"""The typer app every command registers on, the options they share, and the
-error-to-exit-code mapping.
+"""The typer app every command registers on, the options they share, the
+error-to-exit-code mapping, and the one way out to the terminal.
 
 Library errors (`HloscopeError`) become one line on stderr and an exit code; nothing
-else is caught.
+else is caught. Everything a command prints goes through `_print` (rich renderables),
+`_echo` (lines), `_print_json` or `_fail`, and each shows control characters escaped:
+names, paths and messages come from dumps, scripts and run folders hloscope did not
+write, and an escape sequence in an op name must not clear the screen or write the
+clipboard.
 """
 
 from __future__ import annotations
@@ -35,12 +39,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"hloscope: error: {message}", err=True)
+    _echo(f"hloscope: error: {message}", err=True)
     return typer.Exit(code)
 
 
+def _echo(message: str, *, err: bool = False) -> None:
+    """Print one line, control characters escaped."""
+    from hloscope.render.format import printable
+
+    typer.echo(printable(message), err=err)
+
+
 def _command(fn: F) -> F:
-    """Map library errors to one line on stderr and the error's exit code."""
+    """Map library errors to one line on stderr and the error's exit code.
+
+    An `OSError` (an output folder that does not exist, a disk that is full) is the
+    environment's, not a bug: one line and exit 2 too, never a traceback.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -51,20 +66,46 @@ def _command(fn: F) -> F:
         except BrokenPipeError:  # `hloscope ... | head`
             sys.stderr.close()
             raise typer.Exit(0) from None
+        except OSError as e:  # a file the user named cannot be written or read
+            where = f"{e.filename}: " if e.filename else ""
+            raise _fail(f"{where}{e.strerror or e}", 2) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-def _print(renderable: Any) -> None:
-    from rich.console import Console
+def _console(*, stderr: bool = False) -> Any:
+    """A rich Console whose text shows control characters escaped.
 
-    Console(highlight=False).print(renderable)
+    Segments that rich itself marks as control (cursor moves of a live display) pass;
+    the text of every other segment goes through `printable` after layout, before rich
+    adds its own colour sequences, so a sequence in the input is shown, never obeyed.
+    """
+    from rich.console import Console
+    from rich.segment import Segment
+
+    from hloscope.render.format import printable
+
+    class _SafeConsole(Console):
+        def render(self, renderable: Any, options: Any = None) -> Any:
+            for segment in super().render(renderable, options):
+                if segment.control is None:
+                    text = printable(segment.text)
+                    if text is not segment.text:
+                        segment = Segment(text, segment.style)
+                yield segment
+
+    return _SafeConsole(stderr=stderr, highlight=False)
+
+
+def _print(renderable: Any) -> None:
+    _console().print(renderable)
 
 
 def _print_json(doc: Any) -> None:
+    from hloscope.render.format import json_printable
     from hloscope.render.json import dumps
 
-    sys.stdout.write(dumps(doc) + "\n")
+    sys.stdout.write(json_printable(dumps(doc)) + "\n")
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (stable schema, see README).")]
@@ -101,7 +142,7 @@ def _root(
     if version:
         from hloscope import __version__
 
-        typer.echo(f"hloscope {__version__}")
+        _echo(f"hloscope {__version__}")
         raise typer.Exit(0)
 
 
@@ -110,5 +151,5 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        typer.echo("hloscope: interrupted", err=True)
+        _echo("hloscope: interrupted", err=True)
         sys.exit(130)

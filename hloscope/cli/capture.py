@@ -9,6 +9,7 @@ import typer
 
 from hloscope.cli.app import (
     _command,
+    _console,
     _print,
     app,
 )
@@ -119,8 +120,6 @@ def dump(
     Example: hloscope dump samples/dense_relu.py -- --batch 32
              hloscope dump --profile samples/jax_mlp.py
     """
-    from rich.console import Console
-
     from hloscope.analysis.report import analyze_run
     from hloscope.capture.run import plan_dump, run_dump
     from hloscope.errors import UsageError
@@ -161,7 +160,7 @@ def dump(
         skip_first=skip_first,
         profile_steps=profile_steps,
     )
-    err = Console(stderr=True, highlight=False)
+    err = _console(stderr=True)
     if plan.flag_conflicts:
         err.print(
             "hloscope: warning: overriding XLA_FLAGS "

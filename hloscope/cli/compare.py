@@ -12,6 +12,7 @@ from hloscope.cli.app import (
     ModuleOption,
     RunArgument,
     _command,
+    _echo,
     _print,
     _print_json,
     app,
@@ -111,8 +112,11 @@ def diff(
         if html is not None:
             from hloscope.render.diff_html import diff_page
 
-            html.write_text(diff_page(doc), encoding="utf-8")
-            typer.echo(f"wrote {html}", err=True)
+            try:
+                html.write_text(diff_page(doc), encoding="utf-8")
+            except OSError as e:
+                raise UsageError(f"--html {html}: cannot write ({e.strerror or e})") from None
+            _echo(f"wrote {html}", err=True)
         if json:
             _print_json(doc)
     if not json:
@@ -120,7 +124,7 @@ def diff(
 
         _print(diff_view(result, show_all=show_all, modules=selected))
     if found_regressions:
-        typer.echo(_one_line("regression", found_regressions), err=True)
+        _echo(_one_line("regression", found_regressions), err=True)
         raise typer.Exit(1)
 
 
@@ -170,7 +174,7 @@ def check(
     checked = select_checked(inspection.report, selected=bool(module))
     violations = check_run(checked, budget)
     if violations:
-        typer.echo(_one_line("budget exceeded", violations), err=True)
+        _echo(_one_line("budget exceeded", violations), err=True)
         raise typer.Exit(1)
     from hloscope.render.diff_text import check_line
 

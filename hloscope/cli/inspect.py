@@ -16,6 +16,7 @@ from hloscope.cli.app import (
     RunArgument,
     StrictOption,
     _command,
+    _echo,
     _fail,
     _print,
     _print_json,
@@ -56,14 +57,14 @@ def report(
 
     inspection = inspect_run(run, module or (), sources=html is not None)
     if inspection.timing_error:  # an unreadable profile must not hide the fusion report
-        typer.echo(f"hloscope: warning: no timings: {inspection.timing_error}", err=True)
+        _echo(f"hloscope: warning: no timings: {inspection.timing_error}", err=True)
     if html is not None:
         from hloscope.render.format import fmt_bytes
         from hloscope.render.html import write_html
 
         written = write_html(inspection, html)
         size = fmt_bytes(written.stat().st_size)
-        typer.echo(f"wrote {written} ({size}, {len(inspection.modules)} modules)", err=True)
+        _echo(f"wrote {written} ({size}, {len(inspection.modules)} modules)", err=True)
         if not json:
             return
     if json:
@@ -278,11 +279,11 @@ def graph(
     if spec.collapsed:
         what += f"; {spec.units} {spec.unit}s collapsed by name scope"
     if result.out is not None:
-        typer.echo(f"wrote {result.out} ({what}) and its DOT source {result.dot}")
+        _echo(f"wrote {result.out} ({what}) and its DOT source {result.dot}")
     else:
-        typer.echo(f"wrote {result.dot} ({what})")
+        _echo(f"wrote {result.dot} ({what})")
     for note in spec.notes[1:]:
-        typer.echo(f"  {note}")
+        _echo(f"  {note}")
 
 
 @app.command(rich_help_panel="Inspect")
@@ -298,8 +299,11 @@ def parse(
     module by module; `--json` then prints a list instead of one object.
     """
     from hloscope.analysis.stats import module_stats
+    from hloscope.errors import UsageError
     from hloscope.hlo.parser import parse_modules
 
+    if file.exists() and not file.is_file() and not file.is_dir():  # a FIFO would hang
+        raise UsageError(f"{file}: not a regular file (a device or a pipe?); give an HLO file")
     modules = parse_modules(file, strict=strict)
     stats = [module_stats(m) for m in modules]
     if json:
@@ -320,7 +324,7 @@ def _graph_module(loaded: Any, pattern: str | None) -> Any:
         return loaded.module(pattern)
     chosen = loaded.main()
     if len(loaded.modules) > 1:
-        typer.echo(
+        _echo(
             f"drawing {chosen.key}, the biggest of {len(loaded.modules)} modules "
             "(pick one with --module)",
             err=True,

@@ -10,6 +10,7 @@ import typer
 from hloscope.cli.app import (
     JsonOption,
     _command,
+    _echo,
     _print,
     _print_json,
     app,
@@ -137,4 +138,4 @@ def bench(
 
     _print(bench_table(result))
     if save is not None:
-        typer.echo(f"saved {save / 'bench.json'}", err=True)
+        _echo(f"saved {save / 'bench.json'}", err=True)

@@ -20,7 +20,9 @@ __all__ = [
     "fmt_shape",
     "fmt_share",
     "fmt_us",
+    "json_printable",
     "left_ellipsis",
+    "printable",
     "short_name",
 ]
 
@@ -30,6 +32,44 @@ DASH = "–"
 _BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB")
 # TensorFlow's `__XlaMustCompile_true_config_proto_<hash>_executor_type_<hash>_` middle.
 _TF_HASH = re.compile(r"__XlaMustCompile_(?:true|false)_config_proto_\d+_executor_type_\d+_")
+
+
+# Characters that act on a terminal instead of showing: C0 controls but tab and newline,
+# DEL, the C1 controls (0x9b is a one-byte CSI on some terminals), the Unicode line and
+# paragraph separators, the bidirectional overrides that reorder what a line shows, and
+# lone surrogates (no encoder writes them: a raw one would end the command with a
+# UnicodeEncodeError).
+_CONTROLS = (
+    [c for c in range(0x20) if c not in (0x09, 0x0A)]
+    + list(range(0x7F, 0xA0))
+    + [0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+    + list(range(0xD800, 0xE000))
+)
+_PRINTABLE = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _CONTROLS}
+# JSON escapes C0 itself; the rest must become `\uXXXX` escapes to stay valid JSON.
+_JSON_PRINTABLE = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x7F}
+_HAS_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def printable(text: str) -> str:
+    """`text` safe to print on a terminal: control characters shown escaped.
+
+    Names, paths and messages come from dumps, scripts and run folders hloscope did not
+    write; an `ESC [2J` in an op name must show as `\\x1b[2J`, not clear the screen.
+    Newlines and tabs are kept.
+    """
+    return text.translate(_PRINTABLE) if _HAS_CONTROL.search(text) else text
+
+
+def json_printable(text: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) with the controls JSON
+    lets through raw (DEL, C1, U+2028/9, bidirectional overrides) as `\\uXXXX` escapes.
+
+    Those characters can only stand inside JSON strings, so the result is the same JSON.
+    """
+    return text.translate(_JSON_PRINTABLE) if _HAS_CONTROL.search(text) else text
 
 
 def fmt_bytes(n: float | None) -> str:
