@@ -1,8 +1,10 @@
-"""Reading files hloscope did not write: regular files only, never past a size limit.
+"""Reading files hloscope did not write: regular files only, never past a size limit,
+never through a link out of the folder they were found in.
 
 Run folders come from colleagues, CI and bug reports. A name that is a FIFO would block
 a reader forever, a link to `/dev/zero` would fill memory; `read_regular` refuses both
-before reading a byte.
+before reading a byte. A link `dump/x.txt -> ~/.ssh/id_rsa` would put another file's
+text into a report; `inside` tells the loaders which entries to leave alone.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["read_regular"]
+__all__ = ["inside", "read_regular"]
 
 
 def read_regular(path: str | Path, limit: int) -> bytes:
@@ -35,3 +37,16 @@ def read_regular(path: str | Path, limit: int) -> bytes:
     if len(data) > limit:
         raise OSError(f"{path} is more than the {limit:,} bytes allowed")
     return data
+
+
+def inside(path: str | Path, root: str | Path) -> bool:
+    """Whether `path`, with every symlink resolved, is `root` or lies under it.
+
+    A path that cannot be resolved (a loop of links) is not inside.
+    """
+    try:
+        real = Path(os.path.realpath(path, strict=False))
+        base = Path(os.path.realpath(root, strict=False))
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return real == base or base in real.parents

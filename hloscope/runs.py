@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import HloscopeError, UsageError
-from hloscope.files import read_regular
+from hloscope.errors import HloParseError, HloscopeError, UsageError
+from hloscope.files import inside, read_regular
 from hloscope.hlo.model import HloModule
 from hloscope.manifest import MANIFEST, RunManifest
 
@@ -52,6 +52,7 @@ _DUMP_NAME = re.compile(
 )
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)([^\n]*)", re.M)
 _TRIVIAL_INSTRUCTIONS = 5
+_HEAD_BYTES = 65536
 
 # Modules JAX compiles on the side when a program runs eager ops (parameter init, RNG
 # seeding, printing results): `jit_<name>` for these names is a helper, not the model.
@@ -218,21 +219,29 @@ def load_run(path: str | Path) -> Run:
         )
     if p.is_file():
         return _load_file(p)
+    if not p.is_dir():
+        raise UsageError(
+            f"{p}: not a regular file or a folder (a device or a pipe?); pass a run folder, "
+            "an XLA dump folder or an HLO .txt file"
+        )
     manifest_path = p / MANIFEST
     if manifest_path.exists() or manifest_path.is_symlink():
         manifest = read_manifest(manifest_path)
-        dump_dir = p / manifest.dump_dir if (p / manifest.dump_dir).is_dir() else p
-        return Run(p, manifest, scan_dump_dir(dump_dir), dump_dir)
+        dump_dir = _dump_dir(p, manifest.dump_dir)
+        return Run(p, manifest, scan_dump_dir(dump_dir, root=p), dump_dir)
     modules = scan_dump_dir(p)
     if modules:
         return Run(p, RunManifest(), modules, p)
     # A folder holding the dump one level down (`hlo/`, `dump/`, `xla_dump/`).
-    subdirs = sorted(d for d in p.iterdir() if d.is_dir())
+    try:
+        subdirs = sorted(d for d in p.iterdir() if d.is_dir() and inside(d, p))
+    except OSError as e:
+        raise UsageError(f"{p}: cannot list the folder ({e.strerror or e})") from None
     runs = [d for d in subdirs if (d / MANIFEST).is_file()]
     if runs:
         names = ", ".join(str(d) for d in runs[-3:])
         raise UsageError(f"{p} holds {len(runs)} runs, not one; pass one of them (latest: {names})")
-    nested = [(d, scan_dump_dir(d)) for d in subdirs]
+    nested = [(d, scan_dump_dir(d, root=p)) for d in subdirs]
     nested = [(d, mods) for d, mods in nested if mods]
     if len(nested) == 1:
         d, mods = nested[0]
@@ -267,12 +276,21 @@ def dump_file_info(name: str) -> tuple[str | None, str | None, str, str | None] 
     return m["stamp"], m["id"], m["name"], _normalise_platform(platform) if platform else None
 
 
-def scan_dump_dir(folder: Path) -> tuple[ModuleDump, ...]:
+def scan_dump_dir(folder: Path, *, root: Path | None = None) -> tuple[ModuleDump, ...]:
     """The modules in one XLA dump folder (not recursive), ordered by module id.
 
-    Files other than before/after HLO text dumps are ignored.
+    Files other than before/after HLO text dumps are ignored, and so are links that lead
+    out of `root`: a run folder from someone else must not make hloscope read, and
+    quote, files elsewhere on this machine.
+
+    Args:
+        folder: The dump folder.
+        root: The run folder reading must stay in (default: `folder`).
     """
     groups: dict[tuple[str | None, str | None, str], dict[str, Any]] = {}
+    base = folder if root is None else root
+    if not inside(folder, base):
+        return ()
     try:
         entries = sorted(folder.iterdir())
     except OSError:
@@ -280,6 +298,8 @@ def scan_dump_dir(folder: Path) -> tuple[ModuleDump, ...]:
     for entry in entries:
         info = dump_file_info(entry.name)
         if info is None or not entry.is_file():
+            continue
+        if entry.is_symlink() and not inside(entry, base):
             continue
         stamp, module_id, name, platform = info
         group = groups.setdefault((stamp, module_id, name), {})
@@ -350,7 +370,34 @@ def _dump_size(m: ModuleDump) -> int:
 def _load_cached(path: str, mtime_ns: int) -> HloModule:
     from hloscope.hlo.parser import parse_file
 
+    _check_hlo_start(Path(path))
     return parse_file(path)
+
+
+def _check_hlo_start(path: Path) -> None:
+    """Refuse, without quoting it, a file whose first statement is not `HloModule`.
+
+    The parser's errors quote the offending text; for a file that is not HLO at all
+    (a key, a config, a binary dumped under an HLO name) that would copy its first line
+    into reports, JSON and HTML.
+    """
+    try:
+        with path.open("rb") as f:
+            head = f.read(_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return  # parse_file reports it
+    for number, line in enumerate(head.splitlines(), 1):
+        text = line.strip()
+        if not text or text.startswith("//"):
+            continue
+        if text.startswith("HloModule"):
+            return
+        raise HloParseError(
+            "not HLO text: expected 'HloModule <name>' first (content not shown)",
+            path=str(path),
+            line=number,
+            column=1,
+        )
 
 
 def _load(path: Path) -> HloModule:
@@ -383,6 +430,19 @@ def _listing(modules: Iterable[ModuleDump], limit: int = 12) -> str:
     keys = [m.key for m in modules]
     shown = ", ".join(keys[:limit])
     return shown + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
+
+
+def _dump_dir(run_dir: Path, name: str) -> Path:
+    """The run's dump folder, which must not be a link out of the run folder."""
+    dump_dir = run_dir / name
+    if not dump_dir.is_dir():
+        return run_dir
+    if not inside(dump_dir, run_dir):
+        raise UsageError(
+            f"{dump_dir} is a link out of the run folder; hloscope reads only inside it "
+            "(copy the dump into the run folder)"
+        )
+    return dump_dir
 
 
 def read_manifest(path: Path) -> RunManifest:
@@ -425,7 +485,7 @@ def _header(path: Path) -> tuple[str, bool]:
     """`(module name, is_scheduled)` from a file's `HloModule` line, without parsing."""
     try:
         with path.open("rb") as f:
-            head = f.read(65536).decode("utf-8", "replace")
+            head = f.read(_HEAD_BYTES).decode("utf-8", "replace")
     except OSError as e:
         raise UsageError(f"{path}: cannot read ({e.strerror})") from None
     m = _HEADER.search(head)

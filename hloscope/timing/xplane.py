@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import ProfileReadError
+from hloscope.files import inside, read_regular
 
 __all__ = [
     "ProfileReadError",
@@ -48,6 +49,8 @@ HOST_PLANE = "/host:CPU"
 DEVICE_PLANE_PREFIX = "/device:"
 
 XPLANE_SUFFIX = ".xplane.pb"
+# Profiles of long GPU runs reach hundreds of MB; past this, reading fails clearly.
+MAX_PROFILE_BYTES = 2 << 30
 TRACE_JSON_SUFFIX = ".trace.json.gz"
 
 
@@ -479,9 +482,9 @@ def read_xspace(path: Path | str) -> XSpace:
     """Read and decode an `*.xplane.pb` file (see `decode_xspace`)."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_regular(p, MAX_PROFILE_BYTES)  # no FIFO, no /dev/zero, bounded
     except OSError as e:
-        raise ProfileReadError(f"cannot read: {e.strerror}", path=str(p)) from None
+        raise ProfileReadError(f"cannot read: {e.strerror or e}", path=str(p)) from None
     return decode_xspace(data, path=str(p))
 
 
@@ -737,11 +740,8 @@ def read_trace(path: Path | str) -> Trace:
         return trace_from_xspace(read_xspace(p), path=str(p))
     if name.endswith((".json.gz", ".json")):
         try:
-            if name.endswith(".gz"):
-                with gzip.open(p, "rt", encoding="utf-8") as f:
-                    doc = json.load(f)
-            else:
-                doc = json.loads(p.read_text(encoding="utf-8"))
+            raw = read_regular(p, MAX_PROFILE_BYTES)
+            doc = json.loads(gzip.decompress(raw) if name.endswith(".gz") else raw)
         except (OSError, EOFError, ValueError) as e:
             raise ProfileReadError(f"not a Chrome trace: {e}", path=str(p)) from None
         return trace_from_json(doc, path=str(p))
@@ -766,7 +766,8 @@ def find_profile(folder: Path | str) -> Path:
     if not root.is_dir():
         raise ProfileReadError("no such file or folder", path=str(root))
     for suffix in (XPLANE_SUFFIX, TRACE_JSON_SUFFIX):
-        found = sorted(root.rglob(f"*{suffix}"), key=lambda p: (p.parent.name, str(p)))
+        inner = (p for p in root.rglob(f"*{suffix}") if inside(p, root))  # no links out
+        found = sorted(inner, key=lambda p: (p.parent.name, str(p)))
         if found:
             return found[-1]
     raise ProfileReadError(

@@ -1,0 +1,312 @@
+"""Hostile and malformed run folders through the real CLI (issue 14): escapes, reads out
+of the folder, devices and pipes given as runs, unwritable outputs.
+
+Every command runs as a subprocess of `python -m hloscope` (real stdout and stderr, real
+exit codes), each under a timeout so that a hang fails the test instead of the suite.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hloscope.manifest import RunManifest
+from hloscope.render.format import json_printable, printable
+from tests.conftest import DATA
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 60
+
+# Clear screen, an OSC 52 clipboard write, a cursor move, BEL, a lone C1 CSI, a bidi
+# override, a line separator: what a hostile dump may carry in its names.
+CLEAR = "\x1b[2J"
+OSC52 = "\x1b]52;c;aGVsbG8=\x07"
+PAYLOAD = CLEAR + OSC52 + "\x1b[5;5H" + "\x07" + "\x9b31m" + "\u202e" + "\u2028"
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def hloscope(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as users do, colours forced on (rich's own SGR must pass)."""
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "FORCE_COLOR": "1", "COLUMNS": "120"}
+    environ.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "hloscope", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="surrogateescape",
+        timeout=TIMEOUT_S,
+        cwd=cwd,
+        env=environ,
+    )
+
+
+def assert_inert(text: str) -> None:
+    """Only colour sequences reach the terminal; every other control shows escaped."""
+    rest = SGR.sub("", text)
+    found = sorted({f"U+{ord(c):04X}" for c in CONTROL.findall(rest)})
+    assert not found, f"raw control characters reach the terminal: {found}\n{text[:2000]}"
+
+
+def hostile_run(root: Path) -> Path:
+    """tests/data/tf_dense_relu as a run folder whose op names, op types, custom-call
+    target, file names and run.json carry terminal escape sequences."""
+    run = root / "run"
+    (run / "dump").mkdir(parents=True)
+    for f in (DATA / "tf_dense_relu").glob("*.txt"):
+        text = f.read_text(encoding="utf-8")
+        text = text.replace('op_name="MatMul"', f'op_name="MatMul{PAYLOAD}"')
+        text = text.replace('op_type="Relu"', f'op_type="Relu{PAYLOAD}"')
+        text = text.replace(
+            "dot(%arg0.1, %arg1.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+            f'custom-call(%arg0.1, %arg1.1), custom_call_target="cc{PAYLOAD}"',
+        )
+        name = f.name.replace("a_inference_dense_relu_12", "evil" + PAYLOAD)
+        (run / "dump" / name).write_text(text, encoding="utf-8")
+    manifest = RunManifest(
+        source="dump",
+        framework="tensorflow",
+        platform="cpu",
+        device="cpu" + PAYLOAD,
+        command=("hloscope", "dump", f"x{PAYLOAD}.py"),
+        status="ok",
+    )
+    (run / "run.json").write_text(manifest.dumps(), encoding="utf-8")
+    return run
+
+
+def hostile_profile(root: Path) -> Path:
+    """The jax_mlp profile as a Chrome trace whose kernel names carry the payload, in a
+    folder whose name does too."""
+    folder = root / f"prof{CLEAR}{OSC52}"
+    (source,) = (DATA / "jax_mlp_profile" / "plugins").rglob("*.trace.json.gz")
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    for event in doc["traceEvents"]:
+        if str(event.get("name", "")).startswith("ynn_fusion"):
+            event["name"] += PAYLOAD
+    target = folder / "plugins" / "profile" / "1" / "vm.trace.json.gz"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("hostile")
+    return hostile_run(root), hostile_profile(root)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "shown"),
+    [
+        (["report", "{run}"], 0, True),
+        (["ops", "{run}"], 0, True),
+        (["diff", "{run}", "{run}"], 0, True),
+        (["check", "{run}", "--max-kernels", "99"], 0, True),
+        (["check", "{run}", "--max-kernels", "0"], 1, True),
+        (["report", "{run}", "-M", f"none{CLEAR}"], 2, True),
+        (["parse", "{file}"], 0, False),  # prints the HloModule name, which has no escapes
+        (["profile", "{profile}"], 0, True),
+        (["profile", "{profile}/missing"], 2, True),
+    ],
+)
+def test_escape_sequences_are_shown_not_obeyed(
+    hostile: tuple[Path, Path], args: list[str], code: int, shown: bool
+) -> None:
+    run, profile = hostile
+    (file,) = (run / "dump").glob("*after_optimizations.txt")
+    given = [a.format(run=run, file=file, profile=profile) for a in args]
+    result = hloscope(*given)
+    assert result.returncode == code, result.stderr
+    assert_inert(result.stdout + result.stderr)
+    assert "Traceback" not in result.stderr
+    # the payload is there, visibly escaped, not dropped
+    assert ("\\x1b[2J" in result.stdout + result.stderr) == shown
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "{run}", "--json"],
+        ["ops", "{run}", "--json"],
+        ["diff", "{run}", "{run}", "--json"],
+        ["parse", "{file}", "--json"],
+        ["profile", "{profile}", "--json"],
+    ],
+)
+def test_json_output_is_escaped_and_keeps_the_exact_text(
+    hostile: tuple[Path, Path], args: list[str]
+) -> None:
+    run, profile = hostile
+    (file,) = (run / "dump").glob("*after_optimizations.txt")
+    result = hloscope(*(a.format(run=run, file=file, profile=profile) for a in args))
+    assert result.returncode == 0, result.stderr
+    assert_inert(result.stdout)
+    # the document still holds the exact name (the BEL aside, rich never sees JSON)
+    assert any(PAYLOAD in s for s in strings_of(json.loads(result.stdout)))
+
+
+def strings_of(doc: object) -> list[str]:
+    """Every string in a JSON document, keys included."""
+    out, todo = [], [doc]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, dict):
+            todo.extend([*x.keys(), *x.values()])
+        elif isinstance(x, list):
+            todo.extend(x)
+    return out
+
+
+def test_printable_escapes_every_control_and_keeps_lines() -> None:
+    controls = [chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\t\n"]
+    controls += ["\u2028", "\u2029", "\u202e", "\u2066", "\ud800"]
+    shown = printable("a\tb\n" + "".join(controls))
+    assert shown.startswith("a\tb\n")
+    assert all(ord(c) >= 0x20 and not 0x7F <= ord(c) < 0xA0 for c in shown[4:])
+    assert "\\x1b" in shown and "\\x9b" in shown and "\\u2028" in shown and "\\ud800" in shown
+    assert printable("plain → text µs") == "plain → text µs"
+
+
+def test_json_printable_is_the_same_json() -> None:
+    doc = {"name": "a\x1b\x85\x9b\u2028\u2029\u202e\x7fz", "n": [1, "é"]}
+    text = json_printable(json.dumps(doc, ensure_ascii=False))
+    assert not CONTROL.search(text)
+    assert json.loads(text) == doc
+
+
+# --- reading stays inside the run folder -------------------------------------------------
+
+
+SECRET = "TOPSECRET-do-not-print"
+
+
+@pytest.fixture
+def leaky_run(tmp_path: Path) -> Path:
+    """A run folder whose dump holds a link to a file outside it, named as a module."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text(f"{SECRET} first line\n", encoding="utf-8")
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "tf_dense_relu", run / "dump")
+    (run / "dump" / "module_0099.leak.before_optimizations.txt").symlink_to(secret)
+    (run / "dump" / "module_0098.leak2.cpu_after_optimizations.txt").symlink_to(secret)
+    (run / "run.json").write_text(RunManifest(source="dump").dumps(), encoding="utf-8")
+    return run
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--all"]])
+def test_links_out_of_the_run_folder_are_not_read(leaky_run: Path, extra: list[str]) -> None:
+    result = hloscope("report", str(leaky_run), *extra)
+    assert result.returncode == 0, result.stderr
+    assert SECRET not in result.stdout + result.stderr
+    assert "leak" not in result.stdout
+
+
+def test_links_out_of_the_run_folder_stay_out_of_the_html(leaky_run: Path) -> None:
+    page = leaky_run.parent / "page.html"
+    result = hloscope("report", str(leaky_run), "--html", str(page))
+    assert result.returncode == 0, result.stderr
+    assert SECRET not in page.read_text(encoding="utf-8")
+
+
+def test_links_inside_the_run_folder_are_read(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "tf_dense_relu", run / "kept")
+    (run / "dump").mkdir()
+    for f in (run / "kept").glob("*.txt"):
+        (run / "dump" / f.name).symlink_to(f)
+    (run / "run.json").write_text(RunManifest(source="dump").dumps(), encoding="utf-8")
+    result = hloscope("report", str(run), "--json")
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["modules"]) == 1
+
+
+def test_a_dump_folder_linked_out_of_the_run_folder_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    shutil.copytree(DATA / "tf_dense_relu", outside)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "dump").symlink_to(outside)
+    (run / "run.json").write_text(RunManifest(source="dump").dumps(), encoding="utf-8")
+    result = hloscope("report", str(run))
+    assert result.returncode == 2
+    assert "link out of the run folder" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_file_that_is_not_hlo_is_not_quoted(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "tf_dense_relu", tmp_path / "run")
+    (tmp_path / "run" / "module_0097.notes.before_optimizations.txt").write_text(
+        f"{SECRET} = 1\nmore\n", encoding="utf-8"
+    )
+    for extra in ([], ["--json"]):
+        result = hloscope("report", str(tmp_path / "run"), *extra)
+        assert SECRET not in result.stdout + result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_profile_links_out_and_devices_are_not_read(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "jax_mlp_profile", tmp_path / "run")
+    profile = tmp_path / "run" / "plugins" / "profile"
+    shutil.rmtree(profile)
+    (profile / "1").mkdir(parents=True)
+    (profile / "1" / "host.xplane.pb").symlink_to("/dev/zero")  # read until memory ran out
+    result = hloscope("profile", str(tmp_path / "run"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("hloscope: error:") and result.stderr.count("\n") == 1
+    result = hloscope("report", str(tmp_path / "run"), "--html", str(tmp_path / "p.html"))
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_profile_does_not_hang(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "jax_mlp_profile", tmp_path / "run")
+    (xplane,) = (tmp_path / "run" / "plugins").rglob("*.xplane.pb")
+    xplane.unlink()
+    os.mkfifo(xplane)  # opened for reading, it blocked `report` forever
+    result = hloscope("profile", str(tmp_path / "run"))
+    assert result.returncode == 2 and "not a regular file" in result.stderr
+    result = hloscope("report", str(tmp_path / "run"), "--html", str(tmp_path / "p.html"))
+    assert result.returncode == 0, result.stderr
+
+
+# --- devices, pipes and unwritable outputs ----------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["report", "ops", "parse", "check", "graph", "diff"])
+@pytest.mark.parametrize("kind", ["devnull", "fifo"])
+def test_devices_and_pipes_given_as_run_are_one_line(
+    tmp_path: Path, command: str, kind: str
+) -> None:
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this platform")
+        path = tmp_path / "fifo"
+        os.mkfifo(path)
+    else:
+        path = Path(os.devnull)
+    args = {"check": ["--max-kernels", "1"], "diff": [str(DATA / "tf_dense_relu")]}
+    result = hloscope(command, str(path), *args.get(command, []))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("hloscope: error:") and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("option", ["--html", "--json"])
+def test_diff_html_into_a_missing_folder_is_one_line(tmp_path: Path, option: str) -> None:
+    page = tmp_path / "no" / "such" / "folder" / "diff.html"
+    run = str(DATA / "tf_dense_relu")
+    extra = ["--html", str(page)] if option == "--json" else []
+    result = hloscope("diff", run, run, "--html", str(page), *extra)
+    assert result.returncode == 2
+    assert result.stderr.startswith("hloscope: error: --html") and result.stderr.count("\n") == 1
