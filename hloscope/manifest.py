@@ -90,6 +90,9 @@ class RunManifest:
         status: `running`, `ok`, `failed`, `interrupted`, `no-modules`, ...
         exit_code: The script's exit code.
         interrupted: Whether Ctrl-C or a signal stopped it.
+        stopped_by: What ended the run early or spoilt it: the signal hloscope stopped
+            the script for (`SIGINT`, `SIGTERM`, `SIGHUP`), or a failure of its own
+            (`stdout.log: cannot write (No space left on device)`).
         wall_time_s: The script's wall time, seconds.
         framework: `tensorflow` or `jax`, when known.
         versions: Versions of Python, the framework and jaxlib.
@@ -121,6 +124,7 @@ class RunManifest:
     status: str | None = None
     exit_code: int | None = None
     interrupted: bool | None = None
+    stopped_by: str | None = None
     wall_time_s: float | None = None
     framework: str | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
@@ -204,6 +208,7 @@ class RunManifest:
             status=r.text("status"),
             exit_code=r.integer("exit_code"),
             interrupted=r.flag("interrupted"),
+            stopped_by=r.text("stopped_by"),
             wall_time_s=r.number("wall_time_s"),
             framework=r.text("framework"),
             versions=r.text_map("versions"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import itertools
 import json
 import os
 import re
@@ -27,7 +28,7 @@ from typing import IO, Any
 
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
-from hloscope.errors import UsageError
+from hloscope.errors import HloscopeError, UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
 from hloscope.runs import Run, load_run
 
@@ -91,6 +92,8 @@ class DumpPlan:
         profile: With `--profile`: the framework whose profiler runs around the script
             (`tensorflow` or `jax`), the warm-up executions to leave out (`skip_first`)
             and the executions to keep after them (`max_executions`); None otherwise.
+        made: Folders `plan_dump` created (the default run folder, claimed atomically,
+            and `hloscope-runs/` when it was new), removed again when nothing runs.
     """
 
     kind: str
@@ -107,6 +110,7 @@ class DumpPlan:
     cwd: Path
     replace: bool = False
     profile: Mapping[str, Any] | None = None
+    made: tuple[Path, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -140,6 +144,8 @@ class DumpResult:
         xla_errors: Lines of the output that say why XLA could not compile.
         traceback_tail: The last lines of the script's traceback, if it raised.
         child: What the bootstrap reported (versions, devices, exception), or `{}`.
+        stopped_by: The signal that made hloscope stop the script (`SIGINT`,
+            `SIGTERM`, `SIGHUP`), or None.
     """
 
     plan: DumpPlan
@@ -150,11 +156,15 @@ class DumpResult:
     xla_errors: tuple[str, ...] = ()
     traceback_tail: tuple[str, ...] = ()
     child: Mapping[str, Any] = field(default_factory=dict)
+    stopped_by: str | None = None
 
     @property
     def command_exit_code(self) -> int:
         """What `hloscope dump` exits with: the script's status when it failed, 130 when
-        interrupted, 1 when XLA compiled nothing, 2 when the `-m` module was not found."""
+        interrupted (128 + the signal for SIGTERM and SIGHUP), 1 when XLA compiled
+        nothing, 2 when the `-m` module was not found."""
+        if self.status == "interrupted" and self.stopped_by in ("SIGTERM", "SIGHUP"):
+            return 128 + int(getattr(signal, self.stopped_by))
         return {
             "ok": 0,
             "no-modules": 1,
@@ -200,7 +210,9 @@ def plan_dump(
         profile_steps: With `profile`: steady-state executions kept per module.
 
     Returns:
-        The plan; nothing is created or run yet.
+        The plan; nothing is run yet. Without `out`, the run folder is created (empty)
+        as its name is chosen, so that two dumps started in the same second cannot
+        both choose it.
 
     Raises:
         UsageError: The script is missing, not Python or does not compile; the
@@ -226,16 +238,21 @@ def plan_dump(
             raise UsageError(f"--module {module_re!r}: not a valid regex ({e})") from None
     env = os.environ if environ is None else environ
     cwd = Path.cwd()
-    run_dir, replace = _choose_run_dir(out, stem, force, now or _dt.datetime.now())
+    run_dir, replace, made = _choose_run_dir(out, stem, force, now or _dt.datetime.now())
     run_dir = run_dir if run_dir.is_absolute() else cwd / run_dir
+    made = tuple(p if p.is_absolute() else cwd / p for p in made)
     dump_dir = run_dir / DUMP_SUBDIR
     flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re)
     env_set = {"XLA_FLAGS": flags.value, "PYTHONUNBUFFERED": "1"}
     profile_plan = None
     if profile:
-        profile_plan = _plan_profile(
-            kind, target, framework, skip_first, profile_steps, run_dir / PROFILE_SUBDIR
-        )
+        try:
+            profile_plan = _plan_profile(
+                kind, target, framework, skip_first, profile_steps, run_dir / PROFILE_SUBDIR
+            )
+        except BaseException:
+            release_run_dir(made)  # the folder just claimed stays empty: leave none
+            raise
         env_set[PROFILE_ENV] = json.dumps(
             {
                 "framework": profile_plan["framework"],
@@ -258,7 +275,16 @@ def plan_dump(
         cwd=cwd,
         replace=replace,
         profile=profile_plan,
+        made=made,
     )
+
+
+def release_run_dir(made: Sequence[Path]) -> None:
+    """Remove the folders `plan_dump` created, if they are still empty (innermost
+    first), so that a dump that never ran leaves nothing behind."""
+    for folder in made:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _plan_profile(
@@ -330,7 +356,13 @@ def run_dump(
     Returns:
         The result, with the run loaded from the folder (dumps kept whatever happened).
     """
-    _prepare_run_dir(plan)
+    try:
+        _prepare_run_dir(plan)
+    except OSError as e:  # --force on a folder hloscope may not write
+        raise UsageError(
+            f"{plan.run_dir}: cannot replace the earlier run there ({e.strerror or e}); "
+            "pass -o DIR for another folder"
+        ) from None
     env = dict(os.environ if environ is None else environ)
     env.update(plan.env_set)
     started_at = _dt.datetime.now().astimezone()
@@ -340,13 +372,9 @@ def run_dump(
     out = out or std_sink(sys.stdout)
     err = err or std_sink(sys.stderr)
 
-    interrupted = False
+    log_errors: list[str] = []
     start = clock()
-    with (
-        open(plan.run_dir / STDOUT_LOG, "wb", buffering=0) as out_log,
-        open(plan.run_dir / STDERR_LOG, "wb", buffering=0) as err_log,
-        _sigterm_as_interrupt(),
-    ):
+    with _open_logs(plan.run_dir) as (out_log, err_log), _StopSignals() as signals:
         try:
             proc = subprocess.Popen(
                 plan.child_argv,
@@ -360,25 +388,21 @@ def run_dump(
             raise UsageError(f"cannot start {plan.python}: {e.strerror or e}") from None
         assert proc.stdout is not None and proc.stderr is not None
         pumps = [
-            _start_pump(proc.stdout, out_log, out),
-            _start_pump(proc.stderr, err_log, err),
+            _start_pump(proc.stdout, out_log, out, log_errors),
+            _start_pump(proc.stderr, err_log, err, log_errors),
         ]
-        try:
-            returncode = proc.wait()
-        except KeyboardInterrupt:
-            interrupted = True
-            if on_interrupt is not None:
-                on_interrupt()
-            returncode = _stop_child(proc)
+        returncode = _wait_child(proc, signals, on_interrupt)
         wall = clock() - start
         for pump in pumps:
             pump.join(timeout=5.0)  # a grandchild may hold the pipes open
-
+    stopped_by = signals.stopped_by
+    interrupted = stopped_by is not None
     exit_code = returncode if returncode >= 0 else 128 - returncode
     child = _read_child_report(report_path)
     if child.get("error") == "module-not-found":
         if not plan.replace:  # nothing ran: leave no empty run folder behind
             shutil.rmtree(plan.run_dir, ignore_errors=True)
+            release_run_dir(plan.made)
         run = Run(plan.run_dir, manifest, (), None)
         return DumpResult(plan, run, "module-not-found", exit_code, wall, child=child)
     run = load_run(plan.run_dir)
@@ -389,10 +413,13 @@ def run_dump(
     versions = dict(child.get("versions") or {})
     devices = list(child.get("devices") or [])
     platform = detect_platform(run.modules, devices)
+    if log_errors:  # the script's output was not all saved: the run is not whole
+        status, stopped_by = "failed", "; ".join(log_errors)
     manifest = manifest.updated(
         status=status,
         exit_code=exit_code,
         interrupted=interrupted,
+        stopped_by=stopped_by,
         wall_time_s=round(wall, 3),
         framework=framework_of_run(versions, run.modules),
         versions=versions,
@@ -404,6 +431,12 @@ def run_dump(
         modules=tuple(_module_entry(m, plan.run_dir) for m in run.modules),
     )
     _write_manifest(plan.run_dir, manifest)
+    if log_errors:
+        raise HloscopeError(
+            f"{log_errors[0]}; the script ran to the end, but its output was not all "
+            f"saved (run.json in {plan.run_dir} says status 'failed'); free some space "
+            "and run it again"
+        )
     return DumpResult(
         plan=plan,
         run=Run(run.path, manifest, run.modules, run.dump_dir),
@@ -413,6 +446,7 @@ def run_dump(
         xla_errors=xla_errors,
         traceback_tail=tail,
         child=child,
+        stopped_by=stopped_by,
     )
 
 
@@ -480,14 +514,10 @@ def _check_script(path: Path, *, compile_it: bool) -> None:
 
 def _choose_run_dir(
     out: str | Path | None, stem: str, force: bool, now: _dt.datetime
-) -> tuple[Path, bool]:
+) -> tuple[Path, bool, tuple[Path, ...]]:
+    """`(run folder, replace an earlier run, folders created here)`."""
     if out is None:
-        base = Path(DEFAULT_RUNS_DIR) / f"{stem}-{now:%Y%m%d-%H%M%S}"
-        candidate, n = base, 1
-        while candidate.exists():
-            n += 1
-            candidate = base.with_name(f"{base.name}-{n}")
-        return candidate, False
+        return _claim_run_dir(Path(DEFAULT_RUNS_DIR), f"{stem}-{now:%Y%m%d-%H%M%S}")
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise UsageError(f"-o {path}: is a file; give a folder for the run")
@@ -497,8 +527,31 @@ def _choose_run_dir(
                 f"{path} exists and is not empty; pass --force to replace the run there, "
                 "or -o DIR for another folder"
             )
-        return path, True
-    return path, False
+        return path, True, ()
+    return path, False, ()
+
+
+def _claim_run_dir(runs: Path, name: str) -> tuple[Path, bool, tuple[Path, ...]]:
+    """Create `runs/name` (or `name-2`, `name-3`, ...) with one `mkdir` each: exactly
+    one of several dumps started in the same second gets each name."""
+    made: list[Path] = []
+    try:
+        if not runs.is_dir():
+            runs.mkdir(parents=True, exist_ok=True)
+            made.append(runs)
+        for n in itertools.count(1):
+            candidate = runs / (name if n == 1 else f"{name}-{n}")
+            try:
+                candidate.mkdir()
+            except FileExistsError:
+                continue
+            return candidate, False, (candidate, *made)
+    except OSError as e:
+        release_run_dir(made)
+        raise UsageError(
+            f"{runs}: cannot create the run folder ({e.strerror or e}); pass -o DIR"
+        ) from None
+    raise AssertionError("unreachable")
 
 
 # ---------------------------------------------------------------------------------------
@@ -560,21 +613,88 @@ def _stop_child(proc: subprocess.Popen[bytes]) -> int:
     return proc.wait()
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """While the child runs, SIGTERM stops it the way Ctrl-C does (dumps kept)."""
-    if threading.current_thread() is not threading.main_thread() or os.name != "posix":
-        yield
-        return
+class _Stopped(KeyboardInterrupt):
+    """A signal that stops the child the way Ctrl-C does; `args[0]` is its name."""
 
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+class _StopSignals:
+    """While the child runs, SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH
+    session) stop it the way Ctrl-C does, dumps kept; the first one is recorded.
+
+    After `settle()` (the child is gone) signals are ignored until run.json is
+    written. Outside the main thread, or off POSIX, only Ctrl-C is seen (as
+    Python's KeyboardInterrupt).
+    """
+
+    _SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.stopped_by: str | None = None
+        self._raising = True
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread() and os.name == "posix":
+            for name in self._SIGNALS:
+                sig = getattr(signal, name)
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if not self._raising:  # the child is gone; run.json is being written
+            return
+        name = signal.Signals(signum).name
+        if self.stopped_by is None:
+            self.stopped_by = name
+        raise _Stopped(name)
+
+    def interrupted(self, e: KeyboardInterrupt) -> None:
+        """Record a Ctrl-C that came as Python's own KeyboardInterrupt."""
+        if self.stopped_by is None:
+            self.stopped_by = e.args[0] if isinstance(e, _Stopped) else "SIGINT"
+
+    def settle(self) -> None:
+        """The child is gone: from now on, signals wait for run.json to be written."""
+        self._raising = False
+
+
+def _wait_child(
+    proc: subprocess.Popen[bytes],
+    signals: _StopSignals,
+    on_interrupt: Callable[[], None] | None,
+) -> int:
+    """The child's return code; whatever ends the wait (a signal, an error of
+    hloscope's own), the child does not outlive it."""
     try:
-        yield
+        return proc.wait()
+    except KeyboardInterrupt as e:
+        signals.interrupted(e)
+        if on_interrupt is not None:
+            with contextlib.suppress(Exception):
+                on_interrupt()
+        return _stop_child(proc)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            _stop_child(proc)
+        signals.settle()
+
+
+@contextlib.contextmanager
+def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    try:
+        with (
+            open(run_dir / STDOUT_LOG, "wb", buffering=0) as out_log,
+            open(run_dir / STDERR_LOG, "wb", buffering=0) as err_log,
+        ):
+            yield out_log, err_log
+    except OSError as e:
+        if e.filename is None:
+            raise
+        raise HloscopeError(f"{e.filename}: cannot write ({e.strerror or e})") from None
 
 
 def std_sink(stream: Any) -> Sink:
@@ -599,9 +719,17 @@ def std_sink(stream: Any) -> Sink:
     return write
 
 
-def _start_pump(pipe: IO[bytes], log: IO[bytes], sink: Sink) -> threading.Thread:
+def _start_pump(pipe: IO[bytes], log: IO[bytes], sink: Sink, errors: list[str]) -> threading.Thread:
+    """Copy a pipe to its log and sink until EOF.
+
+    The pipe is drained to the end whatever fails: a child blocked on a full pipe
+    would never exit. A log that cannot be written (disk full) is given up and the
+    failure added to `errors`; a sink that raises is given up.
+    """
+
     def pump() -> None:
         fd = pipe.fileno()
+        logging, sinking = True, True
         while True:
             try:
                 data = os.read(fd, 65536)
@@ -609,8 +737,18 @@ def _start_pump(pipe: IO[bytes], log: IO[bytes], sink: Sink) -> threading.Thread
                 break
             if not data:
                 break
-            log.write(data)
-            sink(data)
+            if logging:
+                try:
+                    log.write(data)
+                except (OSError, ValueError) as e:
+                    logging = False
+                    name = Path(str(log.name)).name
+                    errors.append(f"{name}: cannot write ({getattr(e, 'strerror', None) or e})")
+            if sinking:
+                try:
+                    sink(data)
+                except Exception:  # a display that fails must not stop the draining
+                    sinking = False
         pipe.close()
 
     thread = threading.Thread(target=pump, name="hloscope-pump", daemon=True)
@@ -711,6 +849,24 @@ def _module_entry(module: Any, run_dir: Path) -> ModuleEntry:
 
 
 def _write_manifest(run_dir: Path, manifest: RunManifest) -> None:
+    """Write run.json through a temporary file, atomically.
+
+    On a full disk the temporary file is removed and run.json is rewritten in place
+    (truncating it frees its own blocks); only when that fails too is it an error.
+
+    Raises:
+        HloscopeError: run.json cannot be written.
+    """
+    text = manifest.dumps().encode("utf-8")
     tmp = run_dir / (MANIFEST + ".tmp")
-    tmp.write_text(manifest.dumps(), encoding="utf-8")
-    tmp.replace(run_dir / MANIFEST)
+    try:
+        tmp.write_bytes(text)
+        tmp.replace(run_dir / MANIFEST)
+        return
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    try:
+        (run_dir / MANIFEST).write_bytes(text)
+    except OSError as e:
+        raise HloscopeError(f"{run_dir / MANIFEST}: cannot write ({e.strerror or e})") from None

@@ -25,7 +25,7 @@ def test_default_run_folder_is_named_after_script_and_time(
     assert plan.python == sys.executable
     assert plan.script_command == [sys.executable, "model.py", "--x", "1"]
     assert plan.child_argv[-4:] == ["script", "model.py", "--x", "1"]
-    plan.run_dir.mkdir(parents=True)  # same second: the next run gets a suffix
+    assert plan.run_dir.is_dir()  # claimed: the next run in the same second gets a suffix
     again = plan_dump("model.py", environ={}, now=NOW)
     assert again.run_dir.name == "model-20261202-183005-2"
     module = plan_dump(module="pkg.train", environ={}, now=NOW)
