@@ -37,6 +37,18 @@ GROUP = "group"
 # Edge attribute of a collapsed graph: the (src unit, dst unit) pairs an edge stands for.
 MERGED = "merged"
 
+# What Graphviz `dot` lays out in a few seconds at most (measured with
+# benchmarks/dot_budget.py; figures in its docstring). A few hundred nodes are cheap;
+# what costs is edges, and long edges above all: a chain with edges across it (a
+# training step's backward pass reading the forward activations) puts a virtual node on
+# every rank each edge crosses (`layout_cost`). `hloscope.render.dot` caps dot's
+# iterations (nslimit, mclimit) for graphs of more than `DOT_LIMITS_ABOVE` nodes and for
+# collapsed ones; a small graph drawn as it is, uncapped, affords far less.
+MAX_EDGES = 800
+MAX_LAYOUT_COST = 400_000
+MAX_PLAIN_LAYOUT_COST = 50_000
+DOT_LIMITS_ABOVE = 150
+
 _DIGITS = re.compile(r"\d+")
 _OPEN = "([{"
 _CLOSE = ")]}"
@@ -240,8 +252,62 @@ def top_scopes(g: nx.DiGraph, n: int = 6, levels: int = 2) -> list[str]:
     return [s for s, _ in counts.most_common(n)]
 
 
-def collapse(g: nx.DiGraph, max_nodes: int) -> Collapsed:
-    """Fold a unit graph into at most `max_nodes` nodes (pinned nodes included).
+def layout_cost(g: nx.DiGraph) -> int:
+    """How hard a graph is for `dot`: the sum over ranks of the squared rank width.
+
+    `dot` puts every node on a rank (here: longest path, then each node pulled down
+    next to its nearest consumer, close to the shortest edges `dot` looks for; a cycle
+    counts as one rank) and a virtual node on every rank an edge crosses; ordering each rank to cut crossings and placing the virtual nodes cost
+    about the square of its width. Linear time in the graph.
+    """
+    dag = nx.condensation(g)
+    part = dag.graph["mapping"]
+    order = list(nx.topological_sort(dag))
+    rank: dict[int, int] = {}
+    for c in order:
+        rank[c] = max((rank[p] + 1 for p in dag.predecessors(c)), default=0)
+    for c in reversed(order):  # down next to its consumers, as dot's ranking pulls it
+        below = [rank[s] for s in dag.successors(c)]
+        if below:
+            rank[c] = max(rank[c], min(below) - 1)
+    width = [0] * (max(rank.values(), default=0) + 2)
+    for n in g.nodes:
+        width[rank[part[n]]] += 1
+    spans = [0] * len(width)  # difference array of the virtual nodes per rank
+    for u, v in g.edges:
+        lo, hi = sorted((rank[part[u]], rank[part[v]]))
+        if hi - lo > 1:
+            spans[lo + 1] += 1
+            spans[hi] -= 1
+    return sum(w * w for w in _add_running(width, spans))
+
+
+def _add_running(width: list[int], spans: list[int]) -> Iterable[int]:
+    running = 0
+    for w, d in zip(width, spans, strict=True):
+        running += d
+        yield w + running
+
+
+def _fits(g: nx.DiGraph, collapsed: bool, max_edges: int, max_cost: int) -> bool:
+    """Whether `dot` draws `g` fast: with its iterations capped (collapsed or big
+    graphs) within `max_cost`, else within `MAX_PLAIN_LAYOUT_COST`."""
+    if g.number_of_edges() > max_edges:
+        return False
+    capped = collapsed or g.number_of_nodes() > DOT_LIMITS_ABOVE
+    return layout_cost(g) <= (max_cost if capped else min(max_cost, MAX_PLAIN_LAYOUT_COST))
+
+
+def collapse(
+    g: nx.DiGraph,
+    max_nodes: int,
+    *,
+    max_edges: int = MAX_EDGES,
+    max_cost: int = MAX_LAYOUT_COST,
+) -> Collapsed:
+    """Fold a unit graph into at most `max_nodes` nodes (pinned nodes included), and
+    further while it has more than `max_edges` edges or a `layout_cost` over
+    `max_cost` (what keeps `dot` fast whatever the input).
 
     Scopes are opened biggest first while the budget allows. Sibling scopes whose names
     differ only by a number and whose units have the same multiset of `SIGNATURE`s are
@@ -259,14 +325,20 @@ def collapse(g: nx.DiGraph, max_nodes: int) -> Collapsed:
     """
     units = [n for n, d in g.nodes(data=True) if not d.get(PINNED)]
     pinned = g.number_of_nodes() - len(units)
-    if g.number_of_nodes() <= max_nodes:
+    if g.number_of_nodes() <= max_nodes and _fits(g, False, max_edges, max_cost):
         return Collapsed(g, {}, {}, len(units))
     order = {n: g.nodes[n].get(ORDER, i) for i, n in enumerate(g.nodes)}
     units.sort(key=order.__getitem__)
     root = _build_tree(g, units, order)
-    budget = max(1, max_nodes - pinned)
-    elems = _cut(root, budget, order)
-    return _assemble(g, elems, order, len(units))
+    budget = max(1, min(max_nodes, g.number_of_nodes()) - pinned)
+    while True:
+        col = _assemble(g, _cut(root, budget, order), order, len(units))
+        if budget <= 2 or _fits(col.graph, col.collapsed, max_edges, max_cost):
+            return col
+        # Edges grow with the nodes; the cost, with long edges, about with their cube.
+        edges, cost = col.graph.number_of_edges(), layout_cost(col.graph)
+        scale = min(0.9, max_edges / edges, (max_cost / cost) ** (1 / 3))
+        budget = max(2, int(budget * scale))
 
 
 # --- the scope tree ---------------------------------------------------------------------

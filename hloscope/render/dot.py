@@ -19,6 +19,7 @@ from pathlib import Path
 
 import graphviz
 
+from hloscope.analysis.collapse import DOT_LIMITS_ABOVE
 from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
 from hloscope.render.diagram.spec import (
     CONTROL,
@@ -69,7 +70,8 @@ def to_dot(spec: DiagramSpec) -> str:
     Returns:
         The DOT text.
     """
-    big = len(spec.nodes) > 150
+    # Iterations capped as `hloscope.analysis.collapse` budgets them (issue 14).
+    big = len(spec.nodes) > DOT_LIMITS_ABOVE or spec.collapsed
     g = graphviz.Digraph(
         "hloscope",
         graph_attr={

@@ -1,0 +1,86 @@
+"""Memory and time at scale (issue 14): a generated before/after pair of about `--mb` MB
+each (benchmarks/big_module.py: one huge ENTRY computation before, one kLoop fusion per
+12 ops after), through the real CLI, each command in its own process.
+
+Prints, per command: wall seconds, peak resident memory (`wait4`'s ru_maxrss), and the
+peak over the text it reads, both raw and less the interpreter's baseline (Python with
+hloscope, networkx and rich imported, measured the same way); and the size of
+`report --json` against the module text. Targets: `parse` and `report` on one side
+peak at most 10x the text; `report --json` proportional to what it reports; `graph`
+with its default budget, `dot` included, under 10 s past the parse.
+
+    python benchmarks/scale_bench.py [--mb 105] [--dir /tmp/hloscope-scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "import hloscope.cli, hloscope.hlo.parser, networkx, rich.console"
+
+
+def measure(argv: list[str], out: Path | None = None) -> tuple[float, int]:
+    """(wall seconds, peak RSS bytes) of one process; stdout to `out` or discarded."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    with open(out or os.devnull, "wb") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=env)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {err.decode()[-2000:]}")
+    return seconds, usage.ru_maxrss * 1024
+
+
+def main() -> None:
+    """Generate the pair (cached) and measure each command."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mb", type=float, default=105.0)
+    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "hloscope-scale")
+    args = ap.parse_args()
+    folder = args.dir / f"{args.mb:g}mb"
+    before = folder / "module_0001.jit_train.before_optimizations.txt"
+    after = folder / "module_0001.jit_train.cpu_after_optimizations.txt"
+    if not after.exists():  # in a process of its own: a child's ru_maxrss can start
+        # from the parent's resident size
+        gen = Path(__file__).with_name("big_module.py")
+        subprocess.run([sys.executable, str(gen), str(folder), "--mb", str(args.mb)], check=True)
+    sizes = {p: p.stat().st_size for p in (before, after)}
+    print(f"before {sizes[before] / 1e6:.1f} MB, after {sizes[after] / 1e6:.1f} MB", flush=True)
+    py = [sys.executable]
+    _, base = measure([*py, "-c", BASELINE])
+    print(f"baseline (interpreter + imports): {base / 1e6:.0f} MB", flush=True)
+    cli = [*py, "-m", "hloscope"]
+    json_out = folder / "report.json"
+    runs = [
+        ("parse before", [*cli, "parse", str(before)], sizes[before], None),
+        ("report before (one side)", [*cli, "report", str(before)], sizes[before], None),
+        ("report pair --json", [*cli, "report", str(folder), "--json"], sum(sizes.values()), json_out),
+        ("graph before", [*cli, "graph", str(before), "-o", str(folder / "b.svg")], sizes[before], None),
+        ("graph after", [*cli, "graph", str(after), "-o", str(folder / "g.svg")], sizes[after], None),
+        ("parse after", [*cli, "parse", str(after)], sizes[after], None),
+        ("report after (one side)", [*cli, "report", str(after)], sizes[after], None),
+        ("report pair", [*cli, "report", str(folder)], sum(sizes.values()), None),
+    ]  # fmt: skip
+    for label, argv, text, out in runs:
+        seconds, peak = measure(argv, out)
+        line = (
+            f"{label:26s} {seconds:7.1f} s  peak {peak / 1e6:7.0f} MB  "
+            f"{peak / text:5.1f}x text  ({(peak - base) / text:5.1f}x less baseline)"
+        )
+        if out is not None:
+            line += f"  output {out.stat().st_size / 1e6:.1f} MB = {out.stat().st_size / text:.2f}x text"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
