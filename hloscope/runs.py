@@ -226,6 +226,8 @@ def load_run(path: str | Path) -> Run:
         )
     manifest_path = p / MANIFEST
     if manifest_path.exists() or manifest_path.is_symlink():
+        if not inside(manifest_path, p):
+            raise UsageError(f"{manifest_path} is a link out of the run folder; not read")
         manifest = read_manifest(manifest_path)
         dump_dir = _dump_dir(p, manifest.dump_dir)
         return Run(p, manifest, scan_dump_dir(dump_dir, root=p), dump_dir)

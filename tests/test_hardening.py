@@ -245,6 +245,16 @@ def test_a_dump_folder_linked_out_of_the_run_folder_is_refused(tmp_path: Path) -
     assert result.stderr.count("\n") == 1
 
 
+def test_a_manifest_linked_out_of_the_run_folder_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "other.json"
+    outside.write_text(RunManifest(source="dump", device=SECRET).dumps(), encoding="utf-8")
+    shutil.copytree(DATA / "tf_dense_relu", tmp_path / "run" / "dump")
+    (tmp_path / "run" / "run.json").symlink_to(outside)
+    result = hloscope("report", str(tmp_path / "run"), "--json")
+    assert result.returncode == 2 and "link out of the run folder" in result.stderr
+    assert SECRET not in result.stdout + result.stderr
+
+
 def test_a_file_that_is_not_hlo_is_not_quoted(tmp_path: Path) -> None:
     shutil.copytree(DATA / "tf_dense_relu", tmp_path / "run")
     (tmp_path / "run" / "module_0097.notes.before_optimizations.txt").write_text(

@@ -251,7 +251,7 @@ def plan_dump(
                 kind, target, framework, skip_first, profile_steps, run_dir / PROFILE_SUBDIR
             )
         except BaseException:
-            release_run_dir(made)  # the folder just claimed stays empty: leave none
+            _release_run_dir(made)  # the folder just claimed stays empty: leave none
             raise
         env_set[PROFILE_ENV] = json.dumps(
             {
@@ -279,7 +279,7 @@ def plan_dump(
     )
 
 
-def release_run_dir(made: Sequence[Path]) -> None:
+def _release_run_dir(made: Sequence[Path]) -> None:
     """Remove the folders `plan_dump` created, if they are still empty (innermost
     first), so that a dump that never ran leaves nothing behind."""
     for folder in made:
@@ -402,7 +402,7 @@ def run_dump(
     if child.get("error") == "module-not-found":
         if not plan.replace:  # nothing ran: leave no empty run folder behind
             shutil.rmtree(plan.run_dir, ignore_errors=True)
-            release_run_dir(plan.made)
+            _release_run_dir(plan.made)
         run = Run(plan.run_dir, manifest, (), None)
         return DumpResult(plan, run, "module-not-found", exit_code, wall, child=child)
     run = load_run(plan.run_dir)
@@ -547,7 +547,7 @@ def _claim_run_dir(runs: Path, name: str) -> tuple[Path, bool, tuple[Path, ...]]
                 continue
             return candidate, False, (candidate, *made)
     except OSError as e:
-        release_run_dir(made)
+        _release_run_dir(made)
         raise UsageError(
             f"{runs}: cannot create the run folder ({e.strerror or e}); pass -o DIR"
         ) from None
