@@ -320,3 +320,46 @@ def test_diff_html_into_a_missing_folder_is_one_line(tmp_path: Path, option: str
     result = hloscope("diff", run, run, "--html", str(page), *extra)
     assert result.returncode == 2
     assert result.stderr.startswith("hloscope: error: --html") and result.stderr.count("\n") == 1
+
+
+# --- output proportional to what is reported ---------------------------------------------
+
+
+def test_report_json_does_not_grow_with_the_square_of_a_fusion(tmp_path: Path) -> None:
+    """Every op of an N-op fusion shares it with N-1 others: 3,000 ops made 320 MB."""
+    n = 1500
+    ops = [f'  %add.{i} = f32[8]{{0}} add(%PREV, %P), metadata={{op_name="b/add_{i}"}}'
+           for i in range(n)]  # fmt: skip
+
+    def chain(p: str) -> list[str]:
+        prev, out = p, []
+        for i, line in enumerate(ops):
+            out.append(line.replace("PREV", prev).replace("%P", f"%{p}"))
+            prev = f"add.{i}"
+        out[-1] = "  ROOT " + out[-1].lstrip()
+        return out
+
+    layout = "entry_computation_layout={(f32[8]{0})->f32[8]{0}}"
+    before = [f"HloModule m, {layout}", "ENTRY %main (p: f32[8]) -> f32[8] {"]
+    before += ["  %p = f32[8]{0} parameter(0)", *chain("p"), "}"]
+    after = [f"HloModule m, is_scheduled=true, {layout}", "%fc (q: f32[8]) -> f32[8] {"]
+    after += [
+        "  %q = f32[8]{0} parameter(0)",
+        *chain("q"),
+        "}",
+        "ENTRY %main (p: f32[8]) -> f32[8] {",
+    ]
+    after += [
+        "  %p = f32[8]{0} parameter(0)",
+        "  ROOT %f = f32[8]{0} fusion(%p), kind=kLoop, calls=%fc",
+        "}",
+    ]
+    (tmp_path / "module_1.m.before_optimizations.txt").write_text("\n".join(before) + "\n")
+    (tmp_path / "module_1.m.cpu_after_optimizations.txt").write_text("\n".join(after) + "\n")
+    text = sum(f.stat().st_size for f in tmp_path.iterdir())
+    result = hloscope("report", str(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    (m,) = json.loads(result.stdout)["modules"]
+    shared = [p for p in m["provenance"] if p["shares_with_count"] == n - 1]
+    assert len(shared) == n and all(len(p["shares_with"]) == 20 for p in shared)
+    assert len(result.stdout) < 10 * text  # was about 270x at this size

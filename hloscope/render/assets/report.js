@@ -783,7 +783,7 @@
           { label: "type", w: "8%", get: function (p) { return p.type; }, cell: function (p) { return p.type || ""; } },
           { label: "status", w: "76px", get: function (p) { return p.status; }, cell: function (p) { return statusChip(p.status); } },
           { label: "kernel", w: "16%", get: function (p) { return p.kernels.join(","); }, cell: function (p) { return p.kernels.join(", "); }, cls: "hs-kname" },
-          { label: "shares with", w: "92px", num: true, get: function (p) { return p.shares_with.length; }, cell: function (p) { return p.shares_with.length ? fmtInt(p.shares_with.length) + " ops" : ""; } },
+          { label: "shares with", w: "92px", num: true, get: function (p) { return p.shares_with_count; }, cell: function (p) { return p.shares_with_count ? fmtInt(p.shares_with_count) + " ops" : ""; } },
           { label: "bytes", w: "84px", num: true, get: function (p) { return p.bytes; }, cell: function (p) { return fmtBytes(p.bytes); } },
           { label: "location", w: "14%", get: function (p) { return p.location; }, cell: function (p) { return p.location || ""; } },
           { label: "why", get: function (p) { return p.evidence; }, cell: function (p) { return p.evidence || ""; } },
