@@ -685,16 +685,18 @@ def _wait_child(
 
 @contextlib.contextmanager
 def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """`stdout.log` and `stderr.log`, unbuffered; one clear error when they cannot be
+    created."""
+    opened: list[IO[bytes]] = []
     try:
-        with (
-            open(run_dir / STDOUT_LOG, "wb", buffering=0) as out_log,
-            open(run_dir / STDERR_LOG, "wb", buffering=0) as err_log,
-        ):
-            yield out_log, err_log
+        for name in (STDOUT_LOG, STDERR_LOG):
+            opened.append(open(run_dir / name, "wb", buffering=0))  # noqa: SIM115
     except OSError as e:
-        if e.filename is None:
-            raise
-        raise HloscopeError(f"{e.filename}: cannot write ({e.strerror or e})") from None
+        for f in opened:
+            f.close()
+        raise HloscopeError(f"{run_dir / name}: cannot write ({e.strerror or e})") from None
+    with opened[0] as out_log, opened[1] as err_log:
+        yield out_log, err_log
 
 
 def std_sink(stream: Any) -> Sink:
