@@ -52,7 +52,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from hloscope.analysis.collapse import layout_cost
+from hloscope.analysis.collapse import layout_cost, layout_size
 
 LIMITS = "mclimit=0.5 nslimit=4 nslimit1=4"
 HEADER = """digraph hloscope {
@@ -139,11 +139,14 @@ def real(path: Path, budgets: list[int], cap: float) -> None:
     for budget in budgets:
         stage = "after" if analysed.after_module is not None else "before"
         spec = module_diagram(analysed, stage=stage, max_nodes=budget)
+        g = nx.DiGraph()
+        g.add_nodes_from(n.id for n in spec.nodes)
+        g.add_edges_from((e.src, e.dst) for e in spec.edges)
         seconds = time_dot(to_dot(spec), cap)
         shown = f"{seconds:6.2f} s" if seconds is not None else f"> {cap:.0f} s"
         print(
             f"real  max_nodes={budget:4d}  nodes={len(spec.nodes):4d} "
-            f"edges={len(spec.edges):5d}  dot {shown}",
+            f"edges={len(spec.edges):5d} cost={layout_cost(g)} size={layout_size(g)}  dot {shown}",
             flush=True,
         )
 
@@ -159,16 +162,21 @@ def main() -> None:
     ap.add_argument("--budgets", default="100,200,300")
     ap.add_argument("--no-limits", action="store_true", help="without mclimit/nslimit")
     args = ap.parse_args()
-    print(f"{'pattern':6s} {'nodes':>5s} {'edges':>6s} {'cost':>9s}  dot -Tsvg", flush=True)
+    print(
+        f"{'pattern':6s} {'nodes':>5s} {'edges':>6s} {'cost':>9s} {'size':>6s}  dot -Tsvg",
+        flush=True,
+    )
     for pattern in args.patterns.split(","):
         for n in (int(x) for x in args.nodes.split(",") if x):
             for r in (float(x) for x in args.ratios.split(",")):
                 edges = synthetic_edges(n, int(n * r), pattern)
                 g = nx.DiGraph(list(edges))
-                size = layout_cost(g)
+                cost, size = layout_cost(g), layout_size(g)
                 seconds = time_dot(synthetic(n, edges, not args.no_limits), args.cap)
                 shown = f"{seconds:6.2f} s" if seconds is not None else f"> {args.cap:.0f} s"
-                print(f"{pattern:6s} {n:5d} {len(edges):6d} {size:9d}  {shown}", flush=True)
+                print(
+                    f"{pattern:6s} {n:5d} {len(edges):6d} {cost:9d} {size:6d}  {shown}", flush=True
+                )
     if args.real is not None:
         real(args.real, [int(x) for x in args.budgets.split(",")], args.cap)
 

@@ -19,7 +19,7 @@ import heapq
 import itertools
 import re
 from collections import Counter, deque
-from collections.abc import Collection, Hashable, Iterable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -47,6 +47,7 @@ MERGED = "merged"
 MAX_EDGES = 800
 MAX_LAYOUT_COST = 400_000
 MAX_PLAIN_LAYOUT_COST = 50_000
+MAX_LAYOUT_SIZE = 8_000
 DOT_LIMITS_ABOVE = 150
 
 _DIGITS = re.compile(r"\d+")
@@ -253,33 +254,74 @@ def top_scopes(g: nx.DiGraph, n: int = 6, levels: int = 2) -> list[str]:
 
 
 def layout_cost(g: nx.DiGraph) -> int:
-    """How hard a graph is for `dot`: the sum over ranks of the squared rank width.
+    """How hard a graph is for `dot` to order: the sum over ranks of the squared rank
+    width (see `rank_widths`); ordering a rank to cut crossings costs about the
+    square of its width."""
+    return sum(w * w for w in rank_widths(g))
 
-    `dot` puts every node on a rank (here: longest path, then each node pulled down
-    next to its nearest consumer, close to the shortest edges `dot` looks for; a cycle
-    counts as one rank) and a virtual node on every rank an edge crosses; ordering each rank to cut crossings and placing the virtual nodes cost
-    about the square of its width. Linear time in the graph.
+
+def layout_size(g: nx.DiGraph) -> int:
+    """The nodes `dot` lays out: the graph's own and the virtual ones (see
+    `rank_widths`); placing them (network simplex) and routing edges grow with it."""
+    return sum(rank_widths(g))
+
+
+def rank_widths(g: nx.DiGraph) -> list[int]:
+    """How many nodes `dot` puts on each rank, virtual ones included.
+
+    As `dot` does: cycles broken by reversing the back edges of a depth-first search in
+    node order, ranks by longest path, then each node pulled down next to its nearest
+    consumer (close to the shortest edges `dot` looks for); an edge puts a virtual node
+    on every rank it crosses. Linear time in the graph.
     """
-    dag = nx.condensation(g)
-    part = dag.graph["mapping"]
+    dag = nx.DiGraph()
+    dag.add_nodes_from(g.nodes)
+    dag.add_edges_from(_acyclic_edges(g))
     order = list(nx.topological_sort(dag))
-    rank: dict[int, int] = {}
-    for c in order:
-        rank[c] = max((rank[p] + 1 for p in dag.predecessors(c)), default=0)
-    for c in reversed(order):  # down next to its consumers, as dot's ranking pulls it
-        below = [rank[s] for s in dag.successors(c)]
+    rank: dict[Hashable, int] = {}
+    for n in order:
+        rank[n] = max((rank[p] + 1 for p in dag.predecessors(n)), default=0)
+    for n in reversed(order):  # down next to its consumers, as dot's ranking pulls it
+        below = [rank[s] for s in dag.successors(n)]
         if below:
-            rank[c] = max(rank[c], min(below) - 1)
+            rank[n] = max(rank[n], min(below) - 1)
     width = [0] * (max(rank.values(), default=0) + 2)
     for n in g.nodes:
-        width[rank[part[n]]] += 1
+        width[rank[n]] += 1
     spans = [0] * len(width)  # difference array of the virtual nodes per rank
-    for u, v in g.edges:
-        lo, hi = sorted((rank[part[u]], rank[part[v]]))
+    for u, v in dag.edges:
+        lo, hi = sorted((rank[u], rank[v]))
         if hi - lo > 1:
             spans[lo + 1] += 1
             spans[hi] -= 1
-    return sum(w * w for w in _add_running(width, spans))
+    return list(_add_running(width, spans))
+
+
+def _acyclic_edges(g: nx.DiGraph) -> Iterator[tuple[Hashable, Hashable]]:
+    """The edges of `g`, those that close a cycle in a depth-first search (in node
+    order, iterative) reversed, self-loops left out: how `dot` breaks cycles."""
+    state: dict[Hashable, int] = {}  # 1: on the search path, 2: done
+    for root in g.nodes:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(g.successors(root)))]
+        while stack:
+            node, successors = stack[-1]
+            for nxt in successors:
+                if nxt == node:
+                    continue
+                if state.get(nxt) == 1:
+                    yield nxt, node
+                    continue
+                yield node, nxt
+                if nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(g.successors(nxt))))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
 
 
 def _add_running(width: list[int], spans: list[int]) -> Iterable[int]:
@@ -289,13 +331,18 @@ def _add_running(width: list[int], spans: list[int]) -> Iterable[int]:
         yield w + running
 
 
-def _fits(g: nx.DiGraph, collapsed: bool, max_edges: int, max_cost: int) -> bool:
-    """Whether `dot` draws `g` fast: with its iterations capped (collapsed or big
-    graphs) within `max_cost`, else within `MAX_PLAIN_LAYOUT_COST`."""
+def _fits(g: nx.DiGraph, collapsed: bool, max_edges: int, max_cost: int, max_size: int) -> bool:
+    """Whether `dot` draws `g` fast: at most `max_edges` edges and `max_size` nodes laid
+    out, and a `layout_cost` within `max_cost` with its iterations capped (collapsed or
+    big graphs), else within `MAX_PLAIN_LAYOUT_COST`."""
     if g.number_of_edges() > max_edges:
         return False
+    widths = rank_widths(g)
+    if sum(widths) > max_size:
+        return False
     capped = collapsed or g.number_of_nodes() > DOT_LIMITS_ABOVE
-    return layout_cost(g) <= (max_cost if capped else min(max_cost, MAX_PLAIN_LAYOUT_COST))
+    cost = sum(w * w for w in widths)
+    return cost <= (max_cost if capped else min(max_cost, MAX_PLAIN_LAYOUT_COST))
 
 
 def collapse(
@@ -304,10 +351,11 @@ def collapse(
     *,
     max_edges: int = MAX_EDGES,
     max_cost: int = MAX_LAYOUT_COST,
+    max_size: int = MAX_LAYOUT_SIZE,
 ) -> Collapsed:
     """Fold a unit graph into at most `max_nodes` nodes (pinned nodes included), and
-    further while it has more than `max_edges` edges or a `layout_cost` over
-    `max_cost` (what keeps `dot` fast whatever the input).
+    further while it has more than `max_edges` edges, a `layout_cost` over `max_cost`
+    or a `layout_size` over `max_size` (what keeps `dot` fast whatever the input).
 
     Scopes are opened biggest first while the budget allows. Sibling scopes whose names
     differ only by a number and whose units have the same multiset of `SIGNATURE`s are
@@ -325,7 +373,7 @@ def collapse(
     """
     units = [n for n, d in g.nodes(data=True) if not d.get(PINNED)]
     pinned = g.number_of_nodes() - len(units)
-    if g.number_of_nodes() <= max_nodes and _fits(g, False, max_edges, max_cost):
+    if g.number_of_nodes() <= max_nodes and _fits(g, False, max_edges, max_cost, max_size):
         return Collapsed(g, {}, {}, len(units))
     order = {n: g.nodes[n].get(ORDER, i) for i, n in enumerate(g.nodes)}
     units.sort(key=order.__getitem__)
@@ -333,11 +381,12 @@ def collapse(
     budget = max(1, min(max_nodes, g.number_of_nodes()) - pinned)
     while True:
         col = _assemble(g, _cut(root, budget, order), order, len(units))
-        if budget <= 2 or _fits(col.graph, col.collapsed, max_edges, max_cost):
+        if budget <= 2 or _fits(col.graph, col.collapsed, max_edges, max_cost, max_size):
             return col
         # Edges grow with the nodes; the cost, with long edges, about with their cube.
-        edges, cost = col.graph.number_of_edges(), layout_cost(col.graph)
-        scale = min(0.9, max_edges / edges, (max_cost / cost) ** (1 / 3))
+        edges, widths = col.graph.number_of_edges(), rank_widths(col.graph)
+        cost, size = sum(w * w for w in widths), sum(widths)
+        scale = min(0.9, max_edges / edges, (max_cost / cost) ** (1 / 3), max_size / size)
         budget = max(2, int(budget * scale))
 
 

@@ -14,12 +14,14 @@ from hloscope.analysis.collapse import (
     DOT_LIMITS_ABOVE,
     MAX_EDGES,
     MAX_LAYOUT_COST,
+    MAX_LAYOUT_SIZE,
     MAX_PLAIN_LAYOUT_COST,
     ORDER,
     SCOPE,
     SIGNATURE,
     collapse,
     layout_cost,
+    layout_size,
 )
 
 
@@ -60,11 +62,13 @@ def test_layout_cost_counts_virtual_nodes_per_rank() -> None:
 
 def test_a_training_step_collapses_until_dot_is_fast() -> None:
     g = training_step(layers=150)  # 3,600 units, long edges everywhere
-    assert layout_cost(collapse(g, 300, max_cost=10**12).graph) > MAX_LAYOUT_COST
+    unbounded = collapse(g, 300, max_edges=10**9, max_cost=10**12, max_size=10**9).graph
+    assert layout_cost(unbounded) > MAX_LAYOUT_COST
     col = collapse(g, 300)
     assert col.collapsed
     assert col.graph.number_of_edges() <= MAX_EDGES
     assert layout_cost(col.graph) <= MAX_LAYOUT_COST
+    assert layout_size(col.graph) <= MAX_LAYOUT_SIZE
     assert col.graph.number_of_nodes() >= 10  # still a picture, not one box
     assert sum(len(grp.members) for grp in col.groups.values()) + sum(
         1 for n in col.graph if n in g
@@ -89,6 +93,13 @@ def test_a_small_graph_drawn_as_is_must_be_cheap_without_dot_limits() -> None:
     assert len(g) <= DOT_LIMITS_ABOVE and layout_cost(g) > MAX_PLAIN_LAYOUT_COST
     col = collapse(g, 300)
     assert col.collapsed  # collapsed diagrams get dot's iteration limits
+
+
+def test_cycles_are_broken_as_dot_breaks_them() -> None:
+    """Collapsed groups often form cycles; dot reverses an edge of each, and the
+    reversed edges are as long as the cycle (one rank per group counted far too few)."""
+    ring = nx.DiGraph([(i, i + 1) for i in range(99)] + [(99, 0)])
+    assert layout_size(ring) == 100 + 98  # 100 ranks; the closing edge crosses 98
 
 
 def test_small_cheap_graphs_are_left_alone() -> None:
