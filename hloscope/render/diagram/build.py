@@ -23,6 +23,7 @@ from hloscope.analysis.collapse import (
     Collapsed,
     Group,
     filter_scope,
+    layout_size,
     neighbourhood,
 )
 from hloscope.analysis.fusion import Kernel
@@ -42,6 +43,7 @@ from hloscope.render.diagram.walk import BACK, CLUSTER, INPUTS, ITEM, OPERANDS, 
 from hloscope.render.format import fmt_bytes, fmt_shape, left_ellipsis
 
 _EDGE_LABELS_UP_TO = 80  # nodes; bigger graphs carry shapes in edge tooltips only
+_LABELLED_SIZE = 1_000  # `layout_size`; past it, edge labels cost dot seconds (issue 14)
 
 
 def count_role(g: nx.DiGraph, role: str) -> int:
@@ -310,7 +312,9 @@ class Builder:
     ) -> list[Edge]:
         """One edge per pair of drawn nodes that talk (`anchor` may re-aim it)."""
         h = self.col.graph
-        small = h.number_of_nodes() <= _EDGE_LABELS_UP_TO
+        # Labels double dot's ranks and route a box per edge: on a graph with long
+        # edges (a collapsed training step, 75 nodes) they took dot from 0.4 s to 7.6 s.
+        small = h.number_of_nodes() <= _EDGE_LABELS_UP_TO and layout_size(h) <= _LABELLED_SIZE
         out: list[Edge] = []
         for a, b, d in h.edges(data=True):
             pairs = d.get(MERGED) or [(a, b)]
