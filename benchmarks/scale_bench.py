@@ -12,6 +12,23 @@ peak at most 10x the text; `report --json` proportional to what it reports; `gra
 with its default budget, `dot` included, under 10 s past the parse.
 
     python benchmarks/scale_bench.py [--mb 105] [--dir /tmp/hloscope-scale] [--only graph]
+
+Figures (2026-12-03, 2-core shared VM, `--mb 105`: before 106.9 MB, after 153.0 MB,
+baseline 39 MB):
+
+    parse before               75 s  1,519 MB  14.2x text   (target 10x: not met)
+    parse after                20 s  1,988 MB  13.0x text   (not met)
+    report before (one side)   41 s  1,447 MB  13.5x text   (not met)
+    report pair               189 s  3,085 MB  11.9x the pair
+    report pair --json        197 s  4,485 MB  17.3x the pair; output 288 MB = 1.11x
+    graph before              138 s  4,253 MB  16.4x the pair; dot 0.38 s (75 nodes)
+    graph after                87 s  3,260 MB  12.5x the pair; dot 0.01 s (9 nodes)
+
+The parsed model alone is 11x its text (tracemalloc on 2 MB: parser allocations 11.2x
+kept, 13.7x peak); the analyses add about 2x. `report --json` lists every source op,
+so it is proportional to the module: 1.1x here, where each kernel holds 12 ops; a
+3,000-op fusion made 320 MB of JSON from 0.6 MB of HLO before `shares_with` was capped
+(3.4 MB after).
 """
 
 from __future__ import annotations
