@@ -19,6 +19,7 @@ baseline 39 MB):
     parse before               75 s  1,519 MB  14.2x text   (target 10x: not met)
     parse after                20 s  1,988 MB  13.0x text   (not met)
     report before (one side)   41 s  1,447 MB  13.5x text   (not met)
+    report after (one side)    38 s  1,835 MB  12.0x text   (not met)
     report pair               189 s  3,085 MB  11.9x the pair
     report pair --json        197 s  4,485 MB  17.3x the pair; output 288 MB = 1.11x
     graph before              138 s  4,253 MB  16.4x the pair; dot 0.38 s (75 nodes)
