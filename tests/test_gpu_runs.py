@@ -122,3 +122,16 @@ def test_profile_says_the_bert_gpu_xspace_holds_no_xla_ops() -> None:
     result = CliRunner().invoke(app, ["profile", str(path)])
     assert "no XLA op" in result.output, result.output
     assert "warm-up" not in result.output
+
+
+def test_reading_the_archive_imports_no_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from hloscope.inspection import inspect_run; "
+        f"inspect_run({str(ARCHIVE)!r}); "
+        "print(sorted(m for m in ('tensorflow', 'jax', 'jaxlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
