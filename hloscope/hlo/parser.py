@@ -198,8 +198,12 @@ def _read_text(path: str | Path) -> str:
         raise HloParseError("is a directory, not an HLO text file", path=str(path)) from None
     except OSError as e:
         raise HloParseError(f"cannot read: {e.strerror}", path=str(path)) from None
-    if b"\0" in data[:65536]:
-        raise HloParseError("binary data, not HLO text (a .pb dump?)", path=str(path))
+    nul = data.find(b"\0", 0, 65536)
+    if nul >= 0:
+        line, column = data.count(b"\n", 0, nul) + 1, nul - data.rfind(b"\n", 0, nul)
+        raise HloParseError(
+            "binary data, not HLO text (a .pb dump?)", path=str(path), line=line, column=column
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -301,6 +301,14 @@ def test_non_utf8_file_has_line_and_column(tmp_path: Path) -> None:
     )
 
 
+def test_binary_file_has_line_and_column(tmp_path: Path) -> None:
+    f = tmp_path / "dump.pb"
+    f.write_bytes(b"HloModule m\n\x08\x01\x00")
+    with pytest.raises(HloParseError, match="binary data") as info:
+        parse_modules(f)
+    assert (info.value.line, info.value.column) == (2, 3)
+
+
 # ---------------------------------------------------------------------------------------
 # What the analyses rely on is checked at load time, as XLA's parser does.
 
