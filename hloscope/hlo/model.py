@@ -60,7 +60,7 @@ class Shape:
         dynamic: For each dimension, whether it is dynamic (`<=8` or `?`).
         layout: The layout when the text has one.
         tuple_shapes: The element shapes of a tuple; empty for arrays.
-        text: The shape exactly as printed.
+        text: The shape as printed, less XLA's `/*index=N*/` comments in long tuples.
     """
 
     element_type: str
