@@ -336,8 +336,10 @@ def _parse_metadata(raw: str) -> Metadata:
         op_type=fields.get("op_type"),
         op_name=fields.get("op_name"),
         source_file=fields.get("source_file"),
-        source_line=_small_int(fields.get("source_line")),
-        stack_frame_id=_small_int(fields.get("stack_frame_id")),
+        source_line=_small_int(fields.get("source_line")) if "source_line" in fields else None,
+        stack_frame_id=(
+            _small_int(fields.get("stack_frame_id")) if "stack_frame_id" in fields else None
+        ),
         fields=MappingProxyType(fields),
     )
     if len(_metadata_cache) < 100_000:
@@ -824,12 +826,13 @@ class _Parser:
                     raise self.error(str(e), line, m.start(3) + 1, shape_text) from None
         literal = ""
         operands: tuple[str, ...] = ()
+        is_parameter = False
         if opcode in _LITERAL_OPCODES:
             literal = inner.strip()
-            if opcode == "parameter" and not (
-                len(literal) < 19 and literal.isdigit() and literal.isascii()
-            ):
-                self.check_integer(literal, "parameter number", line, m)
+            if opcode == "parameter":
+                is_parameter = True
+                if not (len(literal) < 19 and literal.isdigit() and literal.isascii()):
+                    self.check_integer(literal, "parameter number", line, m)
         elif inner and not inner.isspace():
             if "[" in inner or "/*" in inner or "(" in inner:
                 operands = self.operands(inner, line, m.end(4) + 1)  # typed operands, comments
@@ -867,9 +870,10 @@ class _Parser:
             "attributes": attributes, "called": called, "metadata": metadata,
             "is_root": is_root is not None, "literal": literal, "line": line,
         })  # fmt: skip
+        # Collected for the checks at the end of the computation and of the module.
         if called:
             self.callers.append(inst)
-        elif opcode == "parameter":
+        if is_parameter:
             self.parameters.append(inst)
         return inst
 
