@@ -37,7 +37,7 @@ GROUP = "group"
 # Edge attribute of a collapsed graph: the (src unit, dst unit) pairs an edge stands for.
 MERGED = "merged"
 
-_DIGITS = re.compile(r"\d+")
+_DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII, and short enough for int()
 _OPEN = "([{"
 _CLOSE = ")]}"
 
