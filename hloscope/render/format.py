@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from hloscope.hlo.model import Shape
 
@@ -22,6 +23,7 @@ __all__ = [
     "fmt_us",
     "left_ellipsis",
     "short_name",
+    "short_names",
 ]
 
 DASH = "–"
@@ -104,6 +106,75 @@ def short_name(name: str, width: int = 48) -> str:
         return name
     half = (width - 1) // 2
     return name[:half] + "…" + name[-(width - 1 - half) :]
+
+
+def short_names(names: Iterable[str], width: int = 48) -> dict[str, str]:
+    """Each name fit to `width` as `short_name` does, keeping different names different.
+
+    Names that would print alike (two BERT layers' `…/intermediate_dense_1/Gelu/Pow`) keep
+    the part where they first differ instead of their middle: `bert…layer_1/…Gelu/Pow`.
+    A name that still cannot be told apart at that width prints in full.
+
+    Args:
+        names: The names of one list or table.
+        width: The most characters a name may take.
+
+    Returns:
+        Every given name -> what to print.
+    """
+    unique = list(dict.fromkeys(names))
+    shown = {n: short_name(n, width) for n in unique}
+    groups: dict[str, list[str]] = {}
+    for n in unique:
+        groups.setdefault(shown[n], []).append(n)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        for n in group:
+            shown[n] = _around_difference(
+                _TF_HASH.sub("", n), [_TF_HASH.sub("", o) for o in group if o != n], width
+            )
+    seen: dict[str, int] = {}
+    for text in shown.values():
+        seen[text] = seen.get(text, 0) + 1
+    return {n: (text if seen[text] == 1 else n) for n, text in shown.items()}
+
+
+def _around_difference(name: str, others: list[str], width: int) -> str:
+    """`name` cut to `width` around where it first differs from each of `others`."""
+    first = min(_common_prefix(name, o) for o in others)
+    last = min(_common_suffix(name, o) for o in others)
+    lo, hi = first, max(first + 1, len(name) - last)  # the differing span
+    # Widen it to the path component it is in (`layer_0`), when that still fits.
+    wide_lo = max(name.rfind("/", 0, lo) + 1, name.rfind("_", 0, max(lo - 1, 0)) + 1, lo - 12)
+    end = name.find("/", hi)
+    wide_hi = len(name) if end < 0 else end
+    if wide_hi - wide_lo <= width - 12:
+        lo, hi = min(lo, wide_lo), max(hi, wide_hi)
+    if len(name) <= width or hi - lo > width - 4:
+        return name
+    tail = min(len(name) - hi, (width - (hi - lo)) // 2)
+    head = width - (hi - lo) - tail - 2
+    start = max(head, lo - (width - (hi - lo) - tail - head - 2))
+    start = min(start, lo)
+    mid = name[start:hi]
+    head = max(0, width - len(mid) - tail - 2)
+    left = name[:head] + "…" if start > head else name[:start]
+    right = "…" + name[-tail:] if tail and hi < len(name) - tail else name[hi:]
+    return left + mid + right
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _common_suffix(a: str, b: str) -> int:
+    return _common_prefix(a[::-1], b[::-1])
 
 
 def fmt_shape(shape: Shape, limit: int = 60) -> str:
