@@ -146,15 +146,25 @@ def cse_twins(module: HloModule) -> dict[tuple[str, str], Twin]:
     earlier one in its computation computes, that earlier one, by (computation, name).
 
     Identical means the same opcode, shape, attributes (literal included) and operands,
-    operands compared the same way (value numbering in text order), which is what XLA's
+    operands compared the same way (value numbering in text order) and called
+    computations compared by structure (two reducers that both add), which is what XLA's
     `HloCSE` pass merges (xla/hlo/transforms/simplifiers/hlo_cse.cc); instructions with
     side effects never are.
     """
     out: dict[tuple[str, str], Twin] = {}
-    for comp in module.computations:
+    shapes: dict[str, object] = {}  # computation -> its structure, names left out
+    for comp in module.computations:  # callees print before their callers
         canon: dict[str, str] = {}
         first: dict[tuple[object, ...], Instruction] = {}
+        order = {i.name: n for n, i in enumerate(comp.instructions)}
+        structure = []
         for inst in comp.instructions:
+            called = tuple((c.role, shapes.get(c.name, c.name)) for c in inst.called)
+            # Metadata and the callee names do not make instructions different.
+            skip = {"metadata", *(c.role for c in inst.called)}
+            attrs = tuple(sorted((k, v) for k, v in inst.attributes.items() if k not in skip))
+            operands = tuple(order.get(o, -1) for o in inst.operands)
+            structure.append((inst.opcode, inst.shape.text, inst.literal, attrs, called, operands))
             if inst.opcode in _UNIQUE:
                 canon[inst.name] = inst.name
                 continue
@@ -163,13 +173,14 @@ def cse_twins(module: HloModule) -> dict[tuple[str, str], Twin]:
                 inst.shape.text,
                 inst.literal,
                 tuple(canon.get(o, o) for o in inst.operands),
-                tuple(sorted((k, v) for k, v in inst.attributes.items())),
-                tuple((c.role, c.name) for c in inst.called),
+                attrs,
+                called,
             )
             kept = first.setdefault(key, inst)
             canon[inst.name] = canon.get(kept.name, kept.name)
             if kept is not inst:
                 out[(comp.name, inst.name)] = Twin(inst, kept)
+        shapes[comp.name] = tuple(structure)
     return out
 
 
@@ -244,7 +255,14 @@ def _from_own(
     module: HloModule, k: Kernel, name_of: Callable[[Instruction], str | None]
 ) -> Inferred | None:
     comps = module.computation_map
-    called = [i2 for i in k.ops for c in i.calls() if c in comps for i2 in comps[c].instructions]
+    called = [  # parameters carry the frontend's unscoped name (`reduce_sum`)
+        i2
+        for i in k.ops
+        for c in i.calls()
+        if c in comps
+        for i2 in comps[c].instructions
+        if i2.opcode != "parameter"
+    ]
     head = _kernel_instruction(module, k)
     for how, insts in (
         ("its reducer", called),
