@@ -312,7 +312,7 @@ def _only_free(kernels: list[str]) -> str:
     names = list(dict.fromkeys(kernels))
     shown = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
     return (
-        "only a constant it made remains, copied into "
+        "only constants carrying its name remain, copied into "
         f"{len(names)} kernel{'s' if len(names) != 1 else ''} ({shown}); none does its work"
     )
 

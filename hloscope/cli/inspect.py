@@ -163,7 +163,7 @@ def ops(
             Text.assemble(("── ", "dim"), module_heading(m), (f"  {len(placements)} ops", "dim"))
         )
         if not placements:
-            what = "runs alone" if unfused else f"matches {op!r}"
+            what = "runs alone" if unfused else f"matches {op!r}" if op else "in this module"
             _print_records(Text(f"no source op {what}", style="dim"))
         note = no_user_frames(placements)
         if note is not None:

@@ -214,6 +214,7 @@ _STATUS_STYLE = {
     "folded": "cyan",
     "dead": "cyan",
     "free": "cyan",
+    "merged": "cyan",
     "removed": "magenta",
 }
 

@@ -166,6 +166,20 @@ def test_ops_name_exactly_the_kernels_whose_working_instructions_carry_the_op(
         assert {o.name for o in prov.kernel_ops[k.name]} == per_kernel.get(k.name, set())
 
 
+def test_oracle_holds_on_every_after_module_of_the_test_data() -> None:
+    """The same oracle over every after-optimization module in tests/data (JAX helper
+    modules with while loops and CPU small calls, scan, TF, Keras): 73 modules."""
+    files = sorted(DATA.glob("**/*after_optimizations.txt"))
+    assert len(files) >= 70
+    for path in files:
+        after = parse_file(path)
+        analysis = analyze_module(after)
+        prov = P.trace(after, analysis)
+        oracle = _oracle_op_kernels(path, [k.name for k in analysis.kernels])
+        got = {p.op.name: set(p.kernels) for p in prov.placements if p.kernels}
+        assert got == dict(oracle), path.name
+
+
 def test_a_shared_constant_is_no_evidence_keras_relu() -> None:
     """The Relu's `constant(0)` rides into many fusions; only kernels holding an
     instruction of the Relu other than a constant, a broadcast or a parameter count."""
