@@ -111,9 +111,10 @@ def short_name(name: str, width: int = 48) -> str:
 def short_names(names: Iterable[str], width: int = 48) -> dict[str, str]:
     """Each name fit to `width` as `short_name` does, keeping different names different.
 
-    Names that would print alike (two BERT layers' `…/intermediate_dense_1/Gelu/Pow`) keep
-    the part where they first differ instead of their middle: `bert…layer_1/…Gelu/Pow`.
-    A name that still cannot be told apart at that width prints in full.
+    Names that would print alike keep their end instead of their middle
+    (`resnet50_1/…/conv4_block5_2_bn_1/Reshape`), and where that is not enough the part
+    where they first differ (`bert_ba…layer_0…Gelu/Pow`). A name that still cannot be
+    told apart at that width prints in full.
 
     Args:
         names: The names of one list or table.
@@ -124,44 +125,63 @@ def short_names(names: Iterable[str], width: int = 48) -> dict[str, str]:
     """
     unique = list(dict.fromkeys(names))
     shown = {n: short_name(n, width) for n in unique}
+    for strategy in (_keep_tail, _around_difference):
+        groups = _collisions(shown)
+        if not groups:
+            break
+        for group in groups:
+            clean = {n: _TF_HASH.sub("", n) for n in group}
+            for n in group:
+                shown[n] = strategy(clean[n], [clean[o] for o in group if o != n], width)
+    stuck = {n for group in _collisions(shown) for n in group}
+    return {n: (n if n in stuck else text) for n, text in shown.items()}
+
+
+def _collisions(shown: dict[str, str]) -> list[list[str]]:
     groups: dict[str, list[str]] = {}
-    for n in unique:
-        groups.setdefault(shown[n], []).append(n)
-    for group in groups.values():
-        if len(group) < 2:
-            continue
-        for n in group:
-            shown[n] = _around_difference(
-                _TF_HASH.sub("", n), [_TF_HASH.sub("", o) for o in group if o != n], width
-            )
-    seen: dict[str, int] = {}
-    for text in shown.values():
-        seen[text] = seen.get(text, 0) + 1
-    return {n: (text if seen[text] == 1 else n) for n, text in shown.items()}
+    for name, text in shown.items():
+        groups.setdefault(text, []).append(name)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _keep_tail(name: str, others: list[str], width: int) -> str:
+    """`first/…/last components` in `width`: op paths differ most at their end."""
+    del others
+    if len(name) <= width:
+        return name
+    parts = name.split("/")
+    head = parts[0] + "/…/" if len(parts) > 2 else "…"
+    tail = parts[-1]
+    for part in reversed(parts[1:-1]):
+        if len(head) + len(part) + 1 + len(tail) > width:
+            break
+        tail = f"{part}/{tail}"
+    if len(head) + len(tail) <= width:
+        return head + tail
+    return left_ellipsis(name, width)
 
 
 def _around_difference(name: str, others: list[str], width: int) -> str:
-    """`name` cut to `width` around where it first differs from each of `others`."""
+    """`name` cut to `width` keeping where it first differs from each of `others` (the
+    path component it is in, when that fits) and its last component (the op itself)."""
     first = min(_common_prefix(name, o) for o in others)
-    last = min(_common_suffix(name, o) for o in others)
-    lo, hi = first, max(first + 1, len(name) - last)  # the differing span
-    # Widen it to the path component it is in (`layer_0`), when that still fits.
-    wide_lo = max(name.rfind("/", 0, lo) + 1, name.rfind("_", 0, max(lo - 1, 0)) + 1, lo - 12)
-    end = name.find("/", hi)
-    wide_hi = len(name) if end < 0 else end
-    if wide_hi - wide_lo <= width - 12:
-        lo, hi = min(lo, wide_lo), max(hi, wide_hi)
-    if len(name) <= width or hi - lo > width - 4:
-        return name
-    tail = min(len(name) - hi, (width - (hi - lo)) // 2)
-    head = width - (hi - lo) - tail - 2
-    start = max(head, lo - (width - (hi - lo) - tail - head - 2))
-    start = min(start, lo)
-    mid = name[start:hi]
-    head = max(0, width - len(mid) - tail - 2)
-    left = name[:head] + "…" if start > head else name[:start]
-    right = "…" + name[-tail:] if tail and hi < len(name) - tail else name[hi:]
-    return left + mid + right
+    same_end = min(_common_suffix(name, o) for o in others)
+    lo, hi = first, max(first + 1, len(name) - same_end)  # the differing span
+    wide_lo = max(name.rfind("/", 0, lo) + 1, lo - 12)
+    wide_hi = name.find("/", hi)
+    wide_hi = len(name) if wide_hi < 0 else wide_hi
+    last = name.rfind("/") + 1  # where the op's own name starts
+    for a, b in ((min(lo, wide_lo), max(hi, wide_hi)), (lo, hi)):
+        end = name[b:] if b >= last else "…" + name[last:]
+        mid = name[a:b]
+        room = width - len(mid) - len(end) - (1 if a > 0 else 0)
+        if room < 0:
+            continue
+        head = name[: min(room, a)]
+        text = head + ("" if len(head) == a else "…") + mid + end
+        if len(text) <= width:
+            return text
+    return name
 
 
 def _common_prefix(a: str, b: str) -> int:
