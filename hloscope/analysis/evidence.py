@@ -322,8 +322,8 @@ def user_location(module: HloModule, inst: Instruction) -> tuple[SourceLocation 
     location the dump has and False.
     """
     stack = module.stack(inst)
-    for loc in stack:
-        if not is_framework_file(loc.file):
-            return loc, True
+    for frame in stack:
+        if not is_framework_file(frame.file):
+            return frame, True
     loc = stack[0] if stack else module.source_location(inst)
     return loc, loc is not None and not is_framework_file(loc.file)

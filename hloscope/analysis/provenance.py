@@ -207,26 +207,12 @@ def trace(
         op_name,
     )
     by_inferred: dict[str, list[tuple[str, str]]] = {}
-    for kernel_name, inf in inferred.items():
-        for name in inf.ops:
-            by_inferred.setdefault(name, []).append((kernel_name, inf.how))
-
-    # Ops still in the after module, but only as instructions doing no work.
-    free_after: dict[str, list[str]] = {}
-    for ex in walk(after):
-        op = source_op(after, ex.instruction, ex.scope)
-        if op is not None and ex.cls == K.FREE and ex.instruction.opcode != "parameter":
-            free_after.setdefault(op.name, [])
-            ops.setdefault(op.name, op)
-    for kernel in analysis.kernels:
-        for inst in kernel.ops:
-            name = op_name(inst)
-            if name is not None and name not in op_kernels:
-                free_after.setdefault(name, []).append(kernel.name)
-                ops.setdefault(name, source_op(after, inst) or SourceOp(name))
+    for kernel_name, found in inferred.items():
+        for name in found.ops:
+            by_inferred.setdefault(name, []).append((kernel_name, found.how))
+    free_after = _free_after(after, analysis, op_kernels, ops)
     for name in by_inferred:
-        if name not in ops:
-            ops[name] = SourceOp(name)
+        ops.setdefault(name, SourceOp(name))
 
     before_ops: dict[str, list[Instruction]] = {}
     evidence: dict[str, tuple[str, str, str]] = {}
@@ -234,17 +220,19 @@ def trace(
         before_ops, evidence = _before_evidence(before, op_kernels)
         for name, insts in before_ops.items():
             if name not in ops:
-                found = source_op(before, insts[0])
-                ops[name] = replace(found, name=name) if found else SourceOp(name)
+                first = source_op(before, insts[0])
+                ops[name] = replace(first, name=name) if first else SourceOp(name)
 
     placements = []
     for name, op in ops.items():
         kernels = op_kernels.get(name, [])
-        inf = tuple(dict.fromkeys(by_inferred.get(name, ())))
+        guessed = tuple(dict.fromkeys(by_inferred.get(name, ())))
         n_before = len(before_ops.get(name, ()))
-        if kernels or inf:
+        if kernels or guessed:
             counts = (n_before, after_count[name])
-            placements.append(_placed(op, kernels, inf, kernel_ops, analysis, decisions, counts))
+            placements.append(
+                _placed(op, kernels, guessed, kernel_ops, analysis, decisions, counts)
+            )
         elif name in evidence:
             status, why, twin = evidence[name]
             placements.append(Placement(op, status, (), (), 0, n_before, 0, why, (), twin))
@@ -257,6 +245,29 @@ def trace(
     return Provenance(
         tuple(placements), kernel_ops, _kernels_by_line(analysis, kernel_ops), inferred
     )
+
+
+def _free_after(
+    after: HloModule,
+    analysis: ModuleAnalysis,
+    op_kernels: Mapping[str, list[Kernel]],
+    ops: dict[str, SourceOp],
+) -> dict[str, list[str]]:
+    """Ops still in the after module only as instructions doing no work, each with the
+    kernels holding such an instruction (a constant copied in); adds them to `ops`."""
+    out: dict[str, list[str]] = {}
+    for ex in walk(after):
+        op = source_op(after, ex.instruction, ex.scope)
+        if op is not None and ex.cls == K.FREE and ex.instruction.opcode != "parameter":
+            out.setdefault(op.name, [])
+            ops.setdefault(op.name, op)
+    for kernel in analysis.kernels:
+        for inst in kernel.ops:
+            name = op_name(inst)
+            if name is not None and name not in op_kernels:
+                out.setdefault(name, []).append(kernel.name)
+                ops.setdefault(name, source_op(after, inst) or SourceOp(name))
+    return out
 
 
 def _kernel_ops(

@@ -253,14 +253,16 @@ def graph(
         typer.Option("--side-by-side", help="Before and after in one picture (small modules)."),
     ] = False,
     max_nodes: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--max-nodes",
             help="Node budget; over it, parameters fold away and kernels collapse by name "
-            "scope and repeated blocks.",
+            "scope and repeated blocks (raise it to draw finer; at the kernel count, "
+            "everything) [default: 60].",
             min=2,
+            show_default=False,
         ),
-    ] = 300,
+    ] = None,
     around: Annotated[
         str | None,
         typer.Option(
@@ -323,7 +325,7 @@ def graph(
         both=side_by_side,
         timings=inspection.kernel_times(dump.key),
         expand=expand_arg,
-        max_nodes=max_nodes,
+        **({"max_nodes": max_nodes} if max_nodes is not None else {}),
         around=around,
         depth=depth,
         scope=scope,
