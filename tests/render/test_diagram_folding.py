@@ -82,3 +82,14 @@ def test_a_bigger_budget_draws_finer_up_to_every_kernel(tmp_path: Path) -> None:
     assert len(small.nodes) <= 40 < len(default.nodes)
     assert not everything.collapsed
     assert sum(1 for x in everything.nodes if x.role == G.KERNEL) == n
+
+
+def test_kernels_without_an_op_show_inferred_ops_marked(tmp_path: Path) -> None:
+    after = parse_file(dump_file("keras_cnn_fit", "*cpu_after_optimizations.txt"))
+    analysis = analyze_module(after)
+    prov = trace(after, analysis)
+    spec = G.kernel_graph(after, analysis, prov, max_nodes=500)
+    node = next(n for n in spec.nodes if n.id == "k/wrapped_reduce-window.1")
+    text = " ".join(node.lines) + node.tooltip
+    assert "(inferred)" in text
+    assert prov.inferred["wrapped_reduce-window.1"].ops[0] in text
