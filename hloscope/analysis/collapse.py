@@ -251,14 +251,12 @@ def collapse(g: nx.DiGraph, max_nodes: int) -> Collapsed:
     """Fold a unit graph into at most `max_nodes` nodes (pinned nodes included).
 
     Scopes are opened biggest first while the budget allows. Sibling scopes whose names
-    differ only by a number and whose units have the same multiset of `SIGNATURE`s are
-    one repeated block, drawn as one node ×N; when opened, the first instance is shown
-    on its own and the others stay one node ×(N-1). Alike means the same units by
-    `STRUCTURE` (kind), shapes aside: DenseNet's dense blocks grow by one concatenated
-    input each, EfficientNet's and ResNet's stages change width, and each is still one
-    repeated block; several blocks in a row that repeat together (a transformer layer's
-    sublayers) fold the same way at every level of the scope tree. A scope with more children than half
-    the budget (a flat graph) is cut into contiguous slices in program order. Every
+    differ only by a number and whose units have the same multiset of `STRUCTURE`s
+    (kinds, shapes aside: DenseNet's dense blocks each read one more concatenated input,
+    EfficientNet's and ResNet's blocks change width) are one repeated block, drawn as
+    one node ×N; when opened, the first instance is shown on its own and the others stay
+    one node ×(N-1). A scope with more children than half the budget (a flat graph) is
+    cut into contiguous slices in program order. Every
     unit ends up either drawn or in exactly one group.
 
     Args:
@@ -313,29 +311,27 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
             node = child
         node.units.append(u)
 
-    # Post-order without recursion: scope trees of generated names can be deep.
-    post: list[_Scope] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        post.append(node)
-        stack.extend(node.children.values())
+    # Children before parents, without recursion: scopes nest as deep as an op_name
+    # has `/`s, which the input decides (issue 14).
+    scopes = [root]
+    for s in scopes:
+        scopes.extend(s.children.values())
     sigs: dict[int, Counter[Hashable]] = {}
     structs: dict[int, Counter[Hashable]] = {}
-    for node in reversed(post):
-        sig: Counter[Hashable] = Counter(_signature(g, u) for u in node.units)
-        struct: Counter[Hashable] = Counter(_structure(g, u) for u in node.units)
-        firsts = [order[u] for u in node.units[:1]]
-        node.count = len(node.units)
-        for child in node.children.values():
+    for s in reversed(scopes):
+        sig: Counter[Hashable] = Counter(_signature(g, u) for u in s.units)
+        struct: Counter[Hashable] = Counter(_structure(g, u) for u in s.units)
+        firsts = [order[u] for u in s.units[:1]]
+        s.count = len(s.units)
+        for child in s.children.values():
             sig.update(sigs.pop(id(child)))
             struct.update(structs.pop(id(child)))
-            node.count += child.count
+            s.count += child.count
             firsts.append(child.first)
-        node.first = min(firsts) if firsts else 0
-        node.signature = frozenset(sig.items())
-        node.structure = frozenset(struct.items())
-        sigs[id(node)], structs[id(node)] = sig, struct
+        s.first = min(firsts) if firsts else 0
+        s.signature = frozenset(sig.items())
+        s.structure = frozenset(struct.items())
+        sigs[id(s)], structs[id(s)] = sig, struct
     return root
 
 
@@ -355,9 +351,11 @@ def _structure(g: nx.DiGraph, u: str) -> Hashable:
 
 
 def _units_of(s: _Scope) -> Iterable[str]:
-    yield from s.units
-    for child in s.children.values():
-        yield from _units_of(child)
+    stack = [s]  # depth first, in the recursive order, without recursion
+    while stack:
+        scope = stack.pop()
+        yield from scope.units
+        stack.extend(reversed(scope.children.values()))
 
 
 # --- choosing the cut -------------------------------------------------------------------
