@@ -107,3 +107,13 @@ def test_elision_of_layers_that_differ_in_the_middle() -> None:
     assert len(set(shown.values())) == 12
     assert "layer_3" in shown[names[3]] and "layer_11" in shown[names[11]]
     assert all(len(v) <= 48 for v in shown.values())
+
+
+def test_piped_report_prints_full_module_keys_and_op_names() -> None:
+    run = str(DATA / "tf_resnet50")
+    doc = json.loads(runner.invoke(app, ["report", run, "--json"], env=ENV).output)
+    text = runner.invoke(app, ["report", run], env=ENV).output
+    (m,) = doc["modules"]
+    assert any(line.startswith(m["key"] + " ") for line in text.splitlines())
+    biggest = max((p for p in m["provenance"] if p["status"] == "alone"), key=lambda p: p["bytes"])
+    assert biggest["op"] in text  # the biggest unfused op, not cut

@@ -91,7 +91,8 @@ def report(
         return
     from hloscope.render.text import report_view
 
-    _print_records(report_view(inspection, show_all=show_all))
+    full = not _stdout_is_terminal()
+    _print_records(report_view(inspection, show_all=show_all, full_names=full))
 
 
 @app.command(rich_help_panel="Inspect")

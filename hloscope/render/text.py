@@ -91,22 +91,27 @@ def run_header(report: RunReport) -> Text:
     return Text.assemble(("run ", "bold"), " · ".join(bits))
 
 
-def modules_table(report: RunReport, *, show_all: bool = False) -> RenderableType:
+def modules_table(
+    report: RunReport, *, show_all: bool = False, full_names: bool = False
+) -> RenderableType:
     """One row per module, biggest first: instructions before → after, ops before →
     kernels after, fusion kernels, launches per execution, and ops per kernel.
 
     The same table ends `hloscope dump` and starts `hloscope report`. Trivial helper
-    modules are folded into one line unless `show_all`.
+    modules are folded into one line unless `show_all`. Module keys are cut to fit a
+    terminal, different keys kept different, unless `full_names` (output to a pipe).
     """
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
-    table.add_column("module", no_wrap=True, overflow="ellipsis", max_width=24)
+    table.add_column(
+        "module", no_wrap=True, overflow="ellipsis", max_width=None if full_names else 24
+    )
     table.add_column("instructions\nbefore→after", justify="right", no_wrap=True)
     table.add_column("ops→\nkernels", justify="right", no_wrap=True)
     table.add_column("fusions", justify="right", no_wrap=True)
     table.add_column("launches", justify="right", no_wrap=True)
     table.add_column("ops per\nkernel", justify="right", no_wrap=True)
     shown = report.modules if show_all else report.main
-    keys = short_names((m.key for m in shown), 24)
+    keys = {m.key: m.key for m in shown} if full_names else short_names((m.key for m in shown), 24)
     for m in shown:
         b, a = m.before, m.after
         label = Text(keys[m.key], style="dim" if m.trivial else "")
@@ -142,8 +147,9 @@ def module_heading(m: ModuleReport) -> Text:
     return Text.assemble((short_name(m.name, 64), "bold cyan"), (f"  [{where}]", "dim"))
 
 
-def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
-    """Kernels by kind, launches, the biggest unfused ops and the busiest source lines."""
+def module_details(m: ModuleReport, *, top: int = 8, full_names: bool = False) -> RenderableType:
+    """Kernels by kind, launches, the biggest unfused ops and the busiest source lines;
+    names cut to fit a terminal unless `full_names`."""
     parts: list[RenderableType] = [Text.assemble(("\n── ", "dim"), module_heading(m))]
     if m.error:
         parts.append(Text(f"could not read: {m.error}", style="red"))
@@ -166,7 +172,11 @@ def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
             t.add_column("bytes", justify="right")
             t.add_column("kernel")
             t.add_column("evidence", style="dim")
-            labels = short_names((p.op.label for p in unfused), 50)
+            labels = (
+                {p.op.label: p.op.label for p in unfused}
+                if full_names
+                else short_names((p.op.label for p in unfused), 50)
+            )
             for p in unfused:
                 t.add_row(
                     labels[p.op.label],
@@ -186,22 +196,28 @@ def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
             t.add_column("line")
             t.add_column("kernels", justify="right")
             for loc, n in lines:
-                t.add_row(short_name(loc, 70), str(n))
+                t.add_row(loc if full_names else short_name(loc, 70), str(n))
             parts.append(t)
     return Group(*parts)
 
 
-def report_view(inspection: Inspection, *, show_all: bool = False) -> RenderableType:
+def report_view(
+    inspection: Inspection, *, show_all: bool = False, full_names: bool = False
+) -> RenderableType:
     """The whole `hloscope report` terminal output.
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
         show_all: List the trivial helper modules too.
+        full_names: Print names in full (for a pipe) instead of cut to fit a terminal.
     """
     report = inspection.report
-    parts: list[RenderableType] = [run_header(report), modules_table(report, show_all=show_all)]
+    parts: list[RenderableType] = [
+        run_header(report),
+        modules_table(report, show_all=show_all, full_names=full_names),
+    ]
     for m in report.modules if show_all else report.main:
-        parts.append(module_details(m))
+        parts.append(module_details(m, full_names=full_names))
         timing = inspection.timing(m.key)
         if timing is not None:
             parts.append(module_detail(short_name(m.key, 60), timing, limit=10))
