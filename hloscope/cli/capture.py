@@ -72,6 +72,15 @@ def dump(
     show_all: Annotated[
         bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show every line the script writes to stderr, TensorFlow/XLA INFO "
+            "logging included (stderr.log keeps them all either way).",
+        ),
+    ] = False,
     profile: Annotated[
         bool,
         typer.Option(
@@ -170,7 +179,7 @@ def dump(
             style="yellow",
             markup=False,
         )
-    with DumpProgress(plan, console=err) as progress:
+    with DumpProgress(plan, console=err, verbose=verbose) as progress:
         result = run_dump(
             plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
         )
@@ -182,4 +191,12 @@ def dump(
     if result.run.modules:
         _print(modules_table(analyze_run(result.run), show_all=show_all))
     err.print(outcome(result), soft_wrap=True)
+    if progress.hidden:
+        err.print(
+            f"({progress.hidden} lines of TensorFlow/XLA INFO logging hidden: in stderr.log; "
+            "--verbose shows them)",
+            style="dim",
+            soft_wrap=True,
+            markup=False,
+        )
     raise typer.Exit(result.command_exit_code)

@@ -91,6 +91,7 @@ def placement_doc(p: Placement) -> dict[str, Any]:
         "op": p.op.name,
         "type": p.op.type,
         "location": str(p.op.location) if p.op.location else None,
+        "user_frame": p.op.user_frame,
         "status": p.status,
         "kernels": list(p.kernels),
         "shares_with": list(p.shares_with),
@@ -98,6 +99,8 @@ def placement_doc(p: Placement) -> dict[str, Any]:
         "before_instructions": p.before,
         "after_instructions": p.after,
         "evidence": p.evidence,
+        "inferred": [{"kernel": k, "how": how} for k, how in p.inferred],
+        "merged_with": p.merged_with or None,
     }
 
 
@@ -106,6 +109,7 @@ def module_doc(m: ModuleReport, *, timing: dict[str, Any] | None = None) -> dict
     kernels = []
     if m.after is not None:
         ops = m.provenance.kernel_ops if m.provenance else {}
+        inferred = m.provenance.inferred if m.provenance else {}
         kernels = [
             {
                 "name": k.name,
@@ -119,6 +123,11 @@ def module_doc(m: ModuleReport, *, timing: dict[str, Any] | None = None) -> dict
                 "bytes_out": k.bytes_out,
                 "library": k.library,
                 "source_ops": [o.name for o in ops.get(k.name, ())],
+                "inferred_ops": (
+                    {"ops": list(inferred[k.name].ops), "how": inferred[k.name].how}
+                    if k.name in inferred
+                    else None
+                ),
             }
             for k in m.after.kernels
         ]
@@ -168,9 +177,11 @@ def report_doc(inspection: Inspection) -> dict[str, Any]:
     included), `kernels`, `kernels_by_kind`, `fusions` (fusion instructions outside
     fused computations), `launches` (per execution), `launches_exact`, `loops`,
     `branches`}, `ops_per_kernel`, `alone`, `kernels` (one object per kernel),
-    `provenance` (one object per source op: `op`, `type`, `location`, `status`
-    (fused/alone/folded/dead/free/removed), `kernels`, `shares_with`, `bytes`,
-    `evidence`), `kernels_by_line`, and `timing` when the run was profiled
+    `provenance` (one object per source op: `op`, `type`, `location` (the first frame
+    in the user's code, else what the dump records), `user_frame`, `status`
+    (fused/alone/folded/dead/free/merged/removed), `kernels` (those doing its work),
+    `shares_with`, `bytes`, `evidence`, `inferred` (`[{kernel, how}]`, for an op no
+    kernel does the work of), `merged_with`), `kernels_by_line`, and `timing` when the run was profiled
     (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
     median_us, min_us, max_us, share}]`).

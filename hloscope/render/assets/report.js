@@ -498,6 +498,22 @@
     return first;
   }
 
+  // A kernel's source ops; those inferred for a kernel that holds none are marked.
+  function kernelOps(k) {
+    if (!k.source_ops.length && k.inferred_ops) {
+      return k.inferred_ops.ops.map(function (o) { return shortName(o, 40); }).join(", ") + " (inferred from " + k.inferred_ops.how + ")";
+    }
+    return k.source_ops.map(function (o) { return shortName(o, 40); }).join(", ");
+  }
+
+  // An op's kernels; kernels inferred for an op no kernel does the work of are marked.
+  function opKernels(p) {
+    if (!p.kernels.length && p.inferred && p.inferred.length) {
+      return p.inferred.map(function (i) { return i.kernel; }).join(", ") + " (inferred)";
+    }
+    return p.kernels.join(", ");
+  }
+
   // ---------------------------------------------------------------- overview
 
   function runHeader(ov) {
@@ -767,7 +783,7 @@
         { label: "ops", w: "52px", num: true, get: function (k) { return k.instructions; }, cell: function (k) { return fmtInt(k.instructions); }, title: "fused instructions" },
         { label: "bytes in", w: "84px", num: true, get: function (k) { return k.bytes_in; }, cell: function (k) { return fmtBytes(k.bytes_in); } },
         { label: "bytes out", w: "88px", num: true, get: function (k) { return k.bytes_out; }, cell: function (k) { return fmtBytes(k.bytes_out); } },
-        { label: "source ops", get: function (k) { return k.source_ops.length; }, cell: function (k) { return k.source_ops.map(function (o) { return shortName(o, 40); }).join(", "); } });
+        { label: "source ops", get: function (k) { return k.source_ops.length; }, cell: function (k) { return kernelOps(k); } });
       this.ktable = new VTable({
         columns: cols, rows: d.kernels, height: 360,
         sortCol: hasTime ? 3 : 0, sortDesc: hasTime,
@@ -790,7 +806,7 @@
           { label: "source op", w: "24%", get: function (p) { return p.op; }, cell: function (p) { return p.op; } },
           { label: "type", w: "8%", get: function (p) { return p.type; }, cell: function (p) { return p.type || ""; } },
           { label: "status", w: "76px", get: function (p) { return p.status; }, cell: function (p) { return statusChip(p.status); } },
-          { label: "kernel", w: "16%", get: function (p) { return p.kernels.join(","); }, cell: function (p) { return p.kernels.join(", "); }, cls: "hs-kname" },
+          { label: "kernel", w: "16%", get: function (p) { return p.kernels.join(","); }, cell: function (p) { return opKernels(p); }, cls: "hs-kname" },
           { label: "shares with", w: "92px", num: true, get: function (p) { return p.shares_with.length; }, cell: function (p) { return p.shares_with.length ? fmtInt(p.shares_with.length) + " ops" : ""; } },
           { label: "bytes", w: "84px", num: true, get: function (p) { return p.bytes; }, cell: function (p) { return fmtBytes(p.bytes); } },
           { label: "location", w: "14%", get: function (p) { return p.location; }, cell: function (p) { return p.location || ""; } },

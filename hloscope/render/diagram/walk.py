@@ -435,9 +435,14 @@ def body(control: str | None) -> str | None:
 def kernel_ops(
     after: HloModule, kernel: Kernel, provenance: Provenance | None
 ) -> list[tuple[str, str]]:
-    """(label, op name) of each source op of a kernel, in order."""
+    """(label, op name) of each source op of a kernel, in order; ops inferred for a
+    kernel that holds none (`Provenance.inferred`) are labelled `(inferred)`."""
     if provenance is not None and kernel.name in provenance.kernel_ops:
-        return [(op.label, op.name) for op in provenance.kernel_ops[kernel.name]]
+        found = [(op.label, op.name) for op in provenance.kernel_ops[kernel.name]]
+        guess = provenance.inferred.get(kernel.name)
+        if not found and guess is not None:
+            return [(f"{name} (inferred)", name) for name in guess.ops]
+        return found
     seen: dict[str, str] = {}
     for inst in kernel.ops:
         op = source_op(after, inst)
