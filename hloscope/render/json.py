@@ -193,14 +193,15 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
             module_doc(
                 m,
                 timing=_timing_doc(inspection.timing(m.key)),
-                extra=_roofline_keys(inspection, m.key, peaks),
+                extra=roofline_keys(inspection, m.key, peaks),
             )
             for m in inspection.modules
         ],
     }
 
 
-def _roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict[str, Any]:
+def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict[str, Any]:
+    """A module's `cost`, `memory` and `roofline` documents (see `report_doc`)."""
     return {
         "cost": cost_doc(inspection.cost(key)),
         "memory": memory_doc(inspection.memory.get(key)),

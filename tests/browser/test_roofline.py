@@ -1,0 +1,54 @@
+"""The roofline plot in the real browser: one dot per measured kernel with FLOPs, a
+tooltip naming the kernel, a click that opens it; nothing logged, nothing fetched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hloscope.inspection import inspect_run
+from hloscope.render.html import write_html
+from hloscope.render.roofline import module_roofline
+from hloscope.timing.roofline import Peaks
+from tests.browser.conftest import ReportTab
+from tests.conftest import DATA
+
+PEAKS = Peaks("test CPU", 12e9, 34e9, None, "flags")
+
+
+@pytest.fixture(scope="module")
+def roofline_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    run_dir = tmp_path_factory.mktemp("roofline") / "jax_mlp_run"
+    shutil.copytree(DATA / "jax_mlp_profile", run_dir)
+    manifest = {"script": "samples/jax_mlp.py", "framework": "jax", "platform": "cpu",
+                "device": "CPU (2 cores)", "dump_dir": "hlo", "exit_code": 0}  # fmt: skip
+    (run_dir / "run.json").write_text(json.dumps(manifest), encoding="utf-8")
+    inspection = inspect_run(run_dir, sources=True)
+    (main,) = inspection.main
+    drawn = [r.name for r in module_roofline(inspection, main.key, PEAKS) if r.flops > 0]
+    page = write_html(inspection, run_dir.parent / "report.html", peaks=PEAKS)
+    return page, drawn
+
+
+def test_roofline_dots_hover_and_click(tab: ReportTab, roofline_page: tuple[Path, list[str]]) -> None:
+    path, drawn = roofline_page
+    assert drawn, "the profiled MLP has kernels with FLOPs"
+    tab.open(path)
+    page = tab.page
+    plot = page.locator(".hs-module[open] section[data-part=roofline]")
+    assert "test CPU" in (plot.text_content() or "")
+    dots = plot.locator("circle.hs-rl-dot")
+    assert dots.count() == len(drawn)
+    names = [dots.nth(i).get_attribute("data-kernel") for i in range(dots.count())]
+    assert sorted(names) == sorted(drawn)  # type: ignore[type-var]
+    first = dots.first
+    tip = first.locator("title").text_content() or ""
+    assert tip.startswith(names[0] or "?") and "% of roof" in tip
+    first.hover()
+    first.click()
+    details = page.text_content(".hs-module[open] .hs-details") or ""
+    assert (names[0] or "?") in details
+    assert tab.problems() == []
