@@ -143,7 +143,7 @@ def dump(
         script = None
     if run_module is None and script is None:
         raise UsageError("give a script to run: hloscope dump SCRIPT.py [-- ARGS...]")
-    plan_args = dict(
+    plan_args: dict[str, Any] = dict(
         script=script,
         args=script_args,
         module=run_module,
@@ -171,7 +171,7 @@ def dump(
         skip_first=skip_first,
         profile_steps=profile_steps,
     )
-    plan = plan_dump(**plan_args)  # type: ignore[arg-type]
+    plan = plan_dump(**plan_args)
     err = Console(stderr=True, highlight=False)
     if plan.flag_conflicts:
         err.print(
@@ -198,7 +198,7 @@ def dump(
     raise typer.Exit(result.command_exit_code)
 
 
-def _dump_unfused(plan_args: dict[str, object], fused: Path, err: Any) -> None:
+def _dump_unfused(plan_args: dict[str, Any], fused: Path, err: Any) -> None:
     """The second run of `--compare-unfused`, then both runs side by side."""
     import os
 
@@ -209,7 +209,7 @@ def _dump_unfused(plan_args: dict[str, object], fused: Path, err: Any) -> None:
     from hloscope.render.unfused import unfused_table
 
     out = fused.with_name(fused.name + "-unfused")
-    plan = plan_dump(  # type: ignore[arg-type]
+    plan = plan_dump(
         **(plan_args | {"out": out, "force": True, "environ": unfused_environ(os.environ)})
     )
     with DumpProgress(plan, console=err) as progress:

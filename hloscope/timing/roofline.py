@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from hloscope.analysis.cost import ModuleCost
 
@@ -114,6 +115,8 @@ def device_peaks(
     Returns:
         The peaks, or None when nothing gives both figures.
     """
+    if bandwidth is not None and flops is not None:
+        return Peaks(device or "device", bandwidth, flops, None, "flags")
     found = table_peaks(device)
     if found is None and (platform or "").lower() == "cpu":
         found = (probe or cpu_peaks)()
@@ -149,8 +152,9 @@ def cpu_peaks(clock: Callable[[], float] = time.perf_counter) -> Peaks | None:
     path = cache_dir() / "peaks.json"
     key = machine_key()
     cached = _read_cache(path)
-    if key in cached:
-        return Peaks(**cached[key])
+    known = _peaks_of(cached[key]) if isinstance(cached.get(key), dict) else None
+    if known is not None:
+        return known
     measured = _probe(clock)
     if measured is None:
         return None
@@ -163,7 +167,17 @@ def cpu_peaks(clock: Callable[[], float] = time.perf_counter) -> Peaks | None:
     return measured
 
 
-def _read_cache(path: Path) -> dict[str, dict[str, object]]:
+def _peaks_of(doc: Mapping[str, Any]) -> Peaks | None:
+    try:
+        return Peaks(
+            str(doc["name"]), float(doc["bandwidth"]), float(doc["flops"]),
+            None if doc.get("flops_low") is None else float(doc["flops_low"]), "probe",
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):

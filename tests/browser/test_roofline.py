@@ -33,7 +33,9 @@ def roofline_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
     return page, drawn
 
 
-def test_roofline_dots_hover_and_click(tab: ReportTab, roofline_page: tuple[Path, list[str]]) -> None:
+def test_roofline_dots_hover_and_click(
+    tab: ReportTab, roofline_page: tuple[Path, list[str]]
+) -> None:
     path, drawn = roofline_page
     assert drawn, "the profiled MLP has kernels with FLOPs"
     tab.open(path)
