@@ -136,7 +136,7 @@ def _cost_line(cost: ModuleCost | None) -> Text:
     line = (
         f"cost per execution: {fmt_flops(t.flops)} (+{fmt_flops(t.transcendentals, 'transc.')}),"
         f" {fmt_bytes(t.bytes)} moved ({fmt_bytes(t.bytes_read)} read,"
-        f" {fmt_bytes(t.bytes_written)} written), {_round(cost.intensity) or 0:g} FLOP/B;"
+        f" {fmt_bytes(t.bytes_written)} written), {cost.intensity or 0:.3g} FLOP/B;"
         f" fusion kept {fmt_bytes(cost.kept)} of intermediates out of memory"
     )
     if cost.unknown:
