@@ -25,10 +25,11 @@ __all__ = ["cost_doc", "cost_view", "memory_doc", "module_roofline", "roofline_d
 
 def module_roofline(inspection: Inspection, key: str, peaks: Peaks | None) -> list[KernelRoof]:
     """The module's measured kernels against the roofs (empty without times or peaks)."""
-    cost, times = inspection.cost(key), inspection.kernel_times(key)
-    if cost is None or times is None or peaks is None:
+    times = inspection.kernel_times(key)
+    if times is None or peaks is None:
         return []
-    return roofline(cost, times, peaks)
+    cost = inspection.cost(key)
+    return roofline(cost, times, peaks) if cost is not None else []
 
 
 def cost_doc(cost: ModuleCost | None) -> dict[str, Any] | None:

@@ -53,4 +53,18 @@ def test_roofline_dots_hover_and_click(
     first.click()
     details = page.text_content(".hs-module[open] .hs-details") or ""
     assert (names[0] or "?") in details
+    assert "% of roof" in details and "bytes read / written" in details
+    # the profile's dump has no memory files: the page says which flag writes them
+    memory = page.text_content(".hs-module[open] [data-part=memory]") or ""
+    assert "--xla_dump_hlo_as_text" in memory
+    assert tab.problems() == []
+
+
+def test_planned_memory_line(tab: ReportTab, tmp_path: Path) -> None:
+    page_file = write_html(inspect_run(DATA / "memory_reports", ["jit_block"]), tmp_path / "m.html")
+    tab.open(page_file)
+    line = tab.page.text_content(".hs-module[open] [data-part=memory]") or ""
+    # 1512012 bytes in XLA's memory-usage report; the arena is the largest allocation
+    assert "peak planned memory (XLA): 1.4 MiB" in line
+    assert "largest: 576.0 KiB temporary" in line
     assert tab.problems() == []
