@@ -17,8 +17,10 @@ memory. The definitions follow `HloCostAnalysis` (openxla/xla
   dot, `2 x` the valid (output, kernel) positions for a convolution (padding skipped),
   the reducer's FLOPs per reduced element for reduce and reduce-window, `n log2 n` for
   a sort.
-- Approximate where XLA's is: a custom call (a library call) has no known cost (XLA
-  says -1) and is listed in `ModuleCost.unknown`; collectives count no FLOPs.
+- Library calls: a cuBLAS gemm or cuDNN convolution counts its dot's or convolution's
+  FLOPs, as XLA's `GpuHloCostAnalysis` does; any other custom call has no known cost
+  (XLA says -1): its operands and result are its bytes, and it is listed in
+  `ModuleCost.unknown`. Collectives count no FLOPs. Approximate where XLA's is.
 
 `xla_totals` sums the entry computation as `HloCostAnalysis` does (a while loop's body
 once), for checking against `cost_analysis()`; `ModuleCost` totals count every run of
@@ -183,8 +185,9 @@ def module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
         inst, comp = _locate(module, k)
         if inst is None or comp is None:
             continue
-        known = inst.opcode != "custom-call"
-        cost = instruction_cost(inst, comp, module) if known else _io_bytes(inst, comp)
+        library = _library_cost(inst, comp) if inst.opcode == "custom-call" else None
+        known = inst.opcode != "custom-call" or library is not None
+        cost = library or (instruction_cost(inst, comp, module) if known else _io_bytes(inst, comp))
         saved = kept_bytes(inst, module)
         runs = None if k.launches is None else k.launches // k.thunks
         out.append(KernelCost(k.name, k.kind, cost, runs, saved, known))
@@ -349,6 +352,28 @@ def _traffic(inst: Instruction, comp: Computation) -> tuple[float, float]:
     return float(read), float(sum(s.byte_size for s in inst.shape.leaves()))
 
 
+def _library_cost(inst: Instruction, comp: Computation) -> Cost | None:
+    """A cuBLAS gemm or cuDNN convolution, as GpuHloCostAnalysis::HandleCustomCall counts
+    it (xla/service/gpu/model/gpu_hlo_cost_analysis.cc): the dot's or convolution's FLOPs
+    from the call's dimension numbers; bytes: its operands and its result, without the
+    scratch workspace a tuple result carries. None for any other library call."""
+    target = inst.custom_call_target or ""
+    out = inst.shape.tuple_shapes[0] if inst.shape.is_tuple else inst.shape
+    read = float(sum(_size(_operand_shape(inst, comp, i)) for i in range(len(inst.operands))))
+    if target.startswith("__cublas$"):
+        config = inst.backend_config if isinstance(inst.backend_config, dict) else {}
+        gemm = config.get("gemm_backend_config", config)
+        dims = gemm.get("dot_dimension_numbers", {}) if isinstance(gemm, dict) else {}
+        lhs = _operand_shape(inst, comp, 0)
+        contracting = [int(d) for d in dims.get("lhs_contracting_dimensions", [])]
+        width = math.prod(lhs.dimensions[d] for d in contracting if d < len(lhs.dimensions))
+        return Cost(2.0 * out.num_elements * width, 0.0, read, float(out.byte_size))
+    if target.startswith("__cudnn$conv"):
+        flops = _convolution_flops(inst, comp, out)
+        return Cost(flops, 0.0, read, float(out.byte_size))
+    return None
+
+
 def _io_bytes(inst: Instruction, comp: Computation) -> Cost:
     """A library call's operands read and result written: what the call must move at
     least (XLA does not know its cost)."""
@@ -461,10 +486,11 @@ def _parameter_read(
     return size
 
 
-def _convolution_flops(inst: Instruction, comp: Computation) -> float:
+def _convolution_flops(inst: Instruction, comp: Computation, out: Shape | None = None) -> float:
     """GetConvolutionFlops: 2 x in-features/group x out-features x batch/group x the
     valid (output, kernel) positions of each spatial dimension (padding skipped)."""
     lhs, rhs = _operand_shape(inst, comp, 0), _operand_shape(inst, comp, 1)
+    result = out if out is not None else inst.shape
     labels = inst.attributes.get("dim_labels", "")
     m = re.fullmatch(r"(\w+)_(\w+)->(\w+)", labels)
     if m is None:
@@ -478,13 +504,13 @@ def _convolution_flops(inst: Instruction, comp: Computation) -> float:
         positions *= _valid_positions(
             lhs.dimensions[in_l.index(dim)],
             rhs.dimensions[k_l.index(dim)],
-            inst.shape.dimensions[out_l.index(dim)],
+            result.dimensions[out_l.index(dim)],
             w,
         )
     groups = int(inst.attributes.get("feature_group_count", "1"))
     batch_groups = int(inst.attributes.get("batch_group_count", "1"))
     in_feature = lhs.dimensions[in_l.index("f")]
-    out_feature = inst.shape.dimensions[out_l.index("f")]
+    out_feature = result.dimensions[out_l.index("f")]
     batch = lhs.dimensions[in_l.index("b")]
     return 2.0 * (in_feature // groups) * out_feature * (batch // batch_groups) * positions
 

@@ -118,3 +118,58 @@ def test_loop_body_counts_per_trip() -> None:
     looped = [k for k in cost.kernels if k.runs and k.runs > 1]
     assert looped, "the scan body runs more than once"
     assert cost.total.flops >= sum(k.cost.flops for k in cost.kernels)
+
+
+def test_cublas_gemm_flops_from_its_dimension_numbers() -> None:
+    # a real sm_90 dump: custom-call.1 = f32[64,64] __cublas$gemm(x: f32[64,128], w: f32[128,64])
+    path = DATA / "gpu_fusion_log" / "module_0004.jit_f.sm_90_gpu_after_optimizations.txt"
+    module = parse_file(path)
+    cost = module_cost(module, analyze_module(module))
+    gemm = cost.kernel("custom-call.1")
+    assert gemm is not None and gemm.known
+    x, w = (module.entry.by_name[n].shape for n in module.entry.by_name["custom-call.1"].operands)
+    m, k = x.dimensions
+    n = w.dimensions[1]
+    assert gemm.cost.flops == 2.0 * m * n * k
+    assert gemm.cost.bytes_read == 4.0 * (m * k + k * n) and gemm.cost.bytes_written == 4.0 * m * n
+    assert "custom-call.1" not in cost.unknown
+
+
+def test_gemm_workspace_is_not_counted_as_written() -> None:
+    path = next((DATA / "gpu_synthetic_profile" / "hlo").glob("*gpu_mlp.sm_9.0_gpu_after*"))
+    module = parse_file(path)
+    cost = module_cost(module, analyze_module(module))
+    gemm = cost.kernel(
+        "custom-call.1"
+    )  # (f32[64,256], s8[4194304]) = gemm(f32[64,256], f32[256,256])
+    assert gemm is not None
+    assert gemm.cost.flops == 2.0 * 64 * 256 * 256 and gemm.cost.bytes_written == 4.0 * 64 * 256
+
+
+CONV = """HloModule c, is_scheduled=true
+
+ENTRY %main (x: f32[1,56,56,64], k: f32[3,3,64,64]) -> f32[1,28,28,64] {
+  %x = f32[1,56,56,64]{3,2,1,0} parameter(0)
+  %k = f32[3,3,64,64]{3,2,1,0} parameter(1)
+  ROOT %c = f32[1,28,28,64]{3,2,1,0} convolution(%x, %k), window={size=3x3 stride=2x2 pad=0_1x0_1}, dim_labels=b01f_01io->b01f
+}
+"""
+
+
+@pytest.mark.jax
+def test_cudnn_convolution_counts_as_the_convolution_xla_costs(tmp_path: Path) -> None:
+    plain = tmp_path / "conv.hlo"
+    plain.write_text(CONV)
+    ref = _oracle(plain)
+    assert ref is not None
+    module = parse_module(CONV)
+    assert xla_totals(module).flops == ref["flops"]  # padding skipped, as XLA does
+    cudnn = CONV.replace(
+        "f32[1,28,28,64]{3,2,1,0} convolution(%x, %k)",
+        "(f32[1,28,28,64]{3,2,1,0}, u8[1024]{0}) custom-call(%x, %k), "
+        'custom_call_target="__cudnn$convForward"',
+    ).replace("-> f32[1,28,28,64] {", "-> (f32[1,28,28,64], u8[1024]) {")
+    module = parse_module(cudnn)
+    (kernel,) = module_cost(module, analyze_module(module)).kernels
+    assert kernel.known and kernel.cost.flops == ref["flops"]
+    assert kernel.cost.bytes_written == 4 * 28 * 28 * 64  # the workspace is not output
