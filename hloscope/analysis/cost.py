@@ -8,7 +8,9 @@ memory. The definitions follow `HloCostAnalysis` (openxla/xla
 
 - bytes: an instruction reads its operands and writes its result; a fusion reads each
   parameter once (a slice, dynamic-slice, broadcast or reshape user reads what it uses:
-  `FusionParameterReadBytes`) plus its non-scalar constants, and writes its outputs (a
+  `FusionParameterReadBytes`; per kernel also through a bitcast, as the GPU cost
+  analysis's utilization does -- a loop body's dynamic-slice of a stacked weight reads
+  one layer) plus its non-scalar constants, and writes its outputs (a
   dynamic-update-slice root only its update). Slices, gathers and scatters move what
   they touch; parameters, constants, bitcasts and get-tuple-element move nothing; a
   tuple writes its pointer table (8 bytes an element).
@@ -187,7 +189,13 @@ def module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
             continue
         library = _library_cost(inst, comp) if inst.opcode == "custom-call" else None
         known = inst.opcode != "custom-call" or library is not None
-        cost = library or (instruction_cost(inst, comp, module) if known else _io_bytes(inst, comp))
+        if library is None:
+            library = (
+                instruction_cost(inst, comp, module, through_bitcasts=True)
+                if known
+                else _io_bytes(inst, comp)
+            )
+        cost = library
         saved = kept_bytes(inst, module)
         runs = None if k.launches is None else k.launches // k.thunks
         out.append(KernelCost(k.name, k.kind, cost, runs, saved, known))
@@ -232,19 +240,24 @@ def kept_bytes(inst: Instruction, module: HloModule) -> int:
     return total
 
 
-def instruction_cost(inst: Instruction, comp: Computation, module: HloModule) -> Cost:
+def instruction_cost(
+    inst: Instruction, comp: Computation, module: HloModule, *, through_bitcasts: bool = False
+) -> Cost:
     """What one run of `inst` computes and moves, as `HloCostAnalysis` counts it.
 
     Args:
         inst: Any instruction.
         comp: The computation it is in (its operands are looked up there).
         module: The module (for the computations it calls).
+        through_bitcasts: A fusion parameter read through a bitcast by a slice or
+            dynamic-slice counts only the slice, as `GpuHloCostAnalysis`'s utilization
+            does; `HloCostAnalysis` counts the whole parameter there.
     """
     op = inst.opcode
     if op in _NO_TRAFFIC:
         return Cost()
     if op == "fusion":
-        return _fusion_cost(inst, comp, module)
+        return _fusion_cost(inst, comp, module, through_bitcasts)
     if op in ("call", "while", "conditional", "async-start"):
         return _control_cost(inst, module)
     if op == "custom-call":
@@ -381,7 +394,9 @@ def _io_bytes(inst: Instruction, comp: Computation) -> Cost:
     return Cost(0.0, 0.0, read, written)
 
 
-def _fusion_cost(inst: Instruction, comp: Computation, module: HloModule) -> Cost:
+def _fusion_cost(
+    inst: Instruction, comp: Computation, module: HloModule, through: bool = False
+) -> Cost:
     """HandleFusion: FLOPs of the fused ops; bytes of the parameters as their users read
     them, large constants and the outputs -- never the intermediates."""
     fused = _fused(inst, module)
@@ -393,7 +408,7 @@ def _fusion_cost(inst: Instruction, comp: Computation, module: HloModule) -> Cos
     read = 0.0
     for f in body.instructions:
         if f.opcode == "fusion":
-            inner = _fusion_cost(f, body, module)
+            inner = _fusion_cost(f, body, module, through)
             flops, trans = flops + inner.flops, trans + inner.transcendentals
             continue
         if f.opcode == "custom-call":
@@ -409,7 +424,7 @@ def _fusion_cost(inst: Instruction, comp: Computation, module: HloModule) -> Cos
     users = _users(body)
     for p in body.parameters:
         for leaf in _leaf_readers(p, users):
-            read += _parameter_read(leaf, body, users, module)
+            read += _parameter_read(leaf, body, users, module, through)
     return Cost(flops, trans, read, _fusion_written(inst, body))
 
 
@@ -461,8 +476,10 @@ def _parameter_read(
     body: Computation,
     users: Mapping[str, list[Instruction]],
     module: HloModule,
+    through: bool = False,
 ) -> float:
-    """FusionParameterReadBytes: what the fusion reads of one parameter."""
+    """FusionParameterReadBytes: what the fusion reads of one parameter (`through`: see
+    `instruction_cost`)."""
     size, seen_trivial = 0.0, False
     for user in users.get(param.name, []):
         op = user.opcode
@@ -473,13 +490,22 @@ def _parameter_read(
                     inner_params = inner[0].parameters
                     if idx < len(inner_params):
                         inner_users = _users(inner[0])
-                        size += _parameter_read(inner_params[idx], inner[0], inner_users, module)
+                        size += _parameter_read(
+                            inner_params[idx], inner[0], inner_users, module, through
+                        )
         elif op == "slice" or (op == "dynamic-slice" and user.operands[0] == param.name):
             size += _size(user.shape)
         elif op == "dynamic-update-slice" and user.operands[0] == param.name:
             continue  # aliased to the output
         elif op in ("broadcast", "reshape"):
             size += _size(param.shape)
+        elif op == "bitcast" and through:
+            part = _parameter_read(user, body, users, module, through)
+            if part < _size(param.shape):
+                size += part
+            elif not seen_trivial:  # read whole: the same read as other plain users
+                seen_trivial = True
+                size += _size(param.shape)
         elif not seen_trivial:
             seen_trivial = True
             size += _size(param.shape)

@@ -173,3 +173,19 @@ def test_cudnn_convolution_counts_as_the_convolution_xla_costs(tmp_path: Path) -
     (kernel,) = module_cost(module, analyze_module(module)).kernels
     assert kernel.known and kernel.cost.flops == ref["flops"]
     assert kernel.cost.bytes_written == 4 * 28 * 28 * 64  # the workspace is not output
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: f"{p.parent.name}/{p.name[:48]}")
+def test_per_execution_totals_are_xlas_where_nothing_loops(path: Path) -> None:
+    """Without loops or custom calls, the kernels' sum is XLA's total less the tuples'
+    pointer tables (a tuple is no kernel)."""
+    module = parse_file(path)
+    analysis = analyze_module(module)
+    if analysis.loops or analysis.branches or "custom-call(" in path.read_text():
+        pytest.skip("loops, branches or library calls: counted differently on purpose")
+    ours, xla = module_cost(module, analysis).total, xla_totals(module)
+    tuples = sum(
+        8 * len(i.shape.tuple_shapes) for i in module.entry.instructions if i.opcode == "tuple"
+    )
+    assert ours.flops == pytest.approx(xla.flops)
+    assert ours.bytes == pytest.approx(xla.bytes - tuples)
