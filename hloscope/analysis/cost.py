@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
-from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
+from hloscope.hlo.model import ELEMENT_BITS, Computation, HloModule, Instruction, Shape
 
 __all__ = [
     "ELEMENTWISE",
@@ -134,6 +134,8 @@ class KernelCost:
         runs: Runs per execution of the module (None: a loop trip count is unknown).
         kept: Bytes fusion kept out of memory per run (see `kept_bytes`).
         known: False for a library call whose cost XLA does not know.
+        narrow: Its matrix work (dot, convolution, gemm) takes 16-bit or narrower
+            operands, the tensor cores' roof on GPUs.
     """
 
     name: str
@@ -142,6 +144,7 @@ class KernelCost:
     runs: int | None
     kept: int = 0
     known: bool = True
+    narrow: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,8 @@ def module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
         cost = library
         saved = kept_bytes(inst, module)
         runs = None if k.launches is None else k.launches // k.thunks
-        out.append(KernelCost(k.name, k.kind, cost, runs, saved, known))
+        narrow = _narrow(inst, comp, module)
+        out.append(KernelCost(k.name, k.kind, cost, runs, saved, known, narrow))
         total = total + cost.scaled(runs or 1)
         kept += saved * (runs or 1)
     unknown = tuple(c.name for c in out if not c.known)
@@ -385,6 +389,23 @@ def _library_cost(inst: Instruction, comp: Computation) -> Cost | None:
         flops = _convolution_flops(inst, comp, out)
         return Cost(flops, 0.0, read, float(out.byte_size))
     return None
+
+
+_MATRIX_OPS = ("dot", "convolution", "custom-call")
+
+
+def _narrow(inst: Instruction, comp: Computation, module: HloModule) -> bool:
+    """Whether the kernel's matrix work reads 16-bit or narrower floats (bf16, f16, f8)."""
+    places = [(inst, comp)] + [
+        (f, body) for body in _fused(inst, module) for f in body.instructions
+    ]
+    for op, where in places:
+        if op.opcode in _MATRIX_OPS and op.operands:
+            lhs = _operand_shape(op, where, 0)
+            bits = ELEMENT_BITS.get(lhs.element_type)
+            if lhs.element_type.startswith(("bf", "f")) and bits is not None:
+                return bits <= 16
+    return False
 
 
 def _io_bytes(inst: Instruction, comp: Computation) -> Cost:

@@ -102,8 +102,9 @@ def _peaks(inspection: Any, bandwidth_gbs: float | None, tflops: float | None) -
     from hloscope.timing.roofline import device_peaks
 
     run = inspection.run
+    measured = inspection.timings.device if inspection.timings is not None else None
     return device_peaks(
-        run.manifest.device,
+        run.manifest.device or measured,
         run.platform,
         bandwidth=bandwidth_gbs * 1e9 if bandwidth_gbs else None,
         flops=tflops * 1e12 if tflops else None,

@@ -22,6 +22,9 @@ from hloscope.timing.roofline import KernelRoof, Peaks, roofline
 
 __all__ = ["cost_doc", "cost_view", "memory_doc", "module_roofline", "roofline_doc"]
 
+MIN_SHARE = 0.01
+"""Kernels under this share of the measured time are left out of the terminal table."""
+
 
 def module_roofline(inspection: Inspection, key: str, peaks: Peaks | None) -> list[KernelRoof]:
     """The module's measured kernels against the roofs (empty without times or peaks)."""
@@ -93,6 +96,7 @@ def roofline_doc(peaks: Peaks | None, roofs: list[KernelRoof]) -> dict[str, Any]
         "source": peaks.source,
         "peak_bandwidth": peaks.bandwidth,
         "peak_flops": peaks.flops,
+        "peak_flops_low": peaks.flops_low,
         "ridge": _round(peaks.ridge),
         "kernels": [
             {
@@ -107,6 +111,8 @@ def roofline_doc(peaks: Peaks | None, roofs: list[KernelRoof]) -> dict[str, Any]
                 "bound": r.bound,
                 "efficiency": _round(r.efficiency),
                 "roof_us": _round(r.roof_us),
+                "execution_us": _round(r.execution_us),
+                "peak_flops": r.peak_flops,
                 "known": r.known,
             }
             for r in roofs
@@ -126,8 +132,29 @@ def cost_view(
         parts.append(_memory_line(inspection.memory.get(m.key)))
         roofs = module_roofline(inspection, m.key, peaks)
         if roofs and peaks is not None:
-            parts.append(_roof_table(roofs[:top], peaks))
+            parts.extend(_roof_part(roofs, peaks, top))
     return Group(*parts)
+
+
+def _roof_part(roofs: list[KernelRoof], peaks: Peaks, top: int) -> list[RenderableType]:
+    """The kernels that take at least 1% of the measured time, furthest below the roof
+    first (tiny kernels are all launch latency and would fill the table)."""
+    total = sum(r.execution_us for r in roofs) or 1.0
+    big = [r for r in roofs if r.execution_us / total >= MIN_SHARE]
+    parts: list[RenderableType] = [_roof_table(big[:top], peaks)]
+    above = sum(r.efficiency > 1 for r in roofs)
+    if above:
+        parts.append(Text(
+            f"{above} kernels run above their roof: the roofs are too low for this device "
+            "(a CPU probe on a busy machine, or operands served from cache); pass "
+            "--peak-bandwidth/--peak-tflops, or delete the probe's cache to measure again",
+            style="yellow",
+        ))  # fmt: skip
+    left = len(roofs) - min(len(big), top)
+    if left:
+        parts.append(Text(f"… {left} more kernels (under 1% of the time each, or past the "
+                          f"first {top}); --json lists all", style="dim"))  # fmt: skip
+    return parts
 
 
 def _cost_line(cost: ModuleCost | None) -> Text:
@@ -165,7 +192,9 @@ def _memory_line(memory: MemoryReport | str | None) -> Text:
 def _roof_table(roofs: list[KernelRoof], peaks: Peaks) -> Table:
     title = (
         f"furthest below the roof ({peaks.name}, {peaks.source}: "
-        f"{fmt_flops(peaks.bandwidth, 'B/s')}, {fmt_flops(peaks.flops, 'FLOP/s')})"
+        f"{fmt_flops(peaks.bandwidth, 'B/s')}, {fmt_flops(peaks.flops, 'FLOP/s')}"
+        + (f" f32, {fmt_flops(peaks.flops_low, 'FLOP/s')} 16-bit" if peaks.flops_low else "")
+        + ")"
     )
     t = Table(title=title, title_justify="left", box=None, pad_edge=False)
     for col in ("kernel", "kind", "time", "FLOP/B", "achieved", "bound", "of roof", "roof"):

@@ -16,11 +16,13 @@ import os
 import platform as host
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from hloscope.analysis.cost import ModuleCost
+from hloscope.analysis.kernels import COLLECTIVE_OPCODES
 
 __all__ = [
     "DEVICE_PEAKS",
@@ -58,6 +60,7 @@ class Peaks:
 
 
 _G, _T = 1e9, 1e12
+_COLLECTIVE_KINDS = frozenset(op.removesuffix("-start") for op in COLLECTIVE_OPCODES)
 
 # (substring of the device name, lower case; memory GB/s; f32 TFLOP/s; bf16 TFLOP/s).
 # NVIDIA and Google data sheets; the first match wins, so variants come first.
@@ -186,21 +189,38 @@ def _read_cache(path: Path) -> dict[str, Any]:
 
 
 def _probe(clock: Callable[[], float]) -> Peaks | None:
-    """Best of a few: a 128 MiB copy (read + write) and a 1024^3 f32 matmul."""
+    """Best of several runs (a peak is the best the machine can do; a shared machine only
+    slows some runs): a 128 MiB copy split over all cores (read + write), and a 512^2 f32
+    matmul, small enough to stay in cache and so bound by arithmetic alone."""
     try:
         import numpy as np
     except ImportError:
         return None
+    cores = os.cpu_count() or 1
     src = np.ones(32 * 1024 * 1024, dtype=np.float32)
     dst = np.empty_like(src)
-    best_copy = min(_timed(lambda: np.copyto(dst, src), clock) for _ in range(5))
-    a = np.ones((1024, 1024), dtype=np.float32)
-    b = np.ones((1024, 1024), dtype=np.float32)
-    best_mm = min(_timed(lambda: a @ b, clock) for _ in range(5))
-    bandwidth = 2 * src.nbytes / best_copy
-    flops = 2 * 1024**3 / best_mm
-    name = f"{host.processor() or host.machine()} ({os.cpu_count()} cores)"
-    return Peaks(name, bandwidth, flops, None, "probe")
+    parts = _split(src, dst, cores)
+    with ThreadPoolExecutor(cores) as pool:  # numpy copies without holding the GIL
+
+        def copy() -> None:
+            list(pool.map(lambda p: np.copyto(p[0], p[1]), parts))
+
+        best_copy = min(_timed(copy, clock) for _ in range(_REPEATS))
+    n = 512
+    a = np.ones((n, n), dtype=np.float32)
+    b = np.ones((n, n), dtype=np.float32)
+    best_mm = min(_timed(lambda: a @ b, clock) for _ in range(4 * _REPEATS))
+    name = f"{host.processor() or host.machine()} ({cores} cores)"
+    return Peaks(name, 2 * src.nbytes / best_copy, 2 * n**3 / best_mm, None, "probe")
+
+
+_REPEATS = 8
+
+
+def _split(src: Any, dst: Any, parts: int) -> list[tuple[Any, Any]]:
+    """Contiguous (destination, source) halves, thirds, ... of two arrays."""
+    step = -(-len(src) // parts)
+    return [(dst[i : i + step], src[i : i + step]) for i in range(0, len(src), step)]
 
 
 def _timed(fn: Callable[[], object], clock: Callable[[], float]) -> float:
@@ -227,6 +247,8 @@ class KernelRoof:
         roof_us: The time one run would take on the roof.
         known: False for a library call whose FLOPs XLA does not know (bytes are its
             operands and result; FLOPs 0).
+        execution_us: Its time per execution of the module (all its runs), µs.
+        peak_flops: The FLOP roof it is held to (16-bit for narrow matrix work).
     """
 
     name: str
@@ -241,22 +263,28 @@ class KernelRoof:
     efficiency: float
     roof_us: float
     known: bool = True
+    execution_us: float = 0.0
+    peak_flops: float = 0.0
 
 
-def roofline(
-    cost: ModuleCost, times: Mapping[str, float], peaks: Peaks, *, low_precision: bool = False
-) -> list[KernelRoof]:
+def roofline(cost: ModuleCost, times: Mapping[str, float], peaks: Peaks) -> list[KernelRoof]:
     """Each measured kernel against the roofs, furthest below its roof first.
+
+    Collectives are left out: the interconnect bounds them, not memory or compute.
 
     Args:
         cost: The module's cost (`hloscope.analysis.cost.module_cost`).
         times: µs per execution of each kernel (`Inspection.kernel_times`).
         peaks: The device's roofs.
-        low_precision: Use the 16-bit FLOP roof (tensor cores) where the table has one.
+
+    A kernel whose matrix work reads 16-bit floats is held to the 16-bit FLOP roof
+    (tensor cores) where the peaks have one; every other kernel to the f32 roof.
     """
-    top = peaks.flops_low if low_precision and peaks.flops_low else peaks.flops
     out = []
     for k in cost.kernels:
+        if k.kind in _COLLECTIVE_KINDS:
+            continue  # bound by the interconnect, which the roofs do not describe
+        top = peaks.flops_low if k.narrow and peaks.flops_low else peaks.flops
         per_execution = times.get(k.name)
         if per_execution is None or per_execution <= 0 or k.cost.bytes <= 0:
             continue
@@ -270,7 +298,7 @@ def roofline(
         roof_us = max(moved / peaks.bandwidth, flops / top) * 1e6
         roof = KernelRoof(
             k.name, k.kind, t_us, flops, moved, intensity, achieved_bw, achieved_fl,
-            bound, eff, roof_us, k.known,
+            bound, eff, roof_us, k.known, per_execution, top,
         )  # fmt: skip
         out.append(roof)
     out.sort(key=lambda r: (r.efficiency, -r.time_us, r.name))

@@ -36,7 +36,7 @@ def test_probe_is_cached_per_machine(tmp_path: Path, monkeypatch: pytest.MonkeyP
     ticks = iter(range(1000))
     first = cpu_peaks(clock=lambda: float(next(ticks)))  # every timed call takes "1 s"
     assert first is not None and first.bandwidth == 2 * 128 * 1024 * 1024
-    assert first.flops == 2 * 1024**3
+    assert first.flops == 2 * 512**3  # the matmul is 512 x 512
     assert (tmp_path / "peaks.json").is_file()
     again = cpu_peaks(clock=lambda: pytest.fail("cached: no probe"))  # type: ignore[arg-type,return-value]
     assert again == first
@@ -99,8 +99,9 @@ def test_maxtext_h100_kernels_stay_under_their_roofs(tmp_path: Path) -> None:
                 times[k.name] = times.get(k.name, 0.0) + truth[op]["ns_per_execution"] / 1e3
     peaks = table_peaks("NVIDIA H100 80GB HBM3")
     assert peaks is not None
-    roofs = roofline(module_cost(module, analysis), times, peaks, low_precision=True)
-    assert len(roofs) == len(analysis.kernels)
+    roofs = roofline(module_cost(module, analysis), times, peaks)  # bf16 gemms: bf16 roof
+    collectives = [k for k in analysis.kernels if k.cls == "collective"]
+    assert len(roofs) == len(analysis.kernels) - len(collectives) > 600
     assert max(r.efficiency for r in roofs) < 1.05
     gemms = [r for r in roofs if "cublas" in r.kind]
     assert gemms and max(r.efficiency for r in gemms) <= 1.0

@@ -73,16 +73,21 @@
   function rooflinePlot(doc, onpick) {
     var W = 560, H = 300, L = 64, B = 34, T = 10, R = 12;
     var pts = doc.kernels.filter(function (k) { return k.flops > 0 && k.intensity > 0; });
-    var xs = pts.map(function (k) { return k.intensity; }).concat([doc.ridge]);
+    var top = Math.max(doc.peak_flops, doc.peak_flops_low || 0);
+    var xs = pts.map(function (k) { return k.intensity; }).concat([top / doc.peak_bandwidth]);
     var ys = pts.map(function (k) { return k.flops_per_s; }).concat([doc.peak_flops]);
     var x0 = Math.floor(Math.log10(Math.min.apply(null, xs))) - 0.5, x1 = Math.ceil(Math.log10(Math.max.apply(null, xs))) + 0.5;
-    var y0 = Math.floor(Math.log10(Math.min.apply(null, ys))) - 0.5, y1 = Math.log10(doc.peak_flops) + 0.5;
+    var y0 = Math.floor(Math.log10(Math.min.apply(null, ys))) - 0.5, y1 = Math.log10(top) + 0.5;
     function X(v) { return L + (Math.log10(v) - x0) / (x1 - x0) * (W - L - R); }
     function Y(v) { return T + (y1 - Math.log10(v)) / (y1 - y0) * (H - T - B); }
     var svg = sv("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, class: "hs-roofline", role: "img" });
     svg.appendChild(sv("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "hs-rl-frame" }));
-    var xa = Math.pow(10, x0), xr = doc.ridge, xb = Math.pow(10, x1);
-    svg.appendChild(sv("polyline", { points: [X(xa), Y(xa * doc.peak_bandwidth), X(xr), Y(doc.peak_flops), X(xb), Y(doc.peak_flops)].join(" ").replace(/(\S+) (\S+)/g, "$1,$2"), class: "hs-rl-roof" }));
+    var xa = Math.pow(10, x0), xb = Math.pow(10, x1);
+    [doc.peak_flops, doc.peak_flops_low].forEach(function (top, i) {
+      if (!top) return;
+      var xr = top / doc.peak_bandwidth;
+      svg.appendChild(sv("polyline", { points: [X(xa), Y(xa * doc.peak_bandwidth), X(xr), Y(top), X(xb), Y(top)].join(" ").replace(/(\S+) (\S+)/g, "$1,$2"), class: i ? "hs-rl-roof hs-rl-low" : "hs-rl-roof" }));
+    });
     for (var e = Math.ceil(x0); e <= x1; e++) { var tx = sv("text", { x: X(Math.pow(10, e)), y: H - 18, class: "hs-rl-tick" }); tx.textContent = String(Math.pow(10, e)); svg.appendChild(tx); }
     for (var f = Math.ceil(y0); f <= y1; f++) { var ty = sv("text", { x: L - 4, y: Y(Math.pow(10, f)) + 4, class: "hs-rl-tick hs-rl-y" }); ty.textContent = fmtRate(Math.pow(10, f), "FLOP/s"); svg.appendChild(ty); }
     var lx = sv("text", { x: (L + W) / 2, y: H - 3, class: "hs-rl-tick" }); lx.textContent = "FLOP per byte moved"; svg.appendChild(lx);
@@ -101,7 +106,8 @@
     return h("section", { class: "hs-sub", data: { part: "roofline" } },
       h("h3", null, "Roofline"),
       h("p", { class: "hs-muted" }, doc.device + " (" + doc.source + "): " + fmtRate(doc.peak_bandwidth, "B/s") + ", " +
-        fmtRate(doc.peak_flops, "FLOP/s") + ". One dot per measured kernel; hover for figures, click to open it." +
+        fmtRate(doc.peak_flops, "FLOP/s") + (doc.peak_flops_low ? " f32, " + fmtRate(doc.peak_flops_low, "FLOP/s") + " 16-bit (dashed)" : "") +
+        ". One dot per measured kernel (collectives left out); hover for figures, click to open it." +
         (others ? " " + others + " kernels move data only (no FLOPs) and are not drawn." : "")),
       svg);
   }
