@@ -578,7 +578,7 @@ def _title(inspection: Inspection) -> str:
 
 
 def _page(data: Mapping[str, Any], title: str) -> str:
-    css, js = _asset("report.css"), _asset("report.js")
+    css, js = _asset("report.css"), _asset("roofline.js") + "\n" + _asset("report.js")
     # The assets are ours; this guards against an edit that would end the block early.
     assert "</style" not in css.lower() and "</script" not in js.lower()
     csp = "; ".join(

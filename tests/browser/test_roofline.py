@@ -68,3 +68,41 @@ def test_planned_memory_line(tab: ReportTab, tmp_path: Path) -> None:
     assert "peak planned memory (XLA): 1.4 MiB" in line
     assert "largest: 576.0 KiB temporary" in line
     assert tab.problems() == []
+
+
+def test_roofline_shows_payloads_as_text(tab: ReportTab, tmp_path: Path) -> None:
+    """A device name or kernel kind carrying markup (a manifest and backend_config can)
+    reaches the plot as text: the page's CSP and text-only DOM hold for it too."""
+    from hloscope.render.html import _page, page_data
+    from tests.render.xss_probe import BREAKOUT, CLOSE, SCRIPT, SVG, make_xss_run
+
+    data = page_data(inspect_run(make_xss_run(tmp_path / "xss_run")))
+    doc = data["modules"][0]
+    name = doc["kernels"][0]["name"]
+    doc["roofline"] = {
+        "device": f"GPU {SCRIPT}{CLOSE}", "source": BREAKOUT, "peak_bandwidth": 1e12,
+        "peak_flops": 1e14, "peak_flops_low": None, "ridge": 100.0,
+        "kernels": [{"name": name, "kind": f"kLoop{SVG}", "time_us": 3.0, "flops": 1e6,
+                     "bytes": 1e6, "intensity": 1.0, "bandwidth": 3e11, "flops_per_s": 3e11,
+                     "bound": "memory", "efficiency": 0.3, "roof_us": 1.0, "known": True}],
+    }  # fmt: skip
+    page_file = tmp_path / "xss_roofline.html"
+    page_file.write_text(_page(data, "xss"), encoding="utf-8")
+    tab.open(page_file)
+    page = tab.page
+    plot = page.locator(".hs-module[open] section[data-part=roofline]")
+    text = plot.text_content() or ""
+    assert SCRIPT in text and CLOSE in text and BREAKOUT in text
+    tip = plot.locator("circle.hs-rl-dot title").text_content() or ""
+    assert SVG in tip
+    plot.locator("circle.hs-rl-dot").click()
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img, iframe, object, embed, foreignObject").count() == 0
+    assert (
+        page.evaluate(
+            "[...document.querySelectorAll('*')].some(e => "
+            "[...e.attributes].some(a => a.name.startsWith('on')))"
+        )
+        is False
+    )
+    assert tab.problems() == []
