@@ -21,14 +21,17 @@ FUSION_PASSES: Mapping[str, tuple[str, ...]] = {
     # fusions; DotLibraryRewriter ("dot-library-rewriter") fuses elementwise ops into the
     # YNNPACK/oneDNN dot calls (`__ynn_fusion`), so without it dots run on XLA's own emitter.
     "cpu": ("fusion", "dot-library-rewriter"),
-    # xla/service/gpu/gpu_compiler.cc: priority fusion and the passes that merge fusions.
+    # xla/service/gpu/gpu_compiler.cc: priority fusion (older XLA: instruction fusion and
+    # the fusion merger) and the passes that merge fusions, as their name() spells them
+    # (PriorityFusion "priority-fusion", FusionMerger "fusion_merger", MultiOutputFusion
+    # "multi_output_fusion", HorizontalLoopFusion "horizontal_loop_fusion", ...).
     "gpu": (
         "priority-fusion",
         "fusion",
-        "fusion-merger",
+        "fusion_merger",
         "multi_output_fusion",
-        "horizontal-loop-fusion",
-        "horizontal-input-fusion",
+        "horizontal_loop_fusion",
+        "horizontal_input_fusion",
     ),
 }
 
