@@ -53,10 +53,26 @@ def report(
             show_default=False,
         ),
     ] = None,
+    peak_bandwidth: Annotated[
+        float | None,
+        typer.Option(
+            "--peak-bandwidth",
+            help="The device's memory bandwidth in GB/s for the roofline [default: the "
+            "table of common GPUs/TPUs by device name; a CPU is measured once and cached].",
+            show_default=False,
+        ),
+    ] = None,
+    peak_flops: Annotated[
+        float | None,
+        typer.Option(
+            "--peak-tflops", help="The device's peak TFLOP/s for the roofline.", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """What XLA fused, per module: instructions before → after, kernels by kind,
     launches per execution, ops per kernel, the biggest unfused ops, and the source lines
-    that produce the most kernels.
+    that produce the most kernels; then bytes, FLOPs and XLA's planned peak memory, and,
+    for a profiled run, the kernels furthest below the device's roofline.
 
     Reads a run again without re-running the model. `--json` prints the stable schema
     documented in README.md (for CI scripts). `--html report.html` writes one file that
@@ -69,11 +85,12 @@ def report(
     inspection = inspect_run(run, module or (), sources=html is not None)
     if inspection.timing_error:  # an unreadable profile must not hide the fusion report
         typer.echo(f"hloscope: warning: no timings: {inspection.timing_error}", err=True)
+    peaks = _peaks(inspection, peak_bandwidth, peak_flops)
     if html is not None:
         from hloscope.render.format import fmt_bytes
         from hloscope.render.html import write_html
 
-        written = write_html(inspection, html)
+        written = write_html(inspection, html, peaks=peaks)
         size = fmt_bytes(written.stat().st_size)
         typer.echo(f"wrote {written} ({size}, {len(inspection.modules)} modules)", err=True)
         if not json:
@@ -81,7 +98,7 @@ def report(
     if json:
         from hloscope.render.json import report_doc
 
-        _print_json(report_doc(inspection))
+        _print_json(report_doc(inspection, peaks))
         return
     if _format(fmt) == "tsv":
         from hloscope.render.text import MODULE_COLUMNS, module_row, tsv
@@ -89,10 +106,28 @@ def report(
         shown = inspection.report.modules if show_all else inspection.report.main
         sys.stdout.write(tsv(MODULE_COLUMNS, (module_row(m) for m in shown)))
         return
+    from hloscope.render.roofline import cost_view
     from hloscope.render.text import report_view
 
     full = not _stdout_is_terminal()
     _print_records(report_view(inspection, show_all=show_all, full_names=full))
+    _print_records(cost_view(inspection, peaks, show_all=show_all))
+
+
+def _peaks(inspection: Any, bandwidth_gbs: float | None, tflops: float | None) -> Any:
+    """The roofs for a profiled run (None when it holds no timings: nothing to place)."""
+    if not inspection.module_timings:
+        return None
+    from hloscope.timing.roofline import device_peaks
+
+    run = inspection.run
+    measured = inspection.timings.device if inspection.timings is not None else None
+    return device_peaks(
+        run.manifest.device or measured,
+        run.platform,
+        bandwidth=bandwidth_gbs * 1e9 if bandwidth_gbs else None,
+        flops=tflops * 1e12 if tflops else None,
+    )
 
 
 @app.command(rich_help_panel="Inspect")

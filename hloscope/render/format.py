@@ -211,3 +211,13 @@ def fmt_shape(shape: Shape, limit: int = 60) -> str:
         )
         text = f"{shape.element_type}[{dims}]"
     return ellipsis(text, limit)
+
+
+def fmt_flops(n: float | None, unit: str = "FLOP") -> str:
+    """`4.2e9` -> `4.20 GFLOP` (or `GFLOP/s`, `GB/s` with `unit`); None -> `–`."""
+    if n is None or not math.isfinite(n):
+        return DASH
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {prefix}{unit}"
+    return f"{n:.3g} {unit}"

@@ -16,9 +16,11 @@ from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
 from hloscope.render.timing import timings_doc
 from hloscope.runs import Run
 from hloscope.timing.attribution import ModuleTiming
+from hloscope.timing.roofline import Peaks
 
 SCHEMA_VERSION = 1
 
@@ -104,8 +106,11 @@ def placement_doc(p: Placement) -> dict[str, Any]:
     }
 
 
-def module_doc(m: ModuleReport, *, timing: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One module of `hloscope report --json` (see `report_doc`)."""
+def module_doc(
+    m: ModuleReport, *, timing: dict[str, Any] | None = None, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One module of `hloscope report --json` (see `report_doc`); `extra` keys (cost,
+    memory, roofline) are added as given."""
     kernels = []
     if m.after is not None:
         ops = m.provenance.kernel_ops if m.provenance else {}
@@ -147,6 +152,7 @@ def module_doc(m: ModuleReport, *, timing: dict[str, Any] | None = None) -> dict
     }
     if timing is not None:
         doc["timing"] = timing
+    doc.update(extra or {})
     return doc
 
 
@@ -167,7 +173,7 @@ def run_doc(run: Run) -> dict[str, Any]:
     }
 
 
-def report_doc(inspection: Inspection) -> dict[str, Any]:
+def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, Any]:
     """The `hloscope report --json` document.
 
     Schema (version 1): `schema_version`; `run` (path, script, framework, versions,
@@ -184,17 +190,33 @@ def report_doc(inspection: Inspection) -> dict[str, Any]:
     kernel does the work of), `merged_with`), `kernels_by_line`, and `timing` when the run was profiled
     (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
-    median_us, min_us, max_us, share}]`).
+    median_us, min_us, max_us, share}]`); `cost`, `memory` and `roofline` as
+    `hloscope.render.roofline` documents them (README.md, "JSON").
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
+        peaks: The device's roofs, for `roofline` (None leaves it null).
     """
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run_doc(inspection.run),
         "modules": [
-            module_doc(m, timing=_timing_doc(inspection.timing(m.key))) for m in inspection.modules
+            module_doc(
+                m,
+                timing=_timing_doc(inspection.timing(m.key)),
+                extra=roofline_keys(inspection, m.key, peaks),
+            )
+            for m in inspection.modules
         ],
+    }
+
+
+def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict[str, Any]:
+    """A module's `cost`, `memory` and `roofline` documents (see `report_doc`)."""
+    return {
+        "cost": cost_doc(inspection.cost(key)),
+        "memory": memory_doc(inspection.memory.get(key)),
+        "roofline": roofline_doc(peaks, module_roofline(inspection, key, peaks)),
     }
 
 

@@ -708,6 +708,10 @@
     }
     this.byName = new Map();
     d.kernels.forEach(function (k, i) { k.index = i; self.byName.set(k.name, k); });
+    this.costOf = new Map();
+    if (d.cost) d.cost.kernels.forEach(function (c) { self.costOf.set(c.name, c); });
+    this.roofOf = new Map();
+    if (d.roofline) d.roofline.kernels.forEach(function (r) { self.roofOf.set(r.name, r); });
     this.opByName = new Map();
     d.provenance.forEach(function (p, i) { p.index = i; self.opByName.set(p.op, p); });
 
@@ -795,6 +799,17 @@
         h("h3", null, "Kernels"),
         filterBox(this.ktable, "filter kernels: name, kind, shape, source op…", "filter kernels"),
         this.ktable.element));
+    }
+
+    // roofline: one dot per measured kernel
+    if (d.roofline) add(main, HS_ROOFLINE.plot(d.roofline, function (name) { if (self.byName.has(name)) self.select(name, "roofline"); }, { h: h, fmtUs: fmtUs }));
+    if (d.memory && d.memory.peak_bytes !== null) {
+      var mem = d.memory, kinds2 = Object.keys(mem.by_kind).filter(function (k) { return mem.by_kind[k]; });
+      var big = mem.largest.slice(0, 3).map(function (a) { return fmtBytes(a.size) + " " + a.kind + " (" + a.instructions.slice(0, 3).join(", ") + ")"; });
+      add(main, h("p", { class: "hs-muted", data: { part: "memory" } }, "peak planned memory (XLA): " + fmtBytes(mem.peak_bytes) + " — " +
+        kinds2.map(function (k) { return k + " " + fmtBytes(mem.by_kind[k]); }).join(", ") + "; largest: " + big.join("; ")));
+    } else if (d.memory && d.memory.missing) {
+      add(main, h("p", { class: "hs-muted", data: { part: "memory" } }, "planned memory: not in the dump (" + d.memory.missing + ")"));
     }
 
     // where did my op go
@@ -890,6 +905,16 @@
       if (t.share !== undefined) facts.push(["share of kernel time", fmtPct(t.share)]);
     } else if (this.kernelTime.size) {
       facts.push(["time", "not seen in the profile"]);
+    }
+    var c = this.costOf.get(k.name), r = this.roofOf.get(k.name);
+    if (c) {
+      facts.push(["FLOPs / run", c.known ? HS_ROOFLINE.rate(c.flops, "FLOP") : "unknown (library call)"]);
+      facts.push(["bytes read / written", fmtBytes(c.bytes_read) + " / " + fmtBytes(c.bytes_written)]);
+      if (c.kept_bytes) facts.push(["kept out of memory", fmtBytes(c.kept_bytes)]);
+    }
+    if (r) {
+      facts.push(["achieved", HS_ROOFLINE.rate(r.flops_per_s, "FLOP/s") + ", " + HS_ROOFLINE.rate(r.bandwidth, "B/s")]);
+      facts.push(["roofline", r.bound + "-bound, " + (r.efficiency * 100).toFixed(1) + "% of roof (" + fmtUs(r.roof_us) + " on the roof)"]);
     }
     var dl = h("dl", { class: "hs-kv" });
     facts.forEach(function (f) { add(dl, [h("dt", null, f[0]), h("dd", null, String(f[1]))]); });
