@@ -23,14 +23,36 @@ from pathlib import Path
 from types import MappingProxyType
 
 from hloscope.errors import HloParseError
+from hloscope.hlo.lexical import (
+    ATTRIBUTE,
+    ATTRIBUTES,
+    CALLED_NAME,
+    COMPUTATION,
+    COMPUTATION_END,
+    FULL_INSTRUCTION,
+    INSTRUCTION,
+    KEY_VALUE,
+    MODULE,
+    OPERAND_NAMES,
+    TABLE_ROW,
+    TABLES,
+    bracket_error,
+    brackets,
+    metadata_cache,
+    open_count,
+    parse_metadata,
+    parse_shape,
+    shape_cache,
+    small_int,
+    split_top,
+    strip_comments,
+    to_int,
+)
 from hloscope.hlo.model import (
-    INT64_MAX,
     CalledComputation,
     Computation,
     HloModule,
     Instruction,
-    Layout,
-    Metadata,
     ParseStats,
     Shape,
     SourceLocation,
@@ -42,65 +64,6 @@ from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES, KNOWN_OPCODES
 __all__ = ["parse_file", "parse_module", "parse_modules", "split_lines", "split_modules"]
 
 SPLIT_MARKER = "// -----"
-
-# ---------------------------------------------------------------------------------------
-# Regular expressions. Every one of them runs in time linear in its input: quantifiers
-# are possessive (`*+`, `++`) wherever what follows could also match what they consume,
-# so a failed match never backtracks, and the ones used with `findall`/`sub` cannot
-# start a long failing attempt at every position of a long run (issue 14).
-
-_STR = r'"(?:[^"\\]++|\\.)*+"'
-# A string, or an unterminated one running to the end of the text: once a string fails
-# to close at one quote it fails at every later quote too, so this consumes the rest at
-# once instead of re-scanning from each quote (quadratic).
-_STR_OR_REST = re.compile(r'"(?:[^"\\]++|\\.)*+(?:(")|\\?\Z)', re.S)
-_NAME = r"[%@]?([\w.\-]++)"
-
-
-def _nested(depth: int) -> str:
-    """A value: text without top-level `,`, with strings and brackets nested `depth` deep."""
-    inner = rf'(?:[^{{}}\[\]()",]++|{_STR})*+'
-    free = rf'(?:[^{{}}\[\]()"]++|{_STR})*+'  # inside brackets commas are fine
-    for _ in range(depth):
-        group = rf"\{{{free}\}}|\[{free}\]|\({free}\)"
-        free = rf'(?:[^{{}}\[\]()"]++|{_STR}|{group})*+'
-        inner = rf'(?:[^{{}}\[\]()",]++|{_STR}|{group})*+'
-    return inner
-
-
-_VALUE = _nested(5)
-_PARENS = r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)"
-_SHAPE = rf"(?:{_PARENS}|[a-z][a-z0-9]*\[[^\]]*+\](?:\{{[^}}]*+\}})?)"
-
-_WS = r"\s*+"
-_HEAD = rf"{_WS}(ROOT\s++)?{_NAME}{_WS}={_WS}(?:({_SHAPE}){_WS})?([a-z][\w\-]*+)\("
-_INSTRUCTION = re.compile(_HEAD)
-# One whole instruction on one line: the fast path taken by nearly every line XLA prints.
-_FULL_INSTRUCTION = re.compile(
-    rf"{_HEAD}((?:[^()]++|{_PARENS})*+)\)"
-    rf"((?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+){_WS}"
-)
-_OPERAND_NAMES = re.compile(r"[%@]?([^\s,%@]++)")
-_ATTRIBUTES = re.compile(rf"(?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+{_WS}")
-_ATTRIBUTE = re.compile(rf"{_WS},{_WS}([\w\-]++){_WS}={_WS}({_VALUE})")
-_COMPUTATION = re.compile(
-    rf"(ENTRY\s++)?{_NAME}{_WS}(?:(\((?:[^()]++|{_PARENS})*+\)){_WS}->{_WS}({_SHAPE}))?"
-    rf"{_WS}\{{{_WS}"
-)
-_COMPUTATION_END = re.compile(rf'\}}{_WS}(?:,{_WS}execution_thread{_WS}={_WS}"([^"]*+)")?{_WS}')
-_MODULE = re.compile(rf"HloModule\s++{_NAME}")
-_TABLE_ROW = re.compile(r"([0-9]++)\s++(.*)")
-# The lookbehind keeps `findall` from starting inside a key: without it a long word with
-# no `=` is re-scanned from each of its characters (10k characters took 4 s).
-_KEY_VALUE = re.compile(rf"(?<![\w\-])([\w\-]++){_WS}={_WS}({_STR}|[^\s,}}]++)")
-_CALLED_NAME = re.compile(r"[%@]?([\w.\-]++)")
-_DIM = re.compile(rf"{_WS}(<=)?{_WS}([0-9]++|\?){_WS}")
-_TILE = re.compile(r"T\(([^()]*+)\)")
-_MEMORY_SPACE = re.compile(r"S\(([0-9]++)\)")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_INT = re.compile(r"-?[0-9]{1,19}")
-
-_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
 # ---------------------------------------------------------------------------------------
@@ -218,235 +181,6 @@ def _read_text(path: str | Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Small parsers for pieces, memoised: real modules repeat the same shapes and metadata.
-
-_shape_cache: dict[str, Shape] = {}
-_metadata_cache: dict[str, Metadata] = {}
-
-
-def parse_shape(text: str) -> Shape:
-    """Parse a shape such as `f32[8,<=16]{1,0:T(8,128)S(1)}` or `(f32[2], token[])`.
-
-    The shape's `text` is as printed, less XLA's `/*index=N*/` comments in long tuples.
-
-    Raises:
-        ValueError: The text is not a shape, a number in it is not a 64-bit integer, or
-            the array would not fit in 2^63 bytes (`ValidateShapeSize` in xla/shape_util.cc
-            rejects those).
-    """
-    shape = _shape_cache.get(text)
-    if shape is None:
-        shape = _parse_shape(text.strip(), 0)
-        if len(_shape_cache) < 100_000:
-            _shape_cache[text] = shape
-    return shape
-
-
-# Tuples nested deeper than this are rejected: the instruction regexes already stop at
-# five levels, and it bounds the recursion of `_parse_shape` and `Shape.leaves`.
-_MAX_TUPLE_DEPTH = 32
-
-
-def _parse_shape(text: str, depth: int) -> Shape:
-    if text.startswith("("):
-        if depth >= _MAX_TUPLE_DEPTH or not text.endswith(")"):
-            raise ValueError(f"not a shape: {text!r}")
-        if "/*" in text:
-            text = strip_comments(text)
-        parts = _split_top(text[1:-1])
-        elements = tuple(_parse_shape(p.strip(), depth + 1) for p in parts if p.strip())
-        return Shape("tuple", tuple_shapes=elements, text=text)
-    bracket = text.find("[")
-    if bracket <= 0 or "]" not in text:
-        raise ValueError(f"not a shape: {text!r}")
-    close = text.index("]", bracket)
-    element_type = text[:bracket]
-    dims_text = text[bracket + 1 : close]
-    dims: list[int] = []
-    dynamic: list[bool] = []
-    if dims_text.strip():
-        for d in dims_text.split(","):
-            m = _DIM.fullmatch(d)
-            if m is None:
-                raise ValueError(f"bad dimension {d.strip()!r} in shape {text!r}")
-            size = m.group(2)
-            dims.append(-1 if size == "?" else to_int(size))
-            dynamic.append(bool(m.group(1)) or size == "?")
-    rest = text[close + 1 :].strip()
-    layout = None
-    if rest:
-        if not (rest.startswith("{") and rest.endswith("}")):
-            raise ValueError(f"bad layout in shape {text!r}")
-        layout = _parse_layout(rest[1:-1])
-    shape = Shape(element_type, tuple(dims), tuple(dynamic), layout, (), text)
-    if shape.byte_size > INT64_MAX:
-        raise ValueError(f"shape {text!r} does not fit in 2^63 bytes")
-    return shape
-
-
-def _parse_layout(text: str) -> Layout:
-    order, _, extras = text.partition(":")
-    minor_to_major = tuple(to_int(d) for d in order.split(",") if d.strip())
-    tiles = tuple(
-        tuple(-1 if t.strip() == "*" else to_int(t) for t in m.split(",") if t.strip())
-        for m in _TILE.findall(extras)
-    )
-    space = _MEMORY_SPACE.search(extras)
-    return Layout(minor_to_major, tiles, to_int(space.group(1)) if space else None, text)
-
-
-def to_int(text: str) -> int:
-    """An integer as XLA's lexer reads one: ASCII digits, optional minus, within int64.
-
-    Python's `int` also takes `1_000`, blanks, and digits of other scripts (`٣`), and
-    fails past 4,300 digits; XLA takes none of those.
-
-    Raises:
-        ValueError: The text is not such an integer.
-    """
-    if len(text) < 19 and text.isdigit() and text.isascii():
-        return int(text)  # the usual case, without the regex
-    s = text.strip()
-    if _INT.fullmatch(s) is None or not -INT64_MAX - 1 <= (value := int(s)) <= INT64_MAX:
-        raise ValueError(f"expected a 64-bit integer, not {s[:40]!r}")
-    return value
-
-
-def _small_int(text: str | None) -> int | None:
-    """`to_int` for optional fields the tolerant parser keeps as text when they are not
-    integers (`source_line=`, `stack_frame_id=`)."""
-    if text is None:
-        return None
-    try:
-        return to_int(text)
-    except ValueError:
-        return None
-
-
-def _parse_metadata(raw: str) -> Metadata:
-    md = _metadata_cache.get(raw)
-    if md is not None:
-        return md
-    fields = {}
-    for key, value in _KEY_VALUE.findall(raw[1:-1]):
-        if value.startswith('"'):
-            value = unescape(value[1:-1])
-        fields[key] = value
-    md = Metadata(
-        op_type=fields.get("op_type"),
-        op_name=fields.get("op_name"),
-        source_file=fields.get("source_file"),
-        source_line=_small_int(fields.get("source_line")) if "source_line" in fields else None,
-        stack_frame_id=(
-            _small_int(fields.get("stack_frame_id")) if "stack_frame_id" in fields else None
-        ),
-        fields=MappingProxyType(fields),
-    )
-    if len(_metadata_cache) < 100_000:
-        _metadata_cache[raw] = md
-    return md
-
-
-def strip_comments(text: str) -> str:
-    """Remove `/* ... */` comments; an unclosed `/*` is kept with what follows it.
-
-    A loop over `str.find` rather than a lazy regex: `/\\*.*?\\*/` re-scans to the end of
-    the text from every unclosed `/*` (quadratic).
-    """
-    out: list[str] = []
-    i = 0
-    while (start := text.find("/*", i)) >= 0:
-        end = text.find("*/", start + 2)
-        if end < 0:
-            break
-        out.append(text[i:start])
-        i = end + 2
-    out.append(text[i:])
-    return "".join(out)
-
-
-def _brackets(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
-    """Yield `(index, char, depth)` for each bracket and comma outside strings.
-
-    `depth` is the nesting after an opening bracket and before a closing one, so the
-    closing bracket of what opened at depth d is yielded with depth d.
-    """
-    depth = 0
-    i, n = start, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c in "([{":
-            depth += 1
-            yield i, c, depth
-        elif c in ")]}":
-            yield i, c, depth
-            depth -= 1
-        elif c == ",":
-            yield i, c, depth
-        i += 1
-
-
-def _split_top(text: str) -> list[str]:
-    """Split on commas outside brackets and strings (the slow, general path)."""
-    parts: list[str] = []
-    start = 0
-    for i, c, depth in _brackets(text):
-        if c == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
-
-
-def _bracket_error(text: str) -> tuple[int, str] | None:
-    """Find the first unbalanced bracket outside strings: (offset, message) or None."""
-    stack: list[tuple[str, int]] = []
-    pairs = {")": "(", "]": "[", "}": "{"}
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            if j >= n:
-                return i, "unterminated string"
-            i = j
-        elif c in "([{":
-            stack.append((c, i))
-        elif c in pairs:
-            if not stack or stack[-1][0] != pairs[c]:
-                return i, f"unbalanced {c!r}"
-            stack.pop()
-        i += 1
-    if stack:
-        c, at = stack[-1]
-        return at, f"unclosed {c!r}"
-    return None
-
-
-def _blank_string(m: re.Match[str]) -> str:
-    """A closed string's brackets do not count; an unclosed quote is left as it was."""
-    return '""' if m.group(1) else m.group(0)
-
-
-def _open_count(line: str) -> int:
-    """Net number of brackets a line opens, ignoring strings and comments."""
-    if '"' in line:
-        line = _STR_OR_REST.sub(_blank_string, line)
-    if "/*" in line:
-        line = strip_comments(line)
-    return (
-        line.count("(") + line.count("{") + line.count("[")
-        - line.count(")") - line.count("}") - line.count("]")
-    )  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------
 # The module parser
 
 
@@ -489,7 +223,7 @@ class _Parser:
         """
         lines = self.lines
         n = len(lines)
-        full = _FULL_INSTRUCTION.fullmatch
+        full = FULL_INSTRUCTION.fullmatch
         while self.i < n:
             number = self.i + 1
             line = lines[self.i]
@@ -510,7 +244,7 @@ class _Parser:
                     continue
             if "//" in line and '"' not in line:
                 line = line[: line.index("//")]
-            depth = _open_count(line)
+            depth = open_count(line)
             if (depth > 0 or line.rstrip().endswith(",")) and not _is_header(line):
                 parts = [line]
                 while (depth > 0 or parts[-1].rstrip().endswith(",")) and self.i < n:
@@ -521,10 +255,10 @@ class _Parser:
                     if "/*" in nxt:
                         nxt = strip_comments(nxt)
                     parts.append(nxt)
-                    depth += _open_count(nxt)
+                    depth += open_count(nxt)
                 if depth > 0:
                     joined = "\n".join(parts)
-                    at, why = _bracket_error(joined) or (0, "unbalanced brackets")
+                    at, why = bracket_error(joined) or (0, "unbalanced brackets")
                     raise self.error(
                         f"{why}: the file ends inside this statement",
                         number,
@@ -547,7 +281,7 @@ class _Parser:
         if header is None:
             raise self.error("no HLO text: expected 'HloModule <name>'", 1, 1)
         number, text, _ = header
-        m = _MODULE.match(text.strip())
+        m = MODULE.match(text.strip())
         if m is None:
             raise self.error("expected 'HloModule <name>'", number, 1, text)
         name = m.group(1)
@@ -559,11 +293,11 @@ class _Parser:
         current_table: dict[int, str] | None = None
         for number, text, _ in stream:
             s = text.strip()
-            if s in _TABLES:
+            if s in TABLES:
                 current_table = tables.setdefault(s, {})
                 continue
             if current_table is not None:
-                row = _TABLE_ROW.fullmatch(s)
+                row = TABLE_ROW.fullmatch(s)
                 if row is not None:
                     current_table[self.row_id(row.group(1), number, text)] = row.group(2)
                     continue
@@ -663,17 +397,17 @@ class _Parser:
         """
         if not text or text.isspace():
             return {}
-        if _ATTRIBUTES.fullmatch(text):
-            return dict(_ATTRIBUTE.findall(text))
+        if ATTRIBUTES.fullmatch(text):
+            return dict(ATTRIBUTE.findall(text))
         return self.attributes_slow(text, line, offset)
 
     def attributes_slow(self, text: str, line: int, offset: int) -> dict[str, str]:
-        problem = _bracket_error(text)
+        problem = bracket_error(text)
         if problem is not None:
             at, why = problem
             raise self.error(why, line, offset + at + 1, text[at : at + 60])
         out: dict[str, str] = {}
-        parts = _split_top(text)
+        parts = split_top(text)
         if parts[0].strip():
             self.not_understood(line, "text before attributes", parts[0])
         for part in parts[1:]:
@@ -689,7 +423,7 @@ class _Parser:
     def computation(
         self, number: int, header: str, stream: Iterator[tuple[int, str, re.Match[str] | None]]
     ) -> Computation:
-        m = _COMPUTATION.fullmatch(header)
+        m = COMPUTATION.fullmatch(header)
         if m is None:
             raise self.error(
                 "expected a computation header '[ENTRY] name (...) -> shape {'", number, 1, header
@@ -706,7 +440,7 @@ class _Parser:
                 inst = fast(line, m, scope)
             else:
                 if text.lstrip()[:1] == "}":
-                    end = _COMPUTATION_END.fullmatch(text.strip())
+                    end = COMPUTATION_END.fullmatch(text.strip())
                     if end is not None:
                         execution_thread = end.group(1)
                         break
@@ -717,7 +451,7 @@ class _Parser:
             if self.last_joined > number:
                 # A statement with an unclosed bracket swallowed the closing '}'.
                 first = self.lines[self.last_joined - 1]
-                at, why = _bracket_error(first) or (0, "unbalanced brackets")
+                at, why = bracket_error(first) or (0, "unbalanced brackets")
                 raise self.error(
                     f"{why}: the statement runs on to the end of computation '{name}'",
                     self.last_joined,
@@ -777,18 +511,18 @@ class _Parser:
     def fast_instruction(
         self, line: int, m: re.Match[str], scope: Mapping[str, Instruction]
     ) -> Instruction:
-        """Build an instruction from a `_FULL_INSTRUCTION` match (the fast path)."""
+        """Build an instruction from a `FULL_INSTRUCTION` match (the fast path)."""
         rest = m.group(6)
-        attributes = dict(_ATTRIBUTE.findall(rest)) if rest else None
+        attributes = dict(ATTRIBUTE.findall(rest)) if rest else None
         return self.build(line, m, m.group(5), attributes, scope)
 
     def instruction(self, line: int, text: str, scope: Mapping[str, Instruction]) -> Instruction:
         """Parse an instruction the fast path could not match (the general, slow path)."""
-        m = _INSTRUCTION.match(text)
+        m = INSTRUCTION.match(text)
         if m is None:
             # For a statement joined from several lines, its first line says most.
             first = self.lines[line - 1] if line == self.last_joined else text
-            problem = _bracket_error(first) or _bracket_error(text)
+            problem = bracket_error(first) or bracket_error(text)
             if problem is not None:
                 at, why = problem
                 raise self.error(why, line, at + 1, first[at : at + 60])
@@ -818,7 +552,7 @@ class _Parser:
         is_root, name, shape_text, opcode = m.group(1, 2, 3, 4)
         shape: Shape | None = None
         if shape_text is not None:
-            shape = _shape_cache.get(shape_text)
+            shape = shape_cache.get(shape_text)
             if shape is None:
                 try:
                     shape = parse_shape(shape_text)
@@ -837,7 +571,7 @@ class _Parser:
             if "[" in inner or "/*" in inner or "(" in inner:
                 operands = self.operands(inner, line, m.end(4) + 1)  # typed operands, comments
             else:
-                operands = tuple(_OPERAND_NAMES.findall(inner))
+                operands = tuple(OPERAND_NAMES.findall(inner))
             for operand in operands:  # a plain loop: twice as fast as all(map(...)) here
                 if operand not in scope:
                     self.undefined_operand(operand, line, m)
@@ -847,7 +581,7 @@ class _Parser:
         if attrs:
             raw_md = attrs.get("metadata")
             if raw_md is not None and raw_md[:1] == "{":
-                metadata = _metadata_cache.get(raw_md) or _parse_metadata(raw_md)
+                metadata = metadata_cache.get(raw_md) or parse_metadata(raw_md)
             if not CALLED_COMPUTATION_ATTRIBUTES.isdisjoint(attrs):
                 called = _called(attrs)
             if "index" in attrs and opcode == "get-tuple-element":
@@ -916,7 +650,7 @@ class _Parser:
         if "/*" in inner:
             inner = strip_comments(inner)
         # Typed operands (`f32[2,3]{1,0} %a`) have commas inside brackets.
-        parts = _split_top(inner) if "[" in inner or "(" in inner else inner.split(",")
+        parts = split_top(inner) if "[" in inner or "(" in inner else inner.split(",")
         names = []
         for part in parts:
             token = part.rsplit(None, 1)[-1] if part.strip() else ""
@@ -926,7 +660,7 @@ class _Parser:
         return tuple(names)
 
     def _matching_paren(self, text: str, open_at: int, line: int) -> int:
-        for i, c, depth in _brackets(text, open_at):
+        for i, c, depth in brackets(text, open_at):
             if c in ")]}" and depth == 1:
                 return i
         raise self.error("unclosed '(' in operand list", line, open_at + 1, text[open_at:])
@@ -943,9 +677,9 @@ class _Parser:
             f = _fields(v)
             locations[k] = SourceLocation(
                 files.get(_int(f.get("file_name_id")), "?"),
-                _small_int(f.get("line")),
+                small_int(f.get("line")),
                 functions.get(_int(f.get("function_name_id"))),
-                _small_int(f.get("column")),
+                small_int(f.get("column")),
             )
         frames = {}
         for k, v in tables["StackFrames"].items():
@@ -1006,7 +740,7 @@ def _called(attributes: Mapping[str, str]) -> tuple[CalledComputation, ...]:
         CalledComputation(role, callee)
         for role, value in attributes.items()
         if role in CALLED_COMPUTATION_ATTRIBUTES
-        for callee in _CALLED_NAME.findall(value)
+        for callee in CALLED_NAME.findall(value)
     )
 
 
@@ -1019,15 +753,15 @@ _EMPTY: MappingProxyType[str, str] = MappingProxyType({})
 def _is_header(line: str) -> bool:
     """Whether a line opening a `{` starts a computation (not an instruction)."""
     s = line.strip()
-    return s.endswith("{") and _COMPUTATION.fullmatch(s) is not None
+    return s.endswith("{") and COMPUTATION.fullmatch(s) is not None
 
 
 def _fields(text: str) -> dict[str, str]:
-    return dict(_KEY_VALUE.findall(text.strip().strip("{}")))
+    return dict(KEY_VALUE.findall(text.strip().strip("{}")))
 
 
 def _int(value: str | None) -> int:
-    return _small_int(value) or 0
+    return small_int(value) or 0
 
 
 def _unquote_row(value: str) -> str:
