@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
+from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.files import read_regular
@@ -53,6 +55,8 @@ class Inspection:
             file is `{"error": ...}`.
         sources: The after-optimization HLO text of each module, as lines, by module key;
             filled only when asked for (the HTML page shows kernels' HLO).
+        memory: Each module's planned memory (XLA's buffer-assignment files), by module
+            key; a module whose dump lacks them is absent, an unreadable one is its error.
     """
 
     report: RunReport
@@ -61,6 +65,7 @@ class Inspection:
     timing_error: str = ""
     bench: Mapping[str, Any] | None = None
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
 
     @property
     def run(self) -> Run:
@@ -87,6 +92,13 @@ class Inspection:
             if m.key == key:
                 return m
         raise UsageError(f"no module {key!r} in this inspection of {self.run.path}")
+
+    def cost(self, key: str) -> ModuleCost | None:
+        """A module's bytes and FLOPs per kernel (None without an after module)."""
+        m = self.module(key)
+        if m.after_module is None or m.after is None:
+            return None
+        return module_cost(m.after_module, m.after)
 
     def timing(self, key: str) -> ModuleTiming | None:
         """A module's measured timing, by module key; None when it was not measured."""
@@ -163,7 +175,22 @@ def inspect_run(
         timing_error=error,
         bench=read_bench(loaded) if bench else None,
         sources=_sources(report.modules) if sources else {},
+        memory=_memory(report.modules),
     )
+
+
+def _memory(modules: Iterable[ModuleReport]) -> dict[str, MemoryReport | str]:
+    out: dict[str, MemoryReport | str] = {}
+    for m in modules:
+        path = m.after_module.path if m.after_module is not None else None
+        try:
+            found = read_memory(Path(path)) if path else None
+        except HloscopeError as e:
+            out[m.key] = str(e)
+            continue
+        if found is not None:
+            out[m.key] = found
+    return out
 
 
 def read_bench(run: Run) -> dict[str, Any] | None:

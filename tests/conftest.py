@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,18 @@ DATA = Path(__file__).parent / "data"
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 # Real GPU and TPU artifacts from other projects' CI (../shared/gpu, see its README.md).
 GPU = Path(__file__).resolve().parents[2] / "shared" / "gpu"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _probe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The roofline's CPU probe caches into a session folder, never the user's cache."""
+    saved = os.environ.get("HLOSCOPE_CACHE_DIR")
+    os.environ["HLOSCOPE_CACHE_DIR"] = str(tmp_path_factory.mktemp("hloscope-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("HLOSCOPE_CACHE_DIR", None)
+    else:
+        os.environ["HLOSCOPE_CACHE_DIR"] = saved
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,9 @@ from hloscope.errors import UsageError
 SCOPE = "scope"  # str: the name scope the unit comes from ("" when unknown)
 OP_NAMES = "op_names"  # tuple[str, ...]: the unit's source op names, its own first
 SIGNATURE = "signature"  # hashable: what makes two units alike (kind and shape)
+# hashable: what makes two units alike whatever their shapes (the kind); default: the
+# first element of a tuple SIGNATURE, else SIGNATURE itself
+STRUCTURE = "structure"
 PINNED = "pinned"  # bool: never collapsed (parameters, outputs, expanded fusions)
 ORDER = "order"  # int: position in program order
 # Node attribute of a collapsed graph: the `Group` a node stands for.
@@ -50,7 +53,7 @@ MAX_PLAIN_LAYOUT_COST = 50_000
 MAX_LAYOUT_SIZE = 8_000
 DOT_LIMITS_ABOVE = 150
 
-_DIGITS = re.compile(r"\d+")
+_DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII, and short enough for int()
 _OPEN = "([{"
 _CLOSE = ")]}"
 
@@ -66,6 +69,9 @@ class Group:
         instances: For a repeat: the scope of each instance, in order; else empty.
         numbers: For a repeat: the numbers that vary (`2–84`); else "".
         part: For a slice of a flat scope too wide to draw: `i/n`; else "".
+        sizes: For a repeat: the units of each instance, in order (they differ when
+            instances are alike in structure but not in shapes, as DenseNet's blocks,
+            each reading one more concatenated input); else empty.
     """
 
     id: str
@@ -74,6 +80,7 @@ class Group:
     instances: tuple[str, ...] = ()
     numbers: str = ""
     part: str = ""
+    sizes: tuple[int, ...] = ()
 
     @property
     def count(self) -> int:
@@ -358,10 +365,12 @@ def collapse(
     or a `layout_size` over `max_size` (what keeps `dot` fast whatever the input).
 
     Scopes are opened biggest first while the budget allows. Sibling scopes whose names
-    differ only by a number and whose units have the same multiset of `SIGNATURE`s are
-    one repeated block, drawn as one node ×N; when opened, the first instance is shown
-    on its own and the others stay one node ×(N-1). A scope with more children than half
-    the budget (a flat graph) is cut into contiguous slices in program order. Every
+    differ only by a number and whose units have the same multiset of `STRUCTURE`s
+    (kinds, shapes aside: DenseNet's dense blocks each read one more concatenated input,
+    EfficientNet's and ResNet's blocks change width) are one repeated block, drawn as
+    one node ×N; when opened, the first instance is shown on its own and the others stay
+    one node ×(N-1). A scope with more children than half the budget (a flat graph) is
+    cut into contiguous slices in program order. Every
     unit ends up either drawn or in exactly one group.
 
     Args:
@@ -404,6 +413,7 @@ class _Scope:
     count: int = 0
     first: int = 0
     signature: Hashable = None
+    structure: Hashable = None
 
 
 def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _Scope:
@@ -422,19 +432,27 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
             node = child
         node.units.append(u)
 
-    def finish(s: _Scope) -> Counter[Hashable]:
+    # Children before parents, without recursion: scopes nest as deep as an op_name
+    # has `/`s, which the input decides (issue 14).
+    scopes = [root]
+    for s in scopes:
+        scopes.extend(s.children.values())
+    sigs: dict[int, Counter[Hashable]] = {}
+    structs: dict[int, Counter[Hashable]] = {}
+    for s in reversed(scopes):
         sig: Counter[Hashable] = Counter(_signature(g, u) for u in s.units)
+        struct: Counter[Hashable] = Counter(_structure(g, u) for u in s.units)
         firsts = [order[u] for u in s.units[:1]]
         s.count = len(s.units)
         for child in s.children.values():
-            sig.update(finish(child))
+            sig.update(sigs.pop(id(child)))
+            struct.update(structs.pop(id(child)))
             s.count += child.count
             firsts.append(child.first)
         s.first = min(firsts) if firsts else 0
         s.signature = frozenset(sig.items())
-        return sig
-
-    finish(root)
+        s.structure = frozenset(struct.items())
+        sigs[id(s)], structs[id(s)] = sig, struct
     return root
 
 
@@ -443,10 +461,22 @@ def _signature(g: nx.DiGraph, u: str) -> Hashable:
     return sig if sig is not None else u
 
 
+def _structure(g: nx.DiGraph, u: str) -> Hashable:
+    d = g.nodes[u]
+    if d.get(STRUCTURE) is not None:
+        return d[STRUCTURE]
+    sig = d.get(SIGNATURE)
+    if isinstance(sig, tuple) and sig:
+        return sig[0]
+    return sig if sig is not None else u
+
+
 def _units_of(s: _Scope) -> Iterable[str]:
-    yield from s.units
-    for child in s.children.values():
-        yield from _units_of(child)
+    stack = [s]  # depth first, in the recursive order, without recursion
+    while stack:
+        scope = stack.pop()
+        yield from scope.units
+        stack.extend(reversed(scope.children.values()))
 
 
 # --- choosing the cut -------------------------------------------------------------------
@@ -497,7 +527,7 @@ def _children(e: _Elem, order: Mapping[str, int]) -> list[_Elem]:
     classes: dict[Hashable, list[_Scope]] = {}
     for child in s.children.values():
         pattern = _DIGITS.sub("#", child.token)
-        key: Hashable = (pattern, child.signature) if pattern != child.token else child
+        key: Hashable = (pattern, child.structure) if pattern != child.token else child
         classes.setdefault(key, []).append(child)
     out = []
     for members in classes.values():
@@ -618,6 +648,7 @@ def _group(e: _Elem, members: list[str], taken: Mapping[str, Group]) -> Group:
             tuple(members),
             instances=tuple(s.prefix for s in e.scopes),
             numbers=_numbers([s.token for s in e.scopes]),
+            sizes=tuple(s.count for s in e.scopes),
         )
     if e.kind == _SLICE:
         scope = e.parent.prefix if e.parent else ""

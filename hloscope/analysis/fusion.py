@@ -169,8 +169,11 @@ class ModuleAnalysis:
     Attributes:
         name: The HloModule name.
         instructions: Every instruction of the module, fused computations included.
-        ops: Executed compute instructions, each counted once (for a module before
-            optimization: what eager execution would launch one by one).
+        ops: Compute instructions executed per execution of the module, counted by
+            the walk that counts launches: every call site of a computation, loop
+            bodies times their known trip count, the costliest conditional branch.
+            For a module before optimization: what eager execution would launch one
+            by one (README, "How kernels are counted").
         kernels: The kernels (each executed instruction that launches one), in order.
         fusions: Fusion instructions outside fused computations.
         launches: Kernel launches per execution. A conditional contributes its
@@ -206,8 +209,11 @@ def trip_count(inst: Instruction) -> int | None:
     config = inst.backend_config
     if isinstance(config, dict):
         known = config.get("known_trip_count")
-        if isinstance(known, dict) and str(known.get("n", "")).isdigit():
-            return int(known["n"])
+        n = str(known.get("n", "")) if isinstance(known, dict) else ""
+        # ASCII digits of a 64-bit count only: `str.isdigit` also passes `²`, and a
+        # 5,000-digit `n` is past int()'s limit
+        if n.isascii() and n.isdigit() and len(n) <= 19:
+            return int(n)
     return None
 
 
@@ -484,7 +490,10 @@ def analyze_module(module: HloModule, platform: str | None = None) -> ModuleAnal
     return ModuleAnalysis(
         name=module.name,
         instructions=module.instruction_count,
-        ops=len(kernels),
+        # The README defines ops as what the launch walk counts; before optimization
+        # nothing fuses, so each op is one launch (a call site per call, not per
+        # called computation).
+        ops=launch_total,
         kernels=tuple(kernels),
         fusions=fusions,
         launches=launch_total,

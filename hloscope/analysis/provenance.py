@@ -4,36 +4,53 @@ Every HLO instruction carries the framework op it came from in its metadata (Ten
 `op_type`/`op_name`, JAX `op_name` such as `jit(mlp)/dot_general`, and a source
 location). `trace` joins the before- and after-optimization modules on those names:
 for each kernel the source ops it contains, for each source op the kernels it landed in,
-and for source ops that vanished the evidence of why (constant folding, dead code, a
-no-op that became a bitcast). Reasons are only claimed where the modules show them.
+and for source ops that vanished the evidence of why (constant folding, dead code,
+merged into an identical op, a no-op that became a bitcast). Reasons are only claimed
+where the modules show them. An op is in a kernel only when an instruction doing its
+work is (`hloscope.analysis.evidence`): constants XLA copies into a fusion are not.
+Kernels holding no such instruction get ops inferred, and marked so.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from hloscope.analysis import kernels as K
+from hloscope.analysis.evidence import (
+    DATA_MOVEMENT,
+    Inferred,
+    Twin,
+    constant_like,
+    cse_twins,
+    infer_kernel_ops,
+    is_framework_file,
+    is_work,
+    user_location,
+)
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
 from hloscope.analysis.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
 
-# Ops that only move or relabel data; XLA's simplifier routinely merges them away.
-_DATA_MOVEMENT = frozenset(
-    {
-        "reshape",
-        "transpose",
-        "broadcast",
-        "bitcast",
-        "copy",
-        "convert",
-        "slice",
-        "bitcast-convert",
-        "get-tuple-element",
-        "tuple",
-    }
-)
+__all__ = [
+    "ALONE",
+    "DEAD",
+    "FOLDED",
+    "FREE",
+    "FUSED",
+    "MERGED",
+    "REMOVED",
+    "Inferred",
+    "Placement",
+    "Provenance",
+    "SourceOp",
+    "is_framework_file",
+    "kernel_of_before_ops",
+    "kernels_of_before_ops",
+    "source_op",
+    "trace",
+]
 
 # TensorFlow's plumbing around the traced function: not user ops.
 _PLUMBING = frozenset({"XLA_Args", "XLA_Retvals"})
@@ -42,7 +59,8 @@ FUSED = "fused"  # shares a kernel with other source ops
 ALONE = "alone"  # every kernel it is in holds only this source op
 FOLDED = "folded"  # computed from constants only: constant folding removed it
 DEAD = "dead"  # its result was not used: dead code elimination removed it
-FREE = "free"  # still there, but only as instructions that launch nothing (bitcast...)
+FREE = "free"  # still there, but only as instructions doing no work (bitcast, constant)
+MERGED = "merged"  # identical to another op: common-subexpression elimination kept that one
 REMOVED = "removed"  # gone, and the modules give no evidence why
 
 
@@ -53,12 +71,16 @@ class SourceOp:
     Attributes:
         name: TensorFlow op_name or JAX op_name path (`jit(mlp)/jit(relu)/max`).
         type: TensorFlow op_type (`MatMul`), when present.
-        location: Where in the user's code it was created, when known.
+        location: Where in the user's code it was created: the first stack frame
+            outside the frameworks; else the innermost location the dump records.
+        user_frame: Whether `location` is in the user's code. False when the dump has no
+            user frame (TensorFlow records only its own `ops.py` for every op).
     """
 
     name: str
     type: str | None = None
     location: SourceLocation | None = None
+    user_frame: bool = False
 
     @property
     def label(self) -> str:
@@ -74,14 +96,18 @@ class Placement:
 
     Attributes:
         op: The source op.
-        status: FUSED, ALONE, FOLDED, DEAD, FREE or REMOVED.
-        kernels: The kernels (instruction names) it landed in.
+        status: FUSED, ALONE, FOLDED, DEAD, FREE, MERGED or REMOVED.
+        kernels: The kernels (instruction names) holding an instruction that does its
+            work.
         shares_with: Other source ops in those kernels.
         bytes: Bytes its kernels read and write (the memory traffic it costs when alone).
         before: HLO instructions it had before optimization.
         after: HLO instructions it has after optimization.
         evidence: Why it is alone or gone, as the modules show it; "" when they show
             nothing (and then hloscope says XLA gave no reason).
+        inferred: For an op no kernel does the work of, the kernels it was inferred
+            for (`Provenance.inferred`), with how: `(kernel, how)`; empty otherwise.
+        merged_with: For MERGED, the op whose identical instruction was kept.
     """
 
     op: SourceOp
@@ -92,6 +118,8 @@ class Placement:
     before: int
     after: int
     evidence: str = ""
+    inferred: tuple[tuple[str, str], ...] = ()
+    merged_with: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,13 +128,17 @@ class Provenance:
 
     Attributes:
         placements: One per source op, in first-seen order.
-        kernel_ops: For each kernel (by name), the source ops it contains.
-        kernels_by_line: Source location -> number of kernels with an op from there.
+        kernel_ops: For each kernel (by name), the source ops whose work it does.
+        kernels_by_line: User source location -> number of kernels with an op from
+            there.
+        inferred: For kernels with no op in `kernel_ops`, the ops inferred from what
+            they call, hold or neighbour (see `evidence.infer_kernel_ops`).
     """
 
     placements: tuple[Placement, ...]
     kernel_ops: Mapping[str, tuple[SourceOp, ...]]
     kernels_by_line: Mapping[str, int]
+    inferred: Mapping[str, Inferred] = field(default_factory=dict)
 
     def unfused(self) -> list[Placement]:
         """Source ops that run alone, biggest memory traffic first."""
@@ -125,33 +157,23 @@ class Provenance:
         ]
 
 
-def is_framework_file(path: str) -> bool:
-    """Whether a source path lies inside TensorFlow, Keras or JAX rather than user code.
-
-    TensorFlow records the line in its own `ops.py` that created every op; such
-    locations say nothing about the user's model and are left out of per-line counts.
-    """
-    return any(part in path for part in _FRAMEWORK_PATHS)
-
-
-_FRAMEWORK_PATHS = (
-    "/site-packages/tensorflow/",
-    "/site-packages/keras/",
-    "/site-packages/jax/",
-    "/site-packages/flax/",
-    "/tensorflow/python/",
-)
-
-
 def source_op(module: HloModule, inst: Instruction, scope: str = "") -> SourceOp | None:
     """The source op an instruction came from, or None when metadata names none."""
+    name = op_name(inst, scope)
+    if name is None:
+        return None
+    assert inst.metadata is not None
+    location, user = user_location(module, inst)
+    return SourceOp(name, inst.metadata.op_type, location, user)
+
+
+def op_name(inst: Instruction, scope: str = "") -> str | None:
+    """The source op name of an instruction (prefixed by a call's `scope`), or None."""
     md = inst.metadata
     if md is None or not md.op_name or md.op_name in _PLUMBING:
         return None
     name = md.op_name
-    if scope and not name.startswith(scope):
-        name = f"{scope}/{name}"
-    return SourceOp(name, md.op_type, module.source_location(inst))
+    return f"{scope}/{name}" if scope and not name.startswith(scope) else name
 
 
 def trace(
@@ -173,88 +195,148 @@ def trace(
     Returns:
         The provenance of every source op.
     """
-    kernel_ops: dict[str, tuple[SourceOp, ...]] = {}
+    kernel_ops, ops, after_count = _kernel_ops(after, analysis)
     op_kernels: dict[str, list[Kernel]] = {}
-    ops: dict[str, SourceOp] = {}
-    after_count: Counter[str] = Counter()
     for kernel in analysis.kernels:
-        found: dict[str, SourceOp] = {}
-        for inst in kernel.ops:
-            op = source_op(after, inst)
-            if op is not None:
-                found.setdefault(op.name, op)
-                after_count[op.name] += 1
-        kernel_ops[kernel.name] = tuple(found.values())
-        for name, op in found.items():
-            ops.setdefault(name, op)
-            op_kernels.setdefault(name, []).append(kernel)
-
-    # Instructions of the after module that launch nothing (bitcasts, tuples, ...).
-    free_after: set[str] = set()
-    for ex in walk(after):
-        if ex.cls == K.FREE:
-            op = source_op(after, ex.instruction, ex.scope)
-            if op is not None:
-                free_after.add(op.name)
+        for op in kernel_ops[kernel.name]:
+            op_kernels.setdefault(op.name, []).append(kernel)
+    inferred = infer_kernel_ops(
+        after,
+        analysis.kernels,
+        {k: tuple(o.name for o in v) for k, v in kernel_ops.items()},
+        op_name,
+    )
+    by_inferred: dict[str, list[tuple[str, str]]] = {}
+    for kernel_name, found in inferred.items():
+        for name in found.ops:
+            by_inferred.setdefault(name, []).append((kernel_name, found.how))
+    free_after = _free_after(after, analysis, op_kernels, ops)
+    for name in by_inferred:
+        ops.setdefault(name, SourceOp(name))
 
     before_ops: dict[str, list[Instruction]] = {}
-    evidence: dict[str, tuple[str, str]] = {}
+    evidence: dict[str, tuple[str, str, str]] = {}
     if before is not None:
-        before_ops, evidence = _before_evidence(before)
+        before_ops, evidence = _before_evidence(before, op_kernels)
         for name, insts in before_ops.items():
             if name not in ops:
-                md_op = source_op(before, insts[0])
-                ops[name] = SourceOp(
-                    name, md_op.type if md_op else None, md_op.location if md_op else None
-                )
+                first = source_op(before, insts[0])
+                ops[name] = replace(first, name=name) if first else SourceOp(name)
 
     placements = []
     for name, op in ops.items():
         kernels = op_kernels.get(name, [])
+        guessed = tuple(dict.fromkeys(by_inferred.get(name, ())))
         n_before = len(before_ops.get(name, ()))
-        if kernels:
-            others = sorted({o.name for k in kernels for o in kernel_ops[k.name]} - {name})
-            status = FUSED if others else ALONE
-            traffic = sum(k.bytes_in + k.bytes_out for k in kernels)
+        if kernels or guessed:
+            counts = (n_before, after_count[name])
             placements.append(
-                Placement(
-                    op,
-                    status,
-                    tuple(k.name for k in kernels),
-                    tuple(others),
-                    traffic,
-                    n_before,
-                    after_count[name],
-                    _why_alone(kernels, decisions) if status == ALONE else "",
-                )
+                _placed(op, kernels, guessed, kernel_ops, analysis, decisions, counts)
             )
+        elif name in evidence:
+            status, why, twin = evidence[name]
+            placements.append(Placement(op, status, (), (), 0, n_before, 0, why, (), twin))
         elif name in free_after:
             placements.append(
-                Placement(
-                    op,
-                    FREE,
-                    (),
-                    (),
-                    0,
-                    n_before,
-                    0,
-                    "only instructions that launch nothing remain (bitcast, tuple, ...)",
-                )
+                Placement(op, FREE, (), (), 0, n_before, 0, _only_free(free_after[name]))
             )
         else:
-            status, why = evidence.get(name, (REMOVED, ""))
-            placements.append(Placement(op, status, (), (), 0, n_before, 0, why))
+            placements.append(Placement(op, REMOVED, (), (), 0, n_before, 0))
+    return Provenance(
+        tuple(placements), kernel_ops, _kernels_by_line(analysis, kernel_ops), inferred
+    )
 
+
+def _free_after(
+    after: HloModule,
+    analysis: ModuleAnalysis,
+    op_kernels: Mapping[str, list[Kernel]],
+    ops: dict[str, SourceOp],
+) -> dict[str, list[str]]:
+    """Ops still in the after module only as instructions doing no work, each with the
+    kernels holding such an instruction (a constant copied in); adds them to `ops`."""
+    out: dict[str, list[str]] = {}
+    for ex in walk(after):
+        op = source_op(after, ex.instruction, ex.scope)
+        if op is not None and ex.cls == K.FREE and ex.instruction.opcode != "parameter":
+            out.setdefault(op.name, [])
+            ops.setdefault(op.name, op)
+    for kernel in analysis.kernels:
+        for inst in kernel.ops:
+            name = op_name(inst)
+            if name is not None and name not in op_kernels:
+                out.setdefault(name, []).append(kernel.name)
+                ops.setdefault(name, source_op(after, inst) or SourceOp(name))
+    return out
+
+
+def _kernel_ops(
+    after: HloModule, analysis: ModuleAnalysis
+) -> tuple[dict[str, tuple[SourceOp, ...]], dict[str, SourceOp], Counter[str]]:
+    """Kernel -> ops of the instructions in it that do work; every such op; and how
+    many working instructions each op has."""
+    free = constant_like(after)
+    kernel_ops: dict[str, tuple[SourceOp, ...]] = {}
+    ops: dict[str, SourceOp] = {}
+    count: Counter[str] = Counter()
+    for kernel in analysis.kernels:
+        found: dict[str, SourceOp] = {}
+        for inst in kernel.ops:
+            if not is_work(inst, free):
+                continue
+            op = source_op(after, inst)
+            if op is not None:
+                found.setdefault(op.name, op)
+                count[op.name] += 1
+        kernel_ops[kernel.name] = tuple(found.values())
+        for name, op in found.items():
+            ops.setdefault(name, op)
+    return kernel_ops, ops, count
+
+
+def _placed(
+    op: SourceOp,
+    kernels: list[Kernel],
+    inferred: tuple[tuple[str, str], ...],
+    kernel_ops: Mapping[str, tuple[SourceOp, ...]],
+    analysis: ModuleAnalysis,
+    decisions: FusionDecisions | None,
+    counts: tuple[int, int],
+) -> Placement:
+    """The placement of an op some kernel holds (or, failing that, was inferred for)."""
+    counted = kernels or [k for k in analysis.kernels if k.name in dict(inferred)]
+    others = sorted({o.name for k in kernels for o in kernel_ops[k.name]} - {op.name})
+    status = FUSED if others else ALONE
+    why = _why_alone(counted, decisions) if status == ALONE else ""
+    if not kernels:
+        how = "; ".join(f"{k}: from {h}" for k, h in inferred)
+        why = f"inferred ({how}): no instruction names an op there" + (f"; {why}" if why else "")
+    traffic = sum(k.bytes_in + k.bytes_out for k in counted)
+    extra = () if kernels else inferred
+    names = tuple(k.name for k in kernels)
+    return Placement(op, status, names, tuple(others), traffic, *counts, why, extra)
+
+
+def _only_free(kernels: list[str]) -> str:
+    if not kernels:
+        return "only instructions that launch nothing remain (bitcast, tuple, ...)"
+    names = list(dict.fromkeys(kernels))
+    shown = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        "only constants carrying its name remain, copied into "
+        f"{len(names)} kernel{'s' if len(names) != 1 else ''} ({shown}); none does its work"
+    )
+
+
+def _kernels_by_line(
+    analysis: ModuleAnalysis, kernel_ops: Mapping[str, tuple[SourceOp, ...]]
+) -> dict[str, int]:
     by_line: Counter[str] = Counter()
     for kernel in analysis.kernels:
-        lines = {
-            str(o.location)
-            for o in kernel_ops[kernel.name]
-            if o.location and not is_framework_file(o.location.file)
-        }
+        lines = {str(o.location) for o in kernel_ops[kernel.name] if o.location and o.user_frame}
         for line in lines:
             by_line[line] += 1
-    return Provenance(tuple(placements), kernel_ops, dict(by_line.most_common()))
+    return dict(by_line.most_common())
 
 
 def _why_alone(kernels: Iterable[Kernel], decisions: FusionDecisions | None) -> str:
@@ -283,10 +365,12 @@ def _why_alone(kernels: Iterable[Kernel], decisions: FusionDecisions | None) -> 
 
 
 def _before_evidence(
-    before: HloModule,
-) -> tuple[dict[str, list[Instruction]], dict[str, tuple[str, str]]]:
-    """Source ops of the before module and, for each, FOLDED/DEAD evidence if any."""
+    before: HloModule, op_kernels: Mapping[str, list[Kernel]]
+) -> tuple[dict[str, list[Instruction]], dict[str, tuple[str, str, str]]]:
+    """Source ops of the before module and, for those gone, FOLDED/DEAD/MERGED/REMOVED
+    evidence where the module shows it: (status, why, op merged with)."""
     by_op: dict[str, list[tuple[str, Instruction]]] = {}
+    names: dict[tuple[str, str], str] = {}
     constant: set[tuple[str, str]] = set()
     live: set[tuple[str, str]] = set()
     for comp_name, insts in _executed_by_computation(before).items():
@@ -302,9 +386,10 @@ def _before_evidence(
                 and all(o in index for o in inst.operands)
             ):
                 constant.add((comp_name, inst.name))
-            op = source_op(before, inst, scope)
-            if op is not None and inst.opcode != "parameter":
-                by_op.setdefault(op.name, []).append((comp_name, inst))
+            name = op_name(inst, scope)
+            if name is not None and inst.opcode != "parameter":
+                by_op.setdefault(name, []).append((comp_name, inst))
+                names[(comp_name, inst.name)] = name
         # Liveness flows backward from the root.
         stack = [comp.root.name]
         while stack:
@@ -313,22 +398,54 @@ def _before_evidence(
                 continue
             live.add((comp_name, name))
             stack.extend(index[name].operands)
-    evidence: dict[str, tuple[str, str]] = {}
+    twins = cse_twins(before)
+    evidence: dict[str, tuple[str, str, str]] = {}
     for name, places in by_op.items():
+        if name in op_kernels:
+            continue
         keys = [(comp_name, i.name) for comp_name, i in places]
         if all(k in constant for k in keys):
-            evidence[name] = (FOLDED, "computed from constants only (constant folding)")
+            evidence[name] = (FOLDED, "computed from constants only (constant folding)", "")
         elif not any(k in live for k in keys):
-            evidence[name] = (DEAD, "its result is never used (dead code)")
+            evidence[name] = (DEAD, "its result is never used (dead code)", "")
+        elif merged := _merged(name, keys, twins, names, op_kernels):
+            evidence[name] = merged
         else:
             opcodes = sorted({i.opcode for _, i in places})
-            if set(opcodes) <= _DATA_MOVEMENT:
+            if set(opcodes) <= DATA_MOVEMENT:
                 evidence[name] = (
                     REMOVED,
                     f"it was only {', '.join(opcodes)}, which optimization merged into "
                     "neighbouring ops",
+                    "",
                 )
     return {name: [i for _, i in insts] for name, insts in by_op.items()}, evidence
+
+
+def _merged(
+    name: str,
+    keys: list[tuple[str, str]],
+    twins: Mapping[tuple[str, str], Twin],
+    names: Mapping[tuple[str, str], str],
+    op_kernels: Mapping[str, list[Kernel]],
+) -> tuple[str, str, str] | None:
+    """MERGED evidence when an instruction of the op is identical to one of another op
+    (XLA's CSE keeps the first): which op it became and where that one went."""
+    for comp_name, inst_name in keys:
+        twin = twins.get((comp_name, inst_name))
+        if twin is None:
+            continue
+        kept = names.get((comp_name, twin.kept.name))
+        if kept is None or kept == name:
+            continue
+        kernels = [k.name for k in op_kernels.get(kept, [])]
+        where = f"which is in {', '.join(kernels)}" if kernels else "which is itself gone"
+        why = (
+            f"merged with {kept} (its {twin.instruction.opcode} is identical to "
+            f"{twin.kept.name}; common-subexpression elimination kept one), {where}"
+        )
+        return MERGED, why, kept
+    return None
 
 
 def _executed_by_computation(
@@ -380,10 +497,11 @@ def kernels_of_before_ops(
             by_op.setdefault(sop.name, []).append(kernel_name)
     by_op_code: dict[tuple[str, str], list[str]] = {}
     own: dict[str, str] = {}
+    free = constant_like(after)
     for k in analysis.kernels:
         own[k.name] = k.opcode
         for inst in k.ops:
-            fused_op = source_op(after, inst)
+            fused_op = source_op(after, inst) if is_work(inst, free) else None
             if fused_op is not None:
                 names = by_op_code.setdefault((fused_op.name, inst.opcode), [])
                 if k.name not in names:

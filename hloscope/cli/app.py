@@ -73,7 +73,7 @@ def _command(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _console(*, stderr: bool = False) -> Any:
+def _console(*, stderr: bool = False, **options: Any) -> Any:
     """A rich Console whose text shows control characters escaped.
 
     Segments that rich itself marks as control (cursor moves of a live display) pass;
@@ -94,7 +94,7 @@ def _console(*, stderr: bool = False) -> Any:
                         segment = Segment(text, segment.style)
                 yield segment
 
-    return _SafeConsole(stderr=stderr, highlight=False)
+    return _SafeConsole(stderr=stderr, highlight=False, **options)
 
 
 def _print(renderable: Any) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -73,6 +73,15 @@ def dump(
     show_all: Annotated[
         bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show every line the script writes to stderr, TensorFlow/XLA INFO "
+            "logging included (stderr.log keeps them all either way).",
+        ),
+    ] = False,
     profile: Annotated[
         bool,
         typer.Option(
@@ -109,6 +118,16 @@ def dump(
             show_default=False,
         ),
     ] = None,
+    compare_unfused: Annotated[
+        bool,
+        typer.Option(
+            "--compare-unfused",
+            help="Run the script a second time with XLA's fusion passes disabled "
+            "(--xla_disable_hlo_passes) into <run>-unfused/, and print both side by side: "
+            "kernels, launches, bytes moved, peak planned memory (and kernel time with "
+            "--profile).",
+        ),
+    ] = False,
 ) -> None:
     """Run a TensorFlow or JAX script under XLA's dump flags and keep the run.
 
@@ -132,9 +151,9 @@ def dump(
         script = None
     if run_module is None and script is None:
         raise UsageError("give a script to run: hloscope dump SCRIPT.py [-- ARGS...]")
-    plan = plan_dump(
-        script,
-        script_args,
+    plan_args: dict[str, Any] = dict(
+        script=script,
+        args=script_args,
         module=run_module,
         python=python,
         module_re=module_re,
@@ -160,6 +179,7 @@ def dump(
         skip_first=skip_first,
         profile_steps=profile_steps,
     )
+    plan = plan_dump(**plan_args)
     err = _console(stderr=True)
     if plan.flag_conflicts:
         err.print(
@@ -169,7 +189,7 @@ def dump(
             style="yellow",
             markup=False,
         )
-    with DumpProgress(plan, console=err) as progress:
+    with DumpProgress(plan, console=err, verbose=verbose) as progress:
         result = run_dump(
             plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
         )
@@ -181,4 +201,36 @@ def dump(
     if result.run.modules:
         _print(modules_table(analyze_run(result.run), show_all=show_all))
     err.print(outcome(result), soft_wrap=True)
+    if progress.hidden:
+        err.print(
+            f"({progress.hidden} lines of TensorFlow/XLA INFO logging hidden: in stderr.log; "
+            "--verbose shows them)",
+            style="dim",
+            soft_wrap=True,
+            markup=False,
+        )
+    if compare_unfused and result.command_exit_code == 0:
+        _dump_unfused(plan_args, result.run.path, err)
     raise typer.Exit(result.command_exit_code)
+
+
+def _dump_unfused(plan_args: dict[str, Any], fused: Path, err: Any) -> None:
+    """The second run of `--compare-unfused`, then both runs side by side."""
+    import os
+
+    from hloscope.capture.compare import unfused_environ
+    from hloscope.capture.run import plan_dump, run_dump
+    from hloscope.inspection import inspect_run
+    from hloscope.render.progress import DumpProgress, outcome
+    from hloscope.render.unfused import unfused_table
+
+    out = fused.with_name(fused.name + "-unfused")
+    plan = plan_dump(
+        **(plan_args | {"out": out, "force": True, "environ": unfused_environ(os.environ)})
+    )
+    with DumpProgress(plan, console=err) as progress:
+        result = run_dump(
+            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
+        )
+    err.print(outcome(result), soft_wrap=True)
+    _print(unfused_table(inspect_run(fused), inspect_run(result.run)))

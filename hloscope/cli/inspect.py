@@ -5,6 +5,7 @@ Each command is load (`inspect_run`) -> render; nothing here computes.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,12 +17,23 @@ from hloscope.cli.app import (
     RunArgument,
     StrictOption,
     _command,
+    _console,
     _echo,
     _fail,
     _print,
     _print_json,
     app,
 )
+
+FormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="text, or tsv: one tab-separated record per line with a header (for grep, "
+        "cut, spreadsheets); --json for the full schema.",
+        metavar="text|tsv",
+    ),
+]
 
 
 @app.command(rich_help_panel="Inspect")
@@ -30,6 +42,7 @@ def report(
     run: RunArgument,
     module: ModuleOption = None,
     json: JsonOption = False,
+    fmt: FormatOption = "text",
     show_all: Annotated[
         bool, typer.Option("--all", help="Also list JAX's trivial helper modules.")
     ] = False,
@@ -42,10 +55,26 @@ def report(
             show_default=False,
         ),
     ] = None,
+    peak_bandwidth: Annotated[
+        float | None,
+        typer.Option(
+            "--peak-bandwidth",
+            help="The device's memory bandwidth in GB/s for the roofline [default: the "
+            "table of common GPUs/TPUs by device name; a CPU is measured once and cached].",
+            show_default=False,
+        ),
+    ] = None,
+    peak_flops: Annotated[
+        float | None,
+        typer.Option(
+            "--peak-tflops", help="The device's peak TFLOP/s for the roofline.", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """What XLA fused, per module: instructions before → after, kernels by kind,
     launches per execution, ops per kernel, the biggest unfused ops, and the source lines
-    that produce the most kernels.
+    that produce the most kernels; then bytes, FLOPs and XLA's planned peak memory, and,
+    for a profiled run, the kernels furthest below the device's roofline.
 
     Reads a run again without re-running the model. `--json` prints the stable schema
     documented in README.md (for CI scripts). `--html report.html` writes one file that
@@ -58,11 +87,12 @@ def report(
     inspection = inspect_run(run, module or (), sources=html is not None)
     if inspection.timing_error:  # an unreadable profile must not hide the fusion report
         _echo(f"hloscope: warning: no timings: {inspection.timing_error}", err=True)
+    peaks = _peaks(inspection, peak_bandwidth, peak_flops)
     if html is not None:
         from hloscope.render.format import fmt_bytes
         from hloscope.render.html import write_html
 
-        written = write_html(inspection, html)
+        written = write_html(inspection, html, peaks=peaks)
         size = fmt_bytes(written.stat().st_size)
         _echo(f"wrote {written} ({size}, {len(inspection.modules)} modules)", err=True)
         if not json:
@@ -70,11 +100,36 @@ def report(
     if json:
         from hloscope.render.json import report_doc
 
-        _print_json(report_doc(inspection))
+        _print_json(report_doc(inspection, peaks))
         return
+    if _format(fmt) == "tsv":
+        from hloscope.render.text import MODULE_COLUMNS, module_row, tsv
+
+        shown = inspection.report.modules if show_all else inspection.report.main
+        sys.stdout.write(tsv(MODULE_COLUMNS, (module_row(m) for m in shown)))
+        return
+    from hloscope.render.roofline import cost_view
     from hloscope.render.text import report_view
 
-    _print(report_view(inspection, show_all=show_all))
+    full = not _stdout_is_terminal()
+    _print_records(report_view(inspection, show_all=show_all, full_names=full))
+    _print_records(cost_view(inspection, peaks, show_all=show_all))
+
+
+def _peaks(inspection: Any, bandwidth_gbs: float | None, tflops: float | None) -> Any:
+    """The roofs for a profiled run (None when it holds no timings: nothing to place)."""
+    if not inspection.module_timings:
+        return None
+    from hloscope.timing.roofline import device_peaks
+
+    run = inspection.run
+    measured = inspection.timings.device if inspection.timings is not None else None
+    return device_peaks(
+        run.manifest.device or measured,
+        run.platform,
+        bandwidth=bandwidth_gbs * 1e9 if bandwidth_gbs else None,
+        flops=tflops * 1e12 if tflops else None,
+    )
 
 
 @app.command(rich_help_panel="Inspect")
@@ -97,6 +152,7 @@ def ops(
         ),
     ] = False,
     json: JsonOption = False,
+    fmt: FormatOption = "text",
 ) -> None:
     """Where did each of my ops go? One line per source op: the kernel it fused into and
     with which other ops, or that it runs alone (and the evidence why), or that
@@ -120,25 +176,66 @@ def ops(
             ]
         )
         return
+    if _format(fmt) == "tsv":
+        from hloscope.render.text import PLACEMENT_COLUMNS, placement_row, tsv
+
+        rows = [
+            placement_row(m.key, p, {k.name: k.kind for k in m.after.kernels} if m.after else {})
+            for m, ps in selected
+            for p in ps
+        ]
+        sys.stdout.write(tsv(PLACEMENT_COLUMNS, rows))
+        return
     from rich.text import Text
 
-    from hloscope.render.format import short_name
-    from hloscope.render.text import module_heading, placement_line
+    from hloscope.render.format import short_names
+    from hloscope.render.text import module_heading, no_user_frames, placement_line
 
     if not shown:
         raise _fail(f"{run}: no module has an after-optimization dump to trace ops in", 1)
+    terminal = _stdout_is_terminal()
     for m, placements in selected:
         assert m.after is not None
         kinds = {k.name: k.kind for k in m.after.kernels}
-        _print(
+        _print_records(
             Text.assemble(("── ", "dim"), module_heading(m), (f"  {len(placements)} ops", "dim"))
         )
         if not placements:
-            what = "runs alone" if unfused else f"matches {op!r}"
-            _print(Text(f"no source op {what}", style="dim"))
-        width = min(40, max((len(short_name(p.op.label, 56)) for p in placements), default=0))
+            what = "runs alone" if unfused else f"matches {op!r}" if op else "in this module"
+            _print_records(Text(f"no source op {what}", style="dim"))
+        note = no_user_frames(placements)
+        if note is not None:
+            _print_records(note)
+        # On a terminal names are cut to fit, keeping different names different; piped,
+        # they print in full, one op per line, for grep.
+        labels = [p.op.label for p in placements]
+        others = [o for p in placements for o in p.shares_with]
+        names = short_names([*labels, *others], 56) if terminal else {}
+        width = min(40, max((len(names.get(x, x)) for x in labels), default=0))
         for p in placements:
-            _print(placement_line(p, kinds, width))
+            _print_records(placement_line(p, kinds, width, names))
+
+
+def _format(fmt: str) -> str:
+    if fmt not in ("text", "tsv"):
+        raise _fail(f"--format {fmt!r}: use text or tsv (or --json)", 2)
+    return fmt
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _print_records(renderable: Any) -> None:
+    """Print to a terminal as `_print` does; piped, never wrap or cut a line (rich would
+    wrap at 80 columns), so that each record stays one line for grep."""
+    if _stdout_is_terminal():
+        _print(renderable)
+        return
+    _console(soft_wrap=True, width=100_000).print(renderable)
 
 
 _PICTURE_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
@@ -192,14 +289,16 @@ def graph(
         typer.Option("--side-by-side", help="Before and after in one picture (small modules)."),
     ] = False,
     max_nodes: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--max-nodes",
             help="Node budget; over it, parameters fold away and kernels collapse by name "
-            "scope and repeated blocks.",
+            "scope and repeated blocks (raise it to draw finer; at the kernel count, "
+            "everything) [default: 60].",
             min=2,
+            show_default=False,
         ),
-    ] = 300,
+    ] = None,
     around: Annotated[
         str | None,
         typer.Option(
@@ -262,7 +361,7 @@ def graph(
         both=side_by_side,
         timings=inspection.kernel_times(dump.key),
         expand=expand_arg,
-        max_nodes=max_nodes,
+        **({"max_nodes": max_nodes} if max_nodes is not None else {}),
         around=around,
         depth=depth,
         scope=scope,

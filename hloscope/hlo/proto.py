@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.errors import HloParseError, MissingDependencyError
+from hloscope.hlo.lexical import parse_shape
 from hloscope.hlo.model import (
     CalledComputation,
     Computation,
@@ -39,7 +40,7 @@ from hloscope.hlo.model import (
     StackFrame,
 )
 from hloscope.hlo.opcodes import KNOWN_OPCODES
-from hloscope.hlo.parser import parse_file, parse_shape
+from hloscope.hlo.parser import parse_file
 
 __all__ = ["PROTO_SUFFIXES", "is_proto_path", "load_module_file", "parse_proto", "parse_proto_file"]
 

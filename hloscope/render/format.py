@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from hloscope.hlo.model import Shape
 
@@ -24,6 +25,7 @@ __all__ = [
     "left_ellipsis",
     "printable",
     "short_name",
+    "short_names",
 ]
 
 DASH = "–"
@@ -146,6 +148,95 @@ def short_name(name: str, width: int = 48) -> str:
     return name[:half] + "…" + name[-(width - 1 - half) :]
 
 
+def short_names(names: Iterable[str], width: int = 48) -> dict[str, str]:
+    """Each name fit to `width` as `short_name` does, keeping different names different.
+
+    Names that would print alike keep their end instead of their middle
+    (`resnet50_1/…/conv4_block5_2_bn_1/Reshape`), and where that is not enough the part
+    where they first differ (`bert_ba…layer_0…Gelu/Pow`). A name that still cannot be
+    told apart at that width prints in full.
+
+    Args:
+        names: The names of one list or table.
+        width: The most characters a name may take.
+
+    Returns:
+        Every given name -> what to print.
+    """
+    unique = list(dict.fromkeys(names))
+    shown = {n: short_name(n, width) for n in unique}
+    for strategy in (_keep_tail, _around_difference):
+        groups = _collisions(shown)
+        if not groups:
+            break
+        for group in groups:
+            clean = {n: _TF_HASH.sub("", n) for n in group}
+            for n in group:
+                shown[n] = strategy(clean[n], [clean[o] for o in group if o != n], width)
+    stuck = {n for group in _collisions(shown) for n in group}
+    return {n: (n if n in stuck else text) for n, text in shown.items()}
+
+
+def _collisions(shown: dict[str, str]) -> list[list[str]]:
+    groups: dict[str, list[str]] = {}
+    for name, text in shown.items():
+        groups.setdefault(text, []).append(name)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _keep_tail(name: str, others: list[str], width: int) -> str:
+    """`first/…/last components` in `width`: op paths differ most at their end."""
+    del others
+    if len(name) <= width:
+        return name
+    parts = name.split("/")
+    head = parts[0] + "/…/" if len(parts) > 2 else "…"
+    tail = parts[-1]
+    for part in reversed(parts[1:-1]):
+        if len(head) + len(part) + 1 + len(tail) > width:
+            break
+        tail = f"{part}/{tail}"
+    if len(head) + len(tail) <= width:
+        return head + tail
+    return left_ellipsis(name, width)
+
+
+def _around_difference(name: str, others: list[str], width: int) -> str:
+    """`name` cut to `width` keeping where it first differs from each of `others` (the
+    path component it is in, when that fits) and its last component (the op itself)."""
+    first = min(_common_prefix(name, o) for o in others)
+    same_end = min(_common_suffix(name, o) for o in others)
+    lo, hi = first, max(first + 1, len(name) - same_end)  # the differing span
+    wide_lo = max(name.rfind("/", 0, lo) + 1, lo - 12)
+    wide_hi = name.find("/", hi)
+    wide_hi = len(name) if wide_hi < 0 else wide_hi
+    last = name.rfind("/") + 1  # where the op's own name starts
+    for a, b in ((min(lo, wide_lo), max(hi, wide_hi)), (lo, hi)):
+        end = name[b:] if b >= last else "…" + name[last:]
+        mid = name[a:b]
+        room = width - len(mid) - len(end) - (1 if a > 0 else 0)
+        if room < 0:
+            continue
+        head = name[: min(room, a)]
+        text = head + ("" if len(head) == a else "…") + mid + end
+        if len(text) <= width:
+            return text
+    return name
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _common_suffix(a: str, b: str) -> int:
+    return _common_prefix(a[::-1], b[::-1])
+
+
 def fmt_shape(shape: Shape, limit: int = 60) -> str:
     """`f32[64,128]` without the layout; tuples as `(f32[10], s32[10])`; dynamic
     dimensions as `<=N`."""
@@ -160,3 +251,13 @@ def fmt_shape(shape: Shape, limit: int = 60) -> str:
         )
         text = f"{shape.element_type}[{dims}]"
     return ellipsis(text, limit)
+
+
+def fmt_flops(n: float | None, unit: str = "FLOP") -> str:
+    """`4.2e9` -> `4.20 GFLOP` (or `GFLOP/s`, `GB/s` with `unit`); None -> `–`."""
+    if n is None or not math.isfinite(n):
+        return DASH
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {prefix}{unit}"
+    return f"{n:.3g} {unit}"

@@ -26,9 +26,10 @@ from hloscope.analysis.report import ModuleReport
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.inspection import Inspection
-from hloscope.render.json import SCHEMA_VERSION, module_doc, run_doc
+from hloscope.render.json import SCHEMA_VERSION, module_doc, roofline_keys, run_doc
 from hloscope.render.timing import timings_doc
 from hloscope.runs import ModuleDump, Run
+from hloscope.timing.roofline import Peaks
 
 __all__ = [
     "DIAGRAM_MAX_NODES",
@@ -98,6 +99,7 @@ def report_html(
     *,
     diagrams: bool = True,
     title: str | None = None,
+    peaks: Peaks | None = None,
 ) -> str:
     """The HTML report of an inspected run.
 
@@ -106,11 +108,13 @@ def report_html(
             has no HLO text per kernel).
         diagrams: Draw the Graphviz diagrams (a missing `dot` binary leaves a note).
         title: The page title; the run's script or folder name by default.
+        peaks: The device's roofs, for the roofline plot of a profiled run.
 
     Returns:
         The page, one self-contained HTML document.
     """
-    return report_page(inspection, diagrams=graphviz_diagrams if diagrams else None, title=title)
+    draw = graphviz_diagrams if diagrams else None
+    return report_page(inspection, diagrams=draw, title=title, peaks=peaks)
 
 
 def write_html(inspection: Inspection, path: str | Path, **options: Any) -> Path:
@@ -139,6 +143,7 @@ def report_page(
     diagrams: DiagramsFn | None = None,
     title: str | None = None,
     open_first: bool = True,
+    peaks: Peaks | None = None,
 ) -> str:
     """Build the HTML page of an inspected run.
 
@@ -147,11 +152,12 @@ def report_page(
         diagrams: Draws each module's diagrams; None leaves them out.
         title: The page title.
         open_first: Open the biggest module's section when the page loads.
+        peaks: The device's roofs (the roofline plot needs them and kernel times).
 
     Returns:
         The page.
     """
-    data = page_data(inspection, diagrams=diagrams)
+    data = page_data(inspection, diagrams=diagrams, peaks=peaks)
     data["overview"]["open_first"] = open_first
     return _page(data, title or _title(inspection))
 
@@ -162,7 +168,9 @@ _SUMMARY_KEYS = (
 )  # fmt: skip
 
 
-def page_data(inspection: Inspection, *, diagrams: DiagramsFn | None = None) -> dict[str, Any]:
+def page_data(
+    inspection: Inspection, *, diagrams: DiagramsFn | None = None, peaks: Peaks | None = None
+) -> dict[str, Any]:
     """The data the page embeds: an overview document and one document per module.
 
     The overview is `report_doc`'s `run` plus each module's summary; each module
@@ -181,7 +189,7 @@ def page_data(inspection: Inspection, *, diagrams: DiagramsFn | None = None) -> 
     for index, m in enumerate(report.modules):
         measured = inspection.timing(m.key)
         timing = timings_doc(measured) if measured is not None else None
-        doc = module_doc(m, timing=timing)
+        doc = module_doc(m, timing=timing, extra=roofline_keys(inspection, m.key, peaks))
         extras = _module_extras(m, dumps.get(m.key), inspection.sources.get(m.key))
         if diagrams is not None and not m.trivial:
             extras["diagrams"] = _diagrams_doc(diagrams, m, inspection.kernel_times(m.key))
@@ -570,7 +578,7 @@ def _title(inspection: Inspection) -> str:
 
 
 def _page(data: Mapping[str, Any], title: str) -> str:
-    css, js = _asset("report.css"), _asset("report.js")
+    css, js = _asset("report.css"), _asset("roofline.js") + "\n" + _asset("report.js")
     # The assets are ours; this guards against an edit that would end the block early.
     assert "</style" not in css.lower() and "</script" not in js.lower()
     csp = "; ".join(

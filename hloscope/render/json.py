@@ -16,9 +16,11 @@ from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
 from hloscope.render.timing import timings_doc
 from hloscope.runs import Run
 from hloscope.timing.attribution import ModuleTiming
+from hloscope.timing.roofline import Peaks
 
 SCHEMA_VERSION = 1
 
@@ -98,6 +100,7 @@ def placement_doc(p: Placement) -> dict[str, Any]:
         "op": p.op.name,
         "type": p.op.type,
         "location": str(p.op.location) if p.op.location else None,
+        "user_frame": p.op.user_frame,
         "status": p.status,
         "kernels": list(p.kernels),
         "shares_with": list(p.shares_with[:SHARES_LISTED]),
@@ -106,14 +109,20 @@ def placement_doc(p: Placement) -> dict[str, Any]:
         "before_instructions": p.before,
         "after_instructions": p.after,
         "evidence": p.evidence,
+        "inferred": [{"kernel": k, "how": how} for k, how in p.inferred],
+        "merged_with": p.merged_with or None,
     }
 
 
-def module_doc(m: ModuleReport, *, timing: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One module of `hloscope report --json` (see `report_doc`)."""
+def module_doc(
+    m: ModuleReport, *, timing: dict[str, Any] | None = None, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One module of `hloscope report --json` (see `report_doc`); `extra` keys (cost,
+    memory, roofline) are added as given."""
     kernels = []
     if m.after is not None:
         ops = m.provenance.kernel_ops if m.provenance else {}
+        inferred = m.provenance.inferred if m.provenance else {}
         kernels = [
             {
                 "name": k.name,
@@ -127,6 +136,11 @@ def module_doc(m: ModuleReport, *, timing: dict[str, Any] | None = None) -> dict
                 "bytes_out": k.bytes_out,
                 "library": k.library,
                 "source_ops": [o.name for o in ops.get(k.name, ())],
+                "inferred_ops": (
+                    {"ops": list(inferred[k.name].ops), "how": inferred[k.name].how}
+                    if k.name in inferred
+                    else None
+                ),
             }
             for k in m.after.kernels
         ]
@@ -146,6 +160,7 @@ def module_doc(m: ModuleReport, *, timing: dict[str, Any] | None = None) -> dict
     }
     if timing is not None:
         doc["timing"] = timing
+    doc.update(extra or {})
     return doc
 
 
@@ -166,7 +181,7 @@ def run_doc(run: Run) -> dict[str, Any]:
     }
 
 
-def report_doc(inspection: Inspection) -> dict[str, Any]:
+def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, Any]:
     """The `hloscope report --json` document.
 
     Schema (version 1): `schema_version`; `run` (path, script, framework, versions,
@@ -176,22 +191,40 @@ def report_doc(inspection: Inspection) -> dict[str, Any]:
     included), `kernels`, `kernels_by_kind`, `fusions` (fusion instructions outside
     fused computations), `launches` (per execution), `launches_exact`, `loops`,
     `branches`}, `ops_per_kernel`, `alone`, `kernels` (one object per kernel),
-    `provenance` (one object per source op: `op`, `type`, `location`, `status`
-    (fused/alone/folded/dead/free/removed), `kernels`, `shares_with` (the first 20),
-    `shares_with_count`, `bytes`, `evidence`), `kernels_by_line`, and `timing` when the run was profiled
+    `provenance` (one object per source op: `op`, `type`, `location` (the first frame
+    in the user's code, else what the dump records), `user_frame`, `status`
+    (fused/alone/folded/dead/free/merged/removed), `kernels` (those doing its work),
+    `shares_with` (the first 20), `shares_with_count`, `bytes`, `evidence`, `inferred` (`[{kernel, how}]`, for an op no
+    kernel does the work of), `merged_with`), `kernels_by_line`, and `timing` when the run was profiled
     (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
-    median_us, min_us, max_us, share}]`).
+    median_us, min_us, max_us, share}]`); `cost`, `memory` and `roofline` as
+    `hloscope.render.roofline` documents them (README.md, "JSON").
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
+        peaks: The device's roofs, for `roofline` (None leaves it null).
     """
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run_doc(inspection.run),
         "modules": [
-            module_doc(m, timing=_timing_doc(inspection.timing(m.key))) for m in inspection.modules
+            module_doc(
+                m,
+                timing=_timing_doc(inspection.timing(m.key)),
+                extra=roofline_keys(inspection, m.key, peaks),
+            )
+            for m in inspection.modules
         ],
+    }
+
+
+def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict[str, Any]:
+    """A module's `cost`, `memory` and `roofline` documents (see `report_doc`)."""
+    return {
+        "cost": cost_doc(inspection.cost(key)),
+        "memory": memory_doc(inspection.memory.get(key)),
+        "roofline": roofline_doc(peaks, module_roofline(inspection, key, peaks)),
     }
 
 

@@ -9,6 +9,7 @@ run is the report's (`hloscope.render.text.modules_table`).
 from __future__ import annotations
 
 import codecs
+import re
 import sys
 import threading
 import time
@@ -24,20 +25,38 @@ from rich.text import Text
 from hloscope.capture.run import DumpPlan, DumpResult, Sink, count_compiled, std_sink
 from hloscope.manifest import RunManifest
 
-__all__ = ["DumpProgress", "outcome"]
+__all__ = ["DumpProgress", "is_framework_noise", "outcome"]
+
+# absl/glog INFO records (`I0000 00:00:1796285622.667975    3752 port.cc:153] ...`).
+_ABSL_INFO = re.compile(r"^I\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.\-]+:\d+\] ")
+_NOISE = (
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    # the second line of cpu_feature_guard's INFO record
+    "To enable the following instructions:",
+)
+
+
+def is_framework_noise(line: str) -> bool:
+    """Whether a stderr line is TensorFlow/XLA/absl INFO chatter (oneDNN, cpu_feature_guard,
+    XLA service, profiler sessions) rather than the script's output, a warning or an
+    error. Warnings (`W...`) and errors (`E...`, `F...`) are never noise."""
+    return bool(_ABSL_INFO.match(line)) or line.startswith(_NOISE)
 
 
 class DumpProgress:
     """Sinks for the child's output, with a live status line when stderr is a terminal.
 
     Use as a context manager around `run_dump(plan, out=p.out, err=p.err,
-    on_interrupt=p.interrupting)`. Off a terminal, output is passed through byte for
-    byte and nothing else is shown.
+    on_interrupt=p.interrupting)`. Off a terminal, stdout is passed through byte for
+    byte and nothing else is shown. The child's stderr goes on line by line, without
+    the frameworks' INFO chatter (`is_framework_noise`) unless `verbose`; `stderr.log`
+    keeps every line either way (`run_dump` writes it).
 
     Args:
         plan: The dump being run (for its name and dump folder).
         console: The stderr console (default: a new one on stderr).
         clock: Monotonic seconds, for the elapsed time.
+        verbose: Show every stderr line, INFO chatter included.
     """
 
     def __init__(
@@ -46,8 +65,12 @@ class DumpProgress:
         *,
         console: Console | None = None,
         clock: Callable[[], float] = time.monotonic,
+        verbose: bool = False,
     ) -> None:
         self.plan = plan
+        self.verbose = verbose
+        self.hidden = 0  # stderr lines left out as framework chatter
+        self._err_sink: Sink | None = None
         self.console = console or Console(stderr=True, highlight=False)
         self.clock = clock
         self.live: Live | None = None
@@ -92,6 +115,8 @@ class DumpProgress:
                 self._emit(stream, "", final=True)
             self.live.stop()
             self.live = None
+        else:
+            self._flush_err()
 
     def status_text(self) -> str:
         """`running x.py · 12.3 s · 2 modules compiled`."""
@@ -128,10 +153,34 @@ class DumpProgress:
 
     @property
     def err(self) -> Sink:
-        """The sink for the child's stderr."""
+        """The sink for the child's stderr: whole lines, framework INFO chatter left out
+        unless `verbose`."""
         if self.live is None:
-            return std_sink(sys.stderr)
+            if self.verbose:
+                return std_sink(sys.stderr)
+            plain = std_sink(sys.stderr)
+            return lambda data: self._filter_err(data, plain)
         return lambda data: self._write("err", data)
+
+    def _filter_err(self, data: bytes, sink: Sink) -> None:
+        with self._lock:
+            text = self._partial["err"] + self._decoders["err"].decode(data)
+            *lines, self._partial["err"] = text.split("\n")
+            kept = [line for line in lines if not self._hide("err", line)]
+            if kept:
+                sink(("\n".join(kept) + "\n").encode())
+        self._err_sink = sink
+
+    def _flush_err(self) -> None:
+        rest, self._partial["err"] = self._partial["err"], ""
+        if rest and self._err_sink is not None and not self._hide("err", rest):
+            self._err_sink(rest.encode())
+
+    def _hide(self, stream: str, line: str) -> bool:
+        if stream != "err" or self.verbose or not is_framework_noise(line):
+            return False
+        self.hidden += 1
+        return True
 
     def _write(self, stream: str, data: bytes) -> None:
         self._emit(stream, self._decoders[stream].decode(data))
@@ -145,6 +194,8 @@ class DumpProgress:
                 rest = ""
             self._partial[stream] = rest
             for line in lines:
+                if self._hide(stream, line):
+                    continue
                 self.console.print(
                     Text.from_ansi(line.rsplit("\r", 1)[-1]),
                     soft_wrap=True,

@@ -7,6 +7,7 @@ anything the analyses did not, and never print: the CLI prints what they return.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -18,7 +19,7 @@ from hloscope.analysis.provenance import Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
-from hloscope.render.format import fmt_bytes, short_name
+from hloscope.render.format import fmt_bytes, short_name, short_names
 from hloscope.render.json import run_doc
 from hloscope.render.timing import module_detail
 
@@ -90,24 +91,30 @@ def run_header(report: RunReport) -> Text:
     return Text.assemble(("run ", "bold"), " · ".join(bits))
 
 
-def modules_table(report: RunReport, *, show_all: bool = False) -> RenderableType:
+def modules_table(
+    report: RunReport, *, show_all: bool = False, full_names: bool = False
+) -> RenderableType:
     """One row per module, biggest first: instructions before → after, ops before →
     kernels after, fusion kernels, launches per execution, and ops per kernel.
 
     The same table ends `hloscope dump` and starts `hloscope report`. Trivial helper
-    modules are folded into one line unless `show_all`.
+    modules are folded into one line unless `show_all`. Module keys are cut to fit a
+    terminal, different keys kept different, unless `full_names` (output to a pipe).
     """
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
-    table.add_column("module", no_wrap=True, overflow="ellipsis", max_width=24)
+    table.add_column(
+        "module", no_wrap=True, overflow="ellipsis", max_width=None if full_names else 24
+    )
     table.add_column("instructions\nbefore→after", justify="right", no_wrap=True)
     table.add_column("ops→\nkernels", justify="right", no_wrap=True)
     table.add_column("fusions", justify="right", no_wrap=True)
     table.add_column("launches", justify="right", no_wrap=True)
     table.add_column("ops per\nkernel", justify="right", no_wrap=True)
     shown = report.modules if show_all else report.main
+    keys = {m.key: m.key for m in shown} if full_names else short_names((m.key for m in shown), 24)
     for m in shown:
         b, a = m.before, m.after
-        label = Text(short_name(m.key, 24), style="dim" if m.trivial else "")
+        label = Text(keys[m.key], style="dim" if m.trivial else "")
         if m.error and a is None and b is None:
             table.add_row(label, "[red]unreadable[/red]", "–", "–", "–", "–")
             continue
@@ -140,8 +147,9 @@ def module_heading(m: ModuleReport) -> Text:
     return Text.assemble((short_name(m.name, 64), "bold cyan"), (f"  [{where}]", "dim"))
 
 
-def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
-    """Kernels by kind, launches, the biggest unfused ops and the busiest source lines."""
+def module_details(m: ModuleReport, *, top: int = 8, full_names: bool = False) -> RenderableType:
+    """Kernels by kind, launches, the biggest unfused ops and the busiest source lines;
+    names cut to fit a terminal unless `full_names`."""
     parts: list[RenderableType] = [Text.assemble(("\n── ", "dim"), module_heading(m))]
     if m.error:
         parts.append(Text(f"could not read: {m.error}", style="red"))
@@ -164,9 +172,14 @@ def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
             t.add_column("bytes", justify="right")
             t.add_column("kernel")
             t.add_column("evidence", style="dim")
+            labels = (
+                {p.op.label: p.op.label for p in unfused}
+                if full_names
+                else short_names((p.op.label for p in unfused), 50)
+            )
             for p in unfused:
                 t.add_row(
-                    short_name(p.op.label, 50),
+                    labels[p.op.label],
                     fmt_bytes(p.bytes),
                     ", ".join(p.kernels),
                     p.evidence or "XLA gave no reason",
@@ -183,22 +196,28 @@ def module_details(m: ModuleReport, *, top: int = 8) -> RenderableType:
             t.add_column("line")
             t.add_column("kernels", justify="right")
             for loc, n in lines:
-                t.add_row(short_name(loc, 70), str(n))
+                t.add_row(loc if full_names else short_name(loc, 70), str(n))
             parts.append(t)
     return Group(*parts)
 
 
-def report_view(inspection: Inspection, *, show_all: bool = False) -> RenderableType:
+def report_view(
+    inspection: Inspection, *, show_all: bool = False, full_names: bool = False
+) -> RenderableType:
     """The whole `hloscope report` terminal output.
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
         show_all: List the trivial helper modules too.
+        full_names: Print names in full (for a pipe) instead of cut to fit a terminal.
     """
     report = inspection.report
-    parts: list[RenderableType] = [run_header(report), modules_table(report, show_all=show_all)]
+    parts: list[RenderableType] = [
+        run_header(report),
+        modules_table(report, show_all=show_all, full_names=full_names),
+    ]
     for m in report.modules if show_all else report.main:
-        parts.append(module_details(m))
+        parts.append(module_details(m, full_names=full_names))
         timing = inspection.timing(m.key)
         if timing is not None:
             parts.append(module_detail(short_name(m.key, 60), timing, limit=10))
@@ -211,28 +230,140 @@ _STATUS_STYLE = {
     "folded": "cyan",
     "dead": "cyan",
     "free": "cyan",
+    "merged": "cyan",
     "removed": "magenta",
 }
 
 
-def placement_line(p: Placement, kinds: dict[str, str], width: int = 0) -> Text:
+def placement_line(
+    p: Placement,
+    kinds: dict[str, str],
+    width: int = 0,
+    names: Mapping[str, str] | None = None,
+) -> Text:
     """`hloscope ops`: one line per source op saying where it went.
 
     Args:
         p: The source op's placement.
         kinds: Kernel name -> kind, for the kernels it names.
         width: Pad the op's label to this many characters (to line up a list).
+        names: Full name -> name to print (`format.short_names`); absent names print in
+            full (what `hloscope ops` does when its output is not a terminal).
     """
-    label = short_name(p.op.label, 56).ljust(width)
+    names = names or {}
+    label = names.get(p.op.label, p.op.label).ljust(width)
     status = Text(f"{p.status:<7}", style=_STATUS_STYLE.get(p.status, ""))
+    where = ", ".join(
+        [f"{k} [{kinds.get(k, '?')}]" for k in p.kernels]
+        + [f"{k} [{kinds.get(k, '?')}, inferred]" for k, _ in p.inferred]
+    )
     if p.status == "fused":
-        where = ", ".join(f"{k} [{kinds.get(k, '?')}]" for k in p.kernels)
-        others = ", ".join(short_name(o, 40) for o in p.shares_with[:4])
+        others = ", ".join(names.get(o, o) for o in p.shares_with[:4])
         more = f" +{len(p.shares_with) - 4} more" if len(p.shares_with) > 4 else ""
         rest = f"→ {where} with {others}{more}"
+        if not p.kernels:
+            rest += f" ({p.evidence})"
     elif p.status == "alone":
-        where = ", ".join(f"{k} [{kinds.get(k, '?')}]" for k in p.kernels)
         rest = f"→ {where}, alone ({fmt_bytes(p.bytes)}): {p.evidence or 'XLA gave no reason'}"
     else:
         rest = p.evidence or "gone after optimization; XLA gave no reason"
-    return Text.assemble((label, "bold"), "  ", status, " ", rest)
+    line = Text.assemble((label, "bold"), "  ", status, " ", rest)
+    if p.op.location is not None and p.op.user_frame:
+        line.append(f"  [{p.op.location}]", style="dim")
+    return line
+
+
+def no_user_frames(placements: Iterable[Placement]) -> Text | None:
+    """A note when none of the ops has a source line in the user's code, saying what the
+    dump records instead (TensorFlow: its own `ops.py` for every op); else None."""
+    placements = list(placements)
+    if not placements or any(p.op.user_frame for p in placements):
+        return None
+    recorded = sorted({str(p.op.location) for p in placements if p.op.location})
+    where = f" (only {', '.join(recorded[:2])})" if recorded else ""
+    return Text(f"the dump records no source line in your code for these ops{where}", style="dim")
+
+
+PLACEMENT_COLUMNS = (
+    "module",
+    "op",
+    "type",
+    "status",
+    "kernels",
+    "inferred_kernels",
+    "shares_with",
+    "bytes",
+    "location",
+    "user_frame",
+    "evidence",
+)
+"""The columns of `hloscope ops --format tsv`, in order."""
+
+
+def placement_row(module: str, p: Placement, kinds: dict[str, str]) -> list[str]:
+    """One `hloscope ops --format tsv` row (see `PLACEMENT_COLUMNS`); lists are
+    comma-separated, kernels as `name[kind]`."""
+    return [
+        module,
+        p.op.name,
+        p.op.type or "",
+        p.status,
+        ",".join(f"{k}[{kinds.get(k, '?')}]" for k in p.kernels),
+        ",".join(f"{k}[{kinds.get(k, '?')}]" for k, _ in p.inferred),
+        ",".join(p.shares_with),
+        str(p.bytes),
+        str(p.op.location) if p.op.location else "",
+        "yes" if p.op.user_frame else "no",
+        p.evidence,
+    ]
+
+
+MODULE_COLUMNS = (
+    "module",
+    "name",
+    "instructions_before",
+    "instructions_after",
+    "ops_before",
+    "kernels_after",
+    "fusions",
+    "launches",
+    "launches_exact",
+    "ops_per_kernel",
+    "trivial",
+)
+"""The columns of `hloscope report --format tsv`, in order."""
+
+
+def module_row(m: ModuleReport) -> list[str]:
+    """One `hloscope report --format tsv` row (see `MODULE_COLUMNS`); missing values
+    are empty."""
+    b, a = m.before, m.after
+
+    def num(x: object) -> str:
+        return "" if x is None else str(x)
+
+    return [
+        m.key,
+        m.name,
+        num(b.instructions if b else None),
+        num(a.instructions if a else None),
+        num(b.ops if b else None),
+        num(a.kernel_count if a else None),
+        num(a.fusions if a else None),
+        num(a.launches if a else None),
+        num(a.launches_exact if a else None).lower(),
+        f"{m.ops_per_kernel:.3f}" if m.ops_per_kernel else "",
+        str(m.trivial).lower(),
+    ]
+
+
+def tsv(header: Iterable[str], rows: Iterable[list[str]]) -> str:
+    """Tab-separated lines with a header line: one record per line, for grep, cut and
+    spreadsheets. Tabs and line breaks inside a value become spaces."""
+
+    def clean(value: str) -> str:
+        return value.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+    lines = ["\t".join(header)]
+    lines.extend("\t".join(clean(v) for v in row) for row in rows)
+    return "\n".join(lines) + "\n"

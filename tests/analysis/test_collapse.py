@@ -31,7 +31,8 @@ from hloscope.errors import UsageError
 def _layers(n_layers: int, per_layer: int = 4, *, odd_last: bool = True) -> nx.DiGraph:
     """input -> layer_0 .. layer_{n-1} (a chain of `per_layer` units each) -> output.
 
-    Every layer has the same kinds and shapes except, with `odd_last`, the last one.
+    Every layer has the same kinds and shapes except, with `odd_last`, the last one
+    (another kind of unit: not alike; a layer differing only in shapes would be).
     """
     g = nx.DiGraph()
     order = 0
@@ -41,14 +42,14 @@ def _layers(n_layers: int, per_layer: int = 4, *, odd_last: bool = True) -> nx.D
         for j in range(per_layer):
             order += 1
             node = f"k{layer}_{j}"
-            width = 99 if odd_last and layer == n_layers - 1 else 64
+            odd = odd_last and layer == n_layers - 1
             scope = f"jit(f)/layer_{layer}/block"
             g.add_node(
                 node,
                 **{
                     SCOPE: scope,
                     OP_NAMES: (f"{scope}/op{j}",),
-                    SIGNATURE: (f"kind{j}", f"f32[{width}]"),
+                    SIGNATURE: (f"kind{j}" + ("x" if odd else ""), "f32[64]"),
                     ORDER: order,
                 },
             )
@@ -144,6 +145,21 @@ def test_repeated_layers_fold_into_one_node_marked_times_n() -> None:
     assert col.graph.has_edge("k0_3", rep.id)
     assert col.graph.edges["k0_3", rep.id][MERGED] == [("k0_3", "k1_0")]
     assert col.graph.has_edge(rep.id, "k39_0")
+
+
+def test_blocks_alike_but_for_shapes_fold_into_one_repeat() -> None:
+    """DenseNet's dense blocks: the same kinds of kernels, each block wider (one more
+    concatenated input); one node ×N, its label saying the sizes."""
+    g = _layers(12, odd_last=False)
+    for n, d in g.nodes(data=True):
+        if n.startswith("k"):
+            layer = int(n[1:].split("_")[0])
+            d[SIGNATURE] = (d[SIGNATURE][0], f"f32[{32 * (layer + 1)}]")
+    col = collapse(g, 10)
+    _accounted(g, col)
+    (rep,) = [gr for gr in col.groups.values() if gr.repeat > 1]
+    assert rep.repeat == 11 and rep.scope == "jit(f)/layer_#"
+    assert rep.sizes == (4,) * 11
 
 
 def test_tight_budget_still_accounts_for_every_unit() -> None:

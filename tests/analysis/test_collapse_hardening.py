@@ -25,6 +25,17 @@ from hloscope.analysis.collapse import (
 )
 
 
+def _letters(n: int) -> str:
+    """`a`, `b`, ..., `ba`: layer names without digits, so that no two fold into one
+    repeated block (each layer differs, as in a model of distinct stages)."""
+    out = ""
+    while True:
+        n, r = divmod(n, 26)
+        out = chr(ord("a") + r) + out
+        if n == 0:
+            return out
+
+
 def training_step(layers: int, per_block: int = 6) -> nx.DiGraph:
     """Forward layers, then backward layers in reverse, each backward unit reading a
     forward unit of its layer: long edges across the whole chain."""
@@ -35,9 +46,7 @@ def training_step(layers: int, per_block: int = 6) -> nx.DiGraph:
             for b in ("attn", "mlp"):
                 for j in range(per_block):
                     node = f"{phase}{layer}{b}{j}"
-                    scope = (
-                        f"jit(train)/{'transpose(jvp(train))/' * (phase == 'bwd')}layer_{layer}/{b}"
-                    )
+                    scope = f"jit(train)/{'transpose(jvp(train))/' * (phase == 'bwd')}stage_{_letters(layer)}/{b}"
                     g.add_node(node, **{SCOPE: scope, SIGNATURE: ("k", j, layer), ORDER: len(g)})
                     if prev is not None:
                         g.add_edge(prev, node)

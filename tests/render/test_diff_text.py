@@ -34,7 +34,9 @@ def test_regression_shows_counts_a_vs_b() -> None:
     assert _row(text, "kLoop") == ["kLoop", "7", "48", "+41"]
     assert _row(text, "__ynn_fusion") == ["__ynn_fusion", "4", "4", "="]
     assert "kernel time" not in text  # not profiled
-    assert "kernel changes by bytes moved: 6 changed, 4 matched unchanged" in text
+    # 7: B's `wrapped_broadcast.9` only broadcasts a constant carrying `output/div`'s
+    # metadata, which is no evidence of the div: it appears on its own
+    assert "kernel changes by bytes moved: 7 changed, 4 matched unchanged" in text
     assert text.count("\nsplit ") == 3 and "fused → alone (18): " in text
     assert all(len(line) <= 100 for line in text.splitlines())
 
@@ -79,7 +81,7 @@ def test_profiled_diff_shows_kernel_time() -> None:
     timed = diff_runs(d.a, d.b, timings_a={"jit_mlp": a}, timings_b={"jit_mlp": b})
     text = render(diff_view(timed))
     assert _row(text, "kernel time (µs)") == ["kernel time (µs)", "22.0", "52.0", "+30.0 (+136.4%)"]
-    assert "kernel changes by time: 6 changed" in text
+    assert "kernel changes by time: 7 changed" in text
     assert "2.0 → 11.0 µs (+9.0)" in text  # a GELU layer: one kernel of 2 µs -> 11 of 1 µs
 
 

@@ -21,11 +21,14 @@ from tests.render.test_diff_golden import check_golden, normalise_text
 # A 100-column terminal without colour, as a user's would be.
 ENV = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
 
+FIXED_PEAKS = ["--peak-bandwidth", "12", "--peak-tflops", "0.2"]
+
 CASES = [
-    ("report_jax_mlp_profile.txt", ["report", "jax_mlp_profile"]),
+    # fixed roofs: the default measures this machine's CPU (hloscope.timing.roofline)
+    ("report_jax_mlp_profile.txt", ["report", "jax_mlp_profile", *FIXED_PEAKS]),
     ("report_tf_dense_relu.txt", ["report", "tf_dense_relu", "--all"]),
     ("ops_tf_recsys_scores.txt", ["ops", "tf_recsys_scores"]),
-    ("report_jax_mlp_profile.json", ["report", "jax_mlp_profile", "--json"]),
+    ("report_jax_mlp_profile.json", ["report", "jax_mlp_profile", "--json", *FIXED_PEAKS]),
     ("ops_jax_mlp.json", ["ops", "jax_mlp", "--op", "layer1", "--json"]),
 ]
 

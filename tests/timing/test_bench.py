@@ -208,3 +208,10 @@ def test_jax_modes_on_mlp() -> None:
     assert all(m.error is None for m in r.modes)
     jit = r.mode("jit")
     assert jit.speedup is not None and jit.speedup > 0
+    if r.device.startswith("CPU"):  # XLA's planned peak: at least the arguments it holds
+        import jax
+
+        arg_bytes = sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(args))
+        assert jit.peak_memory_bytes is not None and jit.peak_memory_bytes >= arg_bytes
+        assert "planned by XLA" in (jit.memory_note or "")
+        assert r.mode("op-by-op").peak_memory_bytes is None

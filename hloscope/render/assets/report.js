@@ -498,6 +498,22 @@
     return first;
   }
 
+  // A kernel's source ops; those inferred for a kernel that holds none are marked.
+  function kernelOps(k) {
+    if (!k.source_ops.length && k.inferred_ops) {
+      return k.inferred_ops.ops.map(function (o) { return shortName(o, 40); }).join(", ") + " (inferred from " + k.inferred_ops.how + ")";
+    }
+    return k.source_ops.map(function (o) { return shortName(o, 40); }).join(", ");
+  }
+
+  // An op's kernels; kernels inferred for an op no kernel does the work of are marked.
+  function opKernels(p) {
+    if (!p.kernels.length && p.inferred && p.inferred.length) {
+      return p.inferred.map(function (i) { return i.kernel; }).join(", ") + " (inferred)";
+    }
+    return p.kernels.join(", ");
+  }
+
   // ---------------------------------------------------------------- overview
 
   function runHeader(ov) {
@@ -692,6 +708,10 @@
     }
     this.byName = new Map();
     d.kernels.forEach(function (k, i) { k.index = i; self.byName.set(k.name, k); });
+    this.costOf = new Map();
+    if (d.cost) d.cost.kernels.forEach(function (c) { self.costOf.set(c.name, c); });
+    this.roofOf = new Map();
+    if (d.roofline) d.roofline.kernels.forEach(function (r) { self.roofOf.set(r.name, r); });
     this.opByName = new Map();
     d.provenance.forEach(function (p, i) { p.index = i; self.opByName.set(p.op, p); });
 
@@ -707,8 +727,16 @@
     if (timing) {
       var per = function (us) { return timing.executions && typeof us === "number" ? fmtUs(us / timing.executions) : "–"; };
       facts.push(["kernel time / execution", per(timing.kernel_us)]);
+      if (typeof timing.busy_us === "number" && typeof timing.kernel_us === "number" &&
+          timing.busy_us < timing.kernel_us * 0.995) {
+        // kernels on several streams overlap: their sum exceeds the time they took
+        facts.push(["busy / execution (kernels overlap)", per(timing.busy_us)]);
+      }
       facts.push(["wall / execution", per(timing.total_us)]);
-      facts.push(["executions profiled", fmtInt(timing.executions)]);
+      facts.push(["executions profiled" + (timing.source ? " (" + timing.source + ")" : ""), fmtInt(timing.executions)]);
+      if (typeof timing.device_ops_per_execution === "number") {
+        facts.push(["GPU operations / execution", fmtInt(timing.device_ops_per_execution)]);
+      }
     }
     facts.forEach(function (f) { add(stats, h("div", { class: "hs-stat" }, h("b", null, f[1]), h("span", null, f[0]))); });
     add(body, stats);
@@ -759,7 +787,7 @@
         { label: "ops", w: "52px", num: true, get: function (k) { return k.instructions; }, cell: function (k) { return fmtInt(k.instructions); }, title: "fused instructions" },
         { label: "bytes in", w: "84px", num: true, get: function (k) { return k.bytes_in; }, cell: function (k) { return fmtBytes(k.bytes_in); } },
         { label: "bytes out", w: "88px", num: true, get: function (k) { return k.bytes_out; }, cell: function (k) { return fmtBytes(k.bytes_out); } },
-        { label: "source ops", get: function (k) { return k.source_ops.length; }, cell: function (k) { return k.source_ops.map(function (o) { return shortName(o, 40); }).join(", "); } });
+        { label: "source ops", get: function (k) { return k.source_ops.length; }, cell: function (k) { return kernelOps(k); } });
       this.ktable = new VTable({
         columns: cols, rows: d.kernels, height: 360,
         sortCol: hasTime ? 3 : 0, sortDesc: hasTime,
@@ -773,6 +801,17 @@
         this.ktable.element));
     }
 
+    // roofline: one dot per measured kernel
+    if (d.roofline) add(main, HS_ROOFLINE.plot(d.roofline, function (name) { if (self.byName.has(name)) self.select(name, "roofline"); }, { h: h, fmtUs: fmtUs }));
+    if (d.memory && d.memory.peak_bytes !== null) {
+      var mem = d.memory, kinds2 = Object.keys(mem.by_kind).filter(function (k) { return mem.by_kind[k]; });
+      var big = mem.largest.slice(0, 3).map(function (a) { return fmtBytes(a.size) + " " + a.kind + " (" + a.instructions.slice(0, 3).join(", ") + ")"; });
+      add(main, h("p", { class: "hs-muted", data: { part: "memory" } }, "peak planned memory (XLA): " + fmtBytes(mem.peak_bytes) + " — " +
+        kinds2.map(function (k) { return k + " " + fmtBytes(mem.by_kind[k]); }).join(", ") + "; largest: " + big.join("; ")));
+    } else if (d.memory && d.memory.missing) {
+      add(main, h("p", { class: "hs-muted", data: { part: "memory" } }, "planned memory: not in the dump (" + d.memory.missing + ")"));
+    }
+
     // where did my op go
     if (d.provenance.length) {
       var kinds = {};
@@ -782,7 +821,7 @@
           { label: "source op", w: "24%", get: function (p) { return p.op; }, cell: function (p) { return p.op; } },
           { label: "type", w: "8%", get: function (p) { return p.type; }, cell: function (p) { return p.type || ""; } },
           { label: "status", w: "76px", get: function (p) { return p.status; }, cell: function (p) { return statusChip(p.status); } },
-          { label: "kernel", w: "16%", get: function (p) { return p.kernels.join(","); }, cell: function (p) { return p.kernels.join(", "); }, cls: "hs-kname" },
+          { label: "kernel", w: "16%", get: function (p) { return p.kernels.join(","); }, cell: function (p) { return opKernels(p); }, cls: "hs-kname" },
           { label: "shares with", w: "92px", num: true, get: function (p) { return p.shares_with_count; }, cell: function (p) { return p.shares_with_count ? fmtInt(p.shares_with_count) + " ops" : ""; } },
           { label: "bytes", w: "84px", num: true, get: function (p) { return p.bytes; }, cell: function (p) { return fmtBytes(p.bytes); } },
           { label: "location", w: "14%", get: function (p) { return p.location; }, cell: function (p) { return p.location || ""; } },
@@ -866,6 +905,16 @@
       if (t.share !== undefined) facts.push(["share of kernel time", fmtPct(t.share)]);
     } else if (this.kernelTime.size) {
       facts.push(["time", "not seen in the profile"]);
+    }
+    var c = this.costOf.get(k.name), r = this.roofOf.get(k.name);
+    if (c) {
+      facts.push(["FLOPs / run", c.known ? HS_ROOFLINE.rate(c.flops, "FLOP") : "unknown (library call)"]);
+      facts.push(["bytes read / written", fmtBytes(c.bytes_read) + " / " + fmtBytes(c.bytes_written)]);
+      if (c.kept_bytes) facts.push(["kept out of memory", fmtBytes(c.kept_bytes)]);
+    }
+    if (r) {
+      facts.push(["achieved", HS_ROOFLINE.rate(r.flops_per_s, "FLOP/s") + ", " + HS_ROOFLINE.rate(r.bandwidth, "B/s")]);
+      facts.push(["roofline", r.bound + "-bound, " + (r.efficiency * 100).toFixed(1) + "% of roof (" + fmtUs(r.roof_us) + " on the roof)"]);
     }
     var dl = h("dl", { class: "hs-kv" });
     facts.forEach(function (f) { add(dl, [h("dt", null, f[0]), h("dd", null, String(f[1]))]); });

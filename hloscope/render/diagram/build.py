@@ -254,9 +254,10 @@ class Builder:
         count = sum(1 for d in members if d.get(ROLE) in (KERNEL, OP))
         what = f"{count} {self.unit}s"
         if group.repeat > 1:
-            per = count // group.repeat
             title = f"{left_ellipsis(scope, LINE - 6)} ×{group.repeat}"
-            second = (f"#={group.numbers} · " if group.numbers else "") + f"{per} {self.unit}s each"
+            second = (f"#={group.numbers} · " if group.numbers else "") + _per_instance(
+                group, count, self.unit
+            )
             lines = [title, second, kinds_line(kinds)]
             role = REPEAT
         else:
@@ -354,3 +355,11 @@ class Builder:
         if group is not None:
             return group.scope or "(top level)"
         return unit_name(d) or n
+
+
+def _per_instance(group: Group, count: int, unit: str) -> str:
+    """`12 kernels each`, or `9–31 kernels each` when the instances differ in size (alike
+    in structure, not in shapes)."""
+    sizes = group.sizes or (count // group.repeat,)
+    low, high = min(sizes), max(sizes)
+    return f"{low} {unit}s each" if low == high else f"{low}–{high} {unit}s each"

@@ -1,0 +1,329 @@
+"""What counts as evidence that a source op is in a kernel, and what stands in without it.
+
+`provenance.trace` credits an op to a kernel only through instructions that do the op's
+work. XLA copies constants (and broadcasts of them) into every fusion that uses them,
+keeping the metadata of the op that first made them: a Keras `Relu`'s `constant(0)`
+ends up in a dozen kernels that never compute a maximum. This module says which
+instructions are such free copies (`constant_like`, `is_work`), finds the op a removed
+op was merged into by common-subexpression elimination (`cse_twins`), and infers the
+ops of kernels that hold no evidence at all (`infer_kernel_ops`), always marked as
+inferred. The user's source line is the first stack frame outside the frameworks
+(`user_location`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from hloscope.analysis.fusion import Kernel
+from hloscope.hlo.model import Computation, HloModule, Instruction, SourceLocation
+
+# Ops that only move or relabel data: free when all they move is a constant.
+DATA_MOVEMENT = frozenset(
+    {
+        "reshape",
+        "transpose",
+        "broadcast",
+        "bitcast",
+        "copy",
+        "convert",
+        "slice",
+        "bitcast-convert",
+        "get-tuple-element",
+        "tuple",
+    }
+)
+# Instructions that compute nothing themselves.
+_NO_WORK = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast"})
+# Never merged by XLA's CSE (side effects, or a value of their own).
+_UNIQUE = frozenset(
+    {
+        "parameter",
+        "rng",
+        "rng-bit-generator",
+        "rng-get-and-update-state",
+        "infeed",
+        "outfeed",
+        "send",
+        "recv",
+        "custom-call",
+        "after-all",
+        "all-reduce",
+        "all-gather",
+        "partition-id",
+        "replica-id",
+    }
+)
+
+# Source paths inside the frameworks (and hloscope's own runner): not the user's code.
+FRAMEWORK_PATHS = (
+    "/site-packages/tensorflow/",
+    "/site-packages/keras/",
+    "/site-packages/jax/",
+    "/site-packages/jaxlib/",
+    "/site-packages/flax/",
+    "/site-packages/optax/",
+    "/site-packages/tf_keras/",
+    "/tensorflow/python/",
+    "/hloscope/capture/",
+    "<frozen ",
+)
+
+
+def is_framework_file(path: str) -> bool:
+    """Whether a source path lies inside TensorFlow, Keras, JAX (or hloscope's runner)."""
+    return any(part in path for part in FRAMEWORK_PATHS)
+
+
+def constant_like(module: HloModule) -> frozenset[int]:
+    """`id()` of every constant and every data movement of constants only, in `module`.
+
+    A fused computation's parameter counts as a constant when the fusion passes one in
+    (XLA's CPU `wrapped_broadcast` of a `constant(0)`). XLA prints operands before
+    their users, so each pass goes in text order; passes repeat while fusion parameters
+    change (callees print before callers). Ids are of the module's own `Instruction`
+    objects (which are not hashable) and hold while the module lives.
+    """
+    out: set[int] = set()
+    comps = module.computation_map
+    while True:
+        before = len(out)
+        for comp in module.computations:
+            index = comp.by_name
+            for inst in comp.instructions:
+                if inst.opcode == "constant" or (
+                    inst.opcode in DATA_MOVEMENT
+                    and inst.operands
+                    and all(o in index and id(index[o]) in out for o in inst.operands)
+                ):
+                    out.add(id(inst))
+                elif inst.opcode == "fusion":
+                    _mark_parameters(inst, index, comps, out)
+        if len(out) == before:
+            return frozenset(out)
+
+
+def _mark_parameters(
+    fusion: Instruction,
+    index: Mapping[str, Instruction],
+    comps: Mapping[str, Computation],
+    out: set[int],
+) -> None:
+    for name in fusion.calls():
+        callee = comps.get(name)
+        if callee is None:
+            continue
+        for param in callee.parameters:
+            n = param.parameter_number
+            if n is not None and n < len(fusion.operands):
+                operand = index.get(fusion.operands[n])
+                if operand is not None and id(operand) in out:
+                    out.add(id(param))
+
+
+def is_work(inst: Instruction, free: frozenset[int]) -> bool:
+    """Whether `inst` does work of its own: not a parameter, constant, tuple, bitcast, or
+    a broadcast/reshape/... of constants only (`free` = `constant_like(module)`)."""
+    return inst.opcode not in _NO_WORK and id(inst) not in free
+
+
+@dataclass(frozen=True)
+class Twin:
+    """An instruction XLA's CSE can replace by an identical earlier one.
+
+    Attributes:
+        instruction: The instruction that goes away.
+        kept: The identical instruction that stays (the first in text order).
+    """
+
+    instruction: Instruction
+    kept: Instruction
+
+
+def cse_twins(module: HloModule) -> dict[tuple[str, str], Twin]:
+    """For each instruction of a before-optimization module that computes exactly what an
+    earlier one in its computation computes, that earlier one, by (computation, name).
+
+    Identical means the same opcode, shape, attributes (literal included) and operands,
+    operands compared the same way (value numbering in text order) and called
+    computations compared by structure (two reducers that both add), which is what XLA's
+    `HloCSE` pass merges (xla/hlo/transforms/simplifiers/hlo_cse.cc); instructions with
+    side effects never are.
+    """
+    out: dict[tuple[str, str], Twin] = {}
+    shapes: dict[str, object] = {}  # computation -> its structure, names left out
+    for comp in module.computations:  # callees print before their callers
+        canon: dict[str, str] = {}
+        first: dict[tuple[object, ...], Instruction] = {}
+        order = {i.name: n for n, i in enumerate(comp.instructions)}
+        structure = []
+        for inst in comp.instructions:
+            called = tuple((c.role, shapes.get(c.name, c.name)) for c in inst.called)
+            # Metadata and the callee names do not make instructions different.
+            skip = {"metadata", *(c.role for c in inst.called)}
+            attrs = tuple(sorted((k, v) for k, v in inst.attributes.items() if k not in skip))
+            operands = tuple(order.get(o, -1) for o in inst.operands)
+            structure.append((inst.opcode, inst.shape.text, inst.literal, attrs, called, operands))
+            if inst.opcode in _UNIQUE:
+                canon[inst.name] = inst.name
+                continue
+            key = (
+                inst.opcode,
+                inst.shape.text,
+                inst.literal,
+                tuple(canon.get(o, o) for o in inst.operands),
+                attrs,
+                called,
+            )
+            kept = first.setdefault(key, inst)
+            canon[inst.name] = canon.get(kept.name, kept.name)
+            if kept is not inst:
+                out[(comp.name, inst.name)] = Twin(inst, kept)
+        shapes[comp.name] = tuple(structure)
+    return out
+
+
+@dataclass(frozen=True)
+class Inferred:
+    """Source ops given to a kernel that holds no instruction naming one.
+
+    Attributes:
+        ops: The op names, in order.
+        how: Where they came from: `its reducer`, `the kernel instruction`,
+            `a constant it holds`, `its producer X`, `its consumer X`.
+    """
+
+    ops: tuple[str, ...]
+    how: str
+
+
+def infer_kernel_ops(
+    module: HloModule,
+    kernels: Iterable[Kernel],
+    evidenced: Mapping[str, tuple[str, ...]],
+    name_of: Callable[[Instruction], str | None],
+) -> dict[str, Inferred]:
+    """Source ops for the kernels without evidence, each with how it was inferred.
+
+    In order: the metadata of computations the kernel's instructions call (the reducer of
+    a CPU `wrapped_reduce-window`), the kernel instruction's own metadata, the free
+    instructions it holds (a constant it materialises), then its neighbours: the kernels
+    producing its operands, else those consuming its result.
+
+    Args:
+        module: The module after optimization.
+        kernels: Its kernels.
+        evidenced: Kernel name -> source op names backed by instructions doing work.
+        name_of: An instruction's source op name, or None.
+    """
+    kernels = list(kernels)
+    out: dict[str, Inferred] = {}
+    for k in kernels:
+        if evidenced.get(k.name):
+            continue
+        found = _from_own(module, k, name_of)
+        if found is not None:
+            out[k.name] = found
+    neighbours = _neighbours(module, kernels)
+    known = {**evidenced, **{k: v.ops for k, v in out.items()}}
+    changed = True
+    while changed:  # a kernel fed only by inferred kernels infers from them in turn
+        changed = False
+        for k in kernels:
+            if known.get(k.name):
+                continue
+            found = _from_neighbours(neighbours.get(k.name, ([], [])), known)
+            if found is not None:
+                out[k.name] = found
+                known[k.name] = found.ops
+                changed = True
+    return out
+
+
+def _from_neighbours(
+    sides: tuple[list[str], list[str]], known: Mapping[str, tuple[str, ...]]
+) -> Inferred | None:
+    for side, names in zip(("producer", "consumer"), sides, strict=True):
+        for other in names:
+            if known.get(other):
+                return Inferred(known[other], f"its {side} {other}")
+    return None
+
+
+def _from_own(
+    module: HloModule, k: Kernel, name_of: Callable[[Instruction], str | None]
+) -> Inferred | None:
+    comps = module.computation_map
+    called = [  # parameters carry the frontend's unscoped name (`reduce_sum`)
+        i2
+        for i in k.ops
+        for c in i.calls()
+        if c in comps
+        for i2 in comps[c].instructions
+        if i2.opcode != "parameter"
+    ]
+    head = _kernel_instruction(module, k)
+    for how, insts in (
+        ("its reducer", called),
+        ("the kernel instruction", [head] if head is not None else []),
+        ("a constant it holds", list(k.ops)),
+    ):
+        names = tuple(dict.fromkeys(n for n in map(name_of, insts) if n))
+        if names:
+            return Inferred(names, how)
+    return None
+
+
+def _kernel_instruction(module: HloModule, k: Kernel) -> Instruction | None:
+    comp = module.computation_map.get(k.computation)
+    return comp.by_name.get(k.name) if comp is not None else None
+
+
+def _neighbours(module: HloModule, kernels: list[Kernel]) -> dict[str, tuple[list[str], list[str]]]:
+    """Kernel -> (kernels producing its operands, kernels consuming it), looking through
+    instructions that launch nothing (bitcasts, tuples, ...)."""
+    names = {k.name for k in kernels}
+    out: dict[str, tuple[list[str], list[str]]] = {n: ([], []) for n in names}
+    for comp in module.computations:
+        index = comp.by_name
+        for inst in comp.instructions:
+            if inst.name not in names:
+                continue
+            for producer in _through_free(inst.operands, index, names):
+                out[inst.name][0].append(producer)
+                out.setdefault(producer, ([], []))[1].append(inst.name)
+    return out
+
+
+def _through_free(
+    operands: Iterable[str], index: Mapping[str, Instruction], names: set[str]
+) -> list[str]:
+    found: list[str] = []
+    stack = list(operands)
+    seen: set[str] = set()
+    while stack:
+        name = stack.pop(0)
+        if name in seen or name not in index:
+            continue
+        seen.add(name)
+        if name in names:
+            found.append(name)
+        elif index[name].opcode in ("bitcast", "get-tuple-element", "tuple", "copy-done"):
+            stack.extend(index[name].operands)
+    return found
+
+
+def user_location(module: HloModule, inst: Instruction) -> tuple[SourceLocation | None, bool]:
+    """The first frame of `inst`'s stack outside the frameworks, and whether it is one.
+
+    Walks the `StackFrames` parent links from the innermost frame outwards. When no frame
+    is the user's (TensorFlow records only its own `ops.py`), returns the innermost
+    location the dump has and False.
+    """
+    stack = module.stack(inst)
+    for frame in stack:
+        if not is_framework_file(frame.file):
+            return frame, True
+    loc = stack[0] if stack else module.source_location(inst)
+    return loc, loc is not None and not is_framework_file(loc.file)
