@@ -13,7 +13,8 @@ from hloscope.errors import UsageError
 from hloscope.hlo.parser import parse_file
 from hloscope.inspection import inspect_run
 from hloscope.render.timing import profile_doc, timings_doc
-from hloscope.timing.attribution import (
+from hloscope.timing.attribution import ModuleTiming, attribute, op_events
+from hloscope.timing.executions import (
     SPLIT_EXECUTE_EVENT,
     SPLIT_LAUNCH,
     SPLIT_MODULE_EVENT,
@@ -22,9 +23,6 @@ from hloscope.timing.attribution import (
     WALL_EXECUTE,
     WALL_MODULE,
     WALL_OPS,
-    ModuleTiming,
-    attribute,
-    op_events,
 )
 from hloscope.timing.sources import load_profile, static_analyses
 from hloscope.timing.xplane import Trace, TraceEvent, read_trace
