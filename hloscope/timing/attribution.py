@@ -38,6 +38,7 @@ __all__ = [
     "OpEvent",
     "ProfileTimings",
     "attribute",
+    "merge_timings",
     "op_events",
     "timing_key",
 ]
@@ -183,6 +184,13 @@ class ModuleTiming:
         launches_by_execution: Kernel calls in each steady-state execution, in order
             (for a median or a spread); () when not recorded.
         device_ops_by_execution: Device operations in each execution; () when not measured.
+        cold: Whether the module ran only as warm-up (no more than `skip_first` times),
+            so that its figures come from those cold first runs: one-time costs (first
+            touches of memory, thread pools starting) are in them. `--skip-first 0`
+            counts first runs in every module.
+        control: Self time of each loop or conditional that holds kernels (`while.1`):
+            its length less the time its body's ops ran inside it. It counts as busy,
+            not as time outside any kernel, and not in `kernel_us`.
     """
 
     name: str
@@ -208,6 +216,8 @@ class ModuleTiming:
     device_ops_per_execution: float | None = None
     launches_by_execution: tuple[int, ...] = ()
     device_ops_by_execution: tuple[int, ...] = ()
+    cold: bool = False
+    control: tuple[KernelTiming, ...] = ()
 
     @property
     def mean_us(self) -> float:
@@ -462,16 +472,12 @@ def _module_timing(
     per_device: dict[str, list[OpEvent]] = defaultdict(list)
     for o in ops:
         per_device[o.device].append(o)
-    executions: list[Execution] = []
-    skipped = 0
-    split_by = wall_from = ""
-    for device_ops in per_device.values():
-        execs, split_by, wall_from = split(device_ops, name, ctx)
-        execs.sort(key=lambda ex: ex.start_ps)
-        skipped += min(skip_first, len(execs))
-        keep = None if max_executions is None else skip_first + max_executions
-        executions.extend(execs[skip_first:keep])
-    executions.sort(key=lambda ex: ex.start_ps)
+    executions, skipped, split_by, wall_from = _steady(
+        per_device, name, ctx, skip_first, max_executions
+    )
+    cold = not executions and skipped > 0
+    if cold:  # ran only as warm-up: shown from those runs, marked cold, not left out
+        executions, skipped, _, _ = _steady(per_device, name, ctx, 0, skip_first)
 
     durations: dict[str, list[int]] = defaultdict(list)
     kernels_per_call: dict[str, int] = defaultdict(int)
@@ -483,8 +489,11 @@ def _module_timing(
     per_execution_calls: list[int] = []
     kernel_ps = unattributed_ps = busy_ps = 0
     launches = kernel_launches = 0
+    control_self: dict[str, list[int]] = defaultdict(list)
     for ex in executions:
         kernels = [o for o in ex.ops if id(o) not in control]
+        for op, self_ps in _control_self(ex.ops, control):
+            control_self[op].append(self_ps)
         calls = _calls(kernels)
         for c in calls:
             durations[c.op].append(c.duration_ps)
@@ -497,7 +506,7 @@ def _module_timing(
         wall = ex.wall_ps if ex.wall_ps is not None else ex.span_ps
         walls.append(wall)
         kernel_ps += sum(c.duration_ps for c in calls)
-        busy = _busy_ps(kernels)
+        busy = _busy_ps(ex.ops)  # loop control counts as busy: it is the loop's own work
         busy_ps += busy
         unattributed_ps += max(0, wall - busy)
         launches += len(calls)
@@ -555,7 +564,50 @@ def _module_timing(
         wall_from=wall_from,
         busy_us=_us(busy_ps),
         launches_by_execution=tuple(per_execution_calls),
+        cold=cold,
+        control=tuple(
+            KernelTiming.of(op, ds, per_us=_PS_PER_US, kernels_total=kernel_ps, executions=n)
+            for op, ds in sorted(control_self.items())
+        ),
     )
+
+
+def _steady(
+    per_device: Mapping[str, list[OpEvent]],
+    name: str,
+    ctx: Context,
+    skip_first: int,
+    max_executions: int | None,
+) -> tuple[list[Execution], int, str, str]:
+    """The executions measured on every device after `skip_first` warm-up ones, how
+    many were left out, how they were told apart and where their wall time comes from."""
+    executions: list[Execution] = []
+    skipped = 0
+    split_by = wall_from = ""
+    for device_ops in per_device.values():
+        execs, split_by, wall_from = split(device_ops, name, ctx)
+        execs.sort(key=lambda ex: ex.start_ps)
+        skipped += min(skip_first, len(execs))
+        keep = None if max_executions is None else skip_first + max_executions
+        executions.extend(execs[skip_first:keep])
+    executions.sort(key=lambda ex: ex.start_ps)
+    return executions, skipped, split_by, wall_from
+
+
+def _control_self(ops: Sequence[OpEvent], control: set[int]) -> list[tuple[str, int]]:
+    """Self time of each control-flow event of one execution: its length less the time
+    any other op of the execution ran inside it (its body's kernels and nested loops,
+    on any thread). What remains is the loop's own work: evaluating its condition on
+    the host, starting each iteration."""
+    out = []
+    for c in (o for o in ops if id(o) in control):
+        inside = [
+            replace(o, start_ps=max(o.start_ps, c.start_ps), end_ps=min(o.end_ps, c.end_ps))
+            for o in ops
+            if o is not c and o.end_ps > c.start_ps and o.start_ps < c.end_ps
+        ]
+        out.append((c.op, max(0, c.duration_ps - _busy_ps(inside))))
+    return out
 
 
 def attribute(
@@ -602,13 +654,14 @@ def attribute(
     problems = list(trace.problems)
     if not ops:
         problems.append(NO_XLA_OPS)
-    warm_only = [k for k, t in timings if t.executions == 0]
-    if warm_only:
+    cold = [k for k, t in timings if t.cold]
+    if cold:
         problems.append(
-            f"{len(warm_only)} module(s) ran only {skip_first} time(s) or less and have no "
-            f"steady-state execution (pass skip_first=0 / --skip-first 0 to count them): "
-            + ", ".join(warm_only[:8])
-            + (" ..." if len(warm_only) > 8 else "")
+            f"{len(cold)} module(s) ran only {skip_first} time(s) or less, all warm-up: shown "
+            "from their cold first run, one-time costs included (--skip-first 0 counts "
+            "first runs in every module): "
+            + ", ".join(cold[:8])
+            + (" ..." if len(cold) > 8 else "")
         )
     duration = None
     if trace.start_ns is not None and trace.stop_ns is not None:
@@ -632,3 +685,32 @@ def _one(values: Iterable[str]) -> str | None:
     """The value when all are the same, else the distinct ones joined (None: none)."""
     distinct = sorted(set(values))
     return ", ".join(distinct) if distinct else None
+
+
+def merge_timings(parts: Sequence[ProfileTimings]) -> ProfileTimings:
+    """One `ProfileTimings` from the profiles of several profilers of one run (JAX's and
+    TensorFlow's, when a script compiled with both): modules side by side, most total
+    time first; figures of the profile with the most op events where they are single.
+
+    Raises:
+        ValueError: No parts.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        raise ValueError("no timings to merge")
+    main = max(parts, key=lambda p: p.op_events)
+    modules: dict[str, ModuleTiming] = {}
+    for p in parts:
+        for key, m in p.modules.items():
+            modules.setdefault(key, m)
+    problems = [line for p in parts if p.op_events for line in p.problems]
+    if not main.op_events:
+        problems = list(main.problems)
+    return replace(
+        main,
+        modules=dict(sorted(modules.items(), key=lambda kv: (-kv[1].total_us, kv[0]))),
+        op_events=sum(p.op_events for p in parts),
+        problems=tuple(dict.fromkeys(problems)),
+        hostnames=tuple(dict.fromkeys(h for p in parts for h in p.hostnames)),
+    )

@@ -30,8 +30,11 @@ def test_profiled_jax_run_has_kernel_times_in_report(tmp_path: Path) -> None:
         "dir": "profile",
         "skip_first": 1,
         "max_executions": None,
+        "python_trace": False,
+        "profiled": ["jax"],
+        "keras_backend": None,
     }
-    assert list((out / "profile").rglob("*.xplane.pb"))
+    assert list((out / "profile" / "jax").rglob("*.xplane.pb"))
     assert "HLOSCOPE_PROFILE" in manifest["env"]
 
     doc = json.loads(CliRunner().invoke(app, ["report", str(out), "--json"]).stdout)
@@ -50,23 +53,24 @@ def test_profiled_jax_run_has_kernel_times_in_report(tmp_path: Path) -> None:
     assert timing["kernel_us"] <= timing["total_us"]
 
 
-def test_profile_framework_comes_from_imports_or_the_option(tmp_path: Path) -> None:
+def test_profile_framework_is_left_to_the_child_unless_given(tmp_path: Path) -> None:
     script = tmp_path / "plain.py"
     script.write_text("print('no framework here')\n")
-    with pytest.raises(UsageError, match="--framework"):
-        plan_dump(script, profile=True, out=tmp_path / "a")
+    plan = plan_dump(script, profile=True, out=tmp_path / "a")  # nothing guessed, no error
+    assert plan.profile is not None and plan.profile["framework"] is None
+    config = json.loads(plan.env_set["HLOSCOPE_PROFILE"])
+    assert Path(config["hooks"]).is_file() and config["framework"] is None
+    assert config["python_trace"] is False
     plan = plan_dump(script, profile=True, framework="tf", out=tmp_path / "b")
     assert plan.profile is not None and plan.profile["framework"] == "tensorflow"
-    jax_script = tmp_path / "uses_jax.py"
-    jax_script.write_text("import jax.numpy as jnp\n")
-    plan = plan_dump(jax_script, profile=True, profile_steps=5, out=tmp_path / "c")
+    plan = plan_dump(script, profile=True, profile_steps=5, python_trace=True, out=tmp_path / "c")
     assert plan.profile == {
-        "framework": "jax",
+        "framework": None,
         "dir": "profile",
         "skip_first": 1,
         "max_executions": 5,
+        "python_trace": True,
     }
-    config = json.loads(plan.env_set["HLOSCOPE_PROFILE"])
-    assert Path(config["hooks"]).is_file() and config["framework"] == "jax"
+    assert json.loads(plan.env_set["HLOSCOPE_PROFILE"])["python_trace"] is True
     with pytest.raises(UsageError, match="--framework"):
         plan_dump(script, profile=True, framework="torch", out=tmp_path / "d")
