@@ -80,7 +80,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         self._finding: set[str] = set()
 
     def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: object = None
+        self, fullname: str, path: Sequence[str] | None, target: Any = None
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in self.names or fullname in self._finding:
             return None
@@ -163,7 +163,7 @@ class Profiling:
         try:
             import jax.monitoring
 
-            def first_compile(event: str, duration: float, **kwargs: Any) -> None:
+            def first_compile(event: str, duration_secs: float, **kwargs: str | int) -> None:
                 if event in _JAX_COMPILE_EVENTS and "jax" not in self.started:
                     self._start("jax", "first compile")
 

@@ -117,7 +117,7 @@ def _classes() -> dict[str, Any]:
         if message in _ENTRY_VALUES:
             specs.append(("value", 2, _MESSAGE, False, _ENTRY_VALUES[message], False))
         for name, number, kind, repeated, type_name, oneof in specs:
-            f = m.field.add(name=name, number=number, type=kind, label=3 if repeated else 1)  # type: ignore[arg-type]
+            f = m.field.add(name=name, number=number, type=kind, label=3 if repeated else 1)
             if type_name:
                 f.type_name = f".{_PACKAGE}.{type_name}"
             if oneof:
