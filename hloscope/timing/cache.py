@@ -24,11 +24,19 @@ from typing import Any
 
 from hloscope.capture.run import TIMINGS_CACHE
 from hloscope.manifest import MANIFEST
-from hloscope.timing.attribution import KernelTiming, ModuleTiming, ProfileTimings
+from hloscope.timing.attribution import (
+    KernelTiming,
+    ModuleTiming,
+    ProfileTimings,
+    attribute,
+    merge_timings,
+)
+from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [
     "CACHE_VERSION",
     "cached_timings",
+    "profile_timings",
     "run_folder_of",
     "static_fingerprint",
     "timings_from_doc",
@@ -97,12 +105,15 @@ def cached_timings(
     Returns:
         The timings; equal to `compute()`'s.
     """
+    from hloscope import __version__
+
     run = run or (run_folder_of(files[0]) if files else None)
     if run is None:
         return compute()
     try:
         key_doc = {
             "version": CACHE_VERSION,
+            "hloscope": __version__,
             "files": _files_key(run, files),
             "settings": dict(settings),
         }
@@ -145,6 +156,50 @@ def _write_entries(path: Path, entries: Mapping[str, Any]) -> None:
     except OSError:  # a read-only run folder: timings are still right, only not kept
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def profile_timings(
+    folder: Path | str,
+    *,
+    skip_first: int = 1,
+    max_executions: int | None = None,
+    static: Mapping[str, Any] | None = None,
+) -> ProfileTimings:
+    """The timings of every profile a run (or profiler log dir) holds, cached in the run.
+
+    Each profile (one per profiler: `profile/jax/`, `profile/tensorflow/`) is read with
+    only the events timing needs and attributed; several are merged.
+
+    Args:
+        folder: A run folder, a profiler log dir, or one profile file.
+        skip_first: Executions of each module left out as warm-up.
+        max_executions: Steady-state executions kept per module (all when None).
+        static: After-optimization analyses to compare with (see `attribute`).
+
+    Raises:
+        ProfileReadError: No profile, or one that cannot be read.
+    """
+    files = find_profiles(folder)
+    settings = {
+        "skip_first": skip_first,
+        "max_executions": max_executions,
+        "static": static_fingerprint(static),
+    }
+
+    def compute() -> ProfileTimings:
+        return merge_timings(
+            [
+                attribute(
+                    read_trace(f, xla_only=True),
+                    skip_first=skip_first,
+                    static=static or None,
+                    max_executions=max_executions,
+                )
+                for f in files
+            ]
+        )
+
+    return cached_timings(files, settings, compute)
 
 
 # --------------------------------------------------------------------------------------
