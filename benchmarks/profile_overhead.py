@@ -55,12 +55,21 @@ def bench(sample: str, rounds: int, python_trace: bool, tmp: Path) -> None:
             shutil.rmtree(run, ignore_errors=True)
         print(f"  round {n + 1}: " + ", ".join(f"{k} {times[k][-1]:.2f} s" for k in kinds))
     plain = statistics.median(times["plain"])
+    fastest = min(times["plain"])
     for kind, ts in times.items():
         ratio = statistics.median(ts) / plain
         size = f", profile {sizes[kind] / 1e6:.2f} MB" if sizes[kind] else ""
-        print(f"  {kind:13} median {statistics.median(ts):6.2f} s  ({ratio:.2f}x plain){size}")
-    target = statistics.median(times["profile"]) / plain
-    print(f"{sample}: dump --profile / dump = {target:.2f}x (target <= 1.3x)")
+        print(
+            f"  {kind:13} median {statistics.median(ts):6.2f} s ({ratio:.2f}x plain), "
+            f"min {min(ts):6.2f} s ({min(ts) / fastest:.2f}x){size}"
+        )
+    median_ratio = statistics.median(times["profile"]) / plain
+    # the minimum is the least disturbed by other load on the machine
+    min_ratio = min(times["profile"]) / fastest
+    print(
+        f"{sample}: dump --profile / dump = {median_ratio:.2f}x median, {min_ratio:.2f}x min "
+        "(target <= 1.3x)"
+    )
 
 
 def main() -> None:

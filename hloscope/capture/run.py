@@ -537,8 +537,12 @@ def _prepare_run_dir(plan: DumpPlan) -> tuple[str, ...]:
     removed: list[str] = []
     if plan.replace:
         for name in _OWN_FOLDERS:
-            if (run_dir / name).is_dir() and not (run_dir / name).is_symlink():
-                shutil.rmtree(run_dir / name, ignore_errors=True)
+            path = run_dir / name
+            if path.is_symlink():  # the link is ours; what it points to is not
+                path.unlink()
+                removed.append(name)
+            elif path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
                 removed.append(name + "/")
         for name in _OWN_FILES:
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):

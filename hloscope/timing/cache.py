@@ -36,6 +36,7 @@ from hloscope.timing.xplane import find_profiles, read_trace
 __all__ = [
     "CACHE_VERSION",
     "cached_timings",
+    "dump_fingerprint",
     "profile_timings",
     "run_folder_of",
     "static_fingerprint",
@@ -72,6 +73,26 @@ def static_fingerprint(static: Mapping[str, Any] | None) -> str:
             ]
         )
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def dump_fingerprint(folder: Path | None) -> str:
+    """A short digest of the HLO dump files in a run's `dump/` folder (names, sizes and
+    modification times): what timings compared with the HLO depend on, without parsing
+    it. '' when there is no run or no dump folder."""
+    if folder is None:
+        return ""
+    try:
+        with os.scandir(folder / "dump") as found:
+            entries = sorted(
+                (e.name, e.stat().st_size, e.stat().st_mtime_ns)
+                for e in found
+                if e.name.endswith(".txt")
+            )
+    except OSError:
+        return ""
+    if not entries:
+        return ""
+    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
 
 
 def _files_key(run: Path, files: Iterable[Path]) -> list[list[Any]]:
