@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "ProfileReadError",
     "Trace",
     "TraceEvent",
+    "TraceParts",
     "XEvent",
     "XEventMetadata",
     "XLine",
@@ -165,6 +166,58 @@ def _program_name(name: str) -> tuple[str, int] | None:
     return head, int(tail)
 
 
+class TraceParts:
+    """What a decoder collects plane by plane, to become a `Trace` (both XSpace decoders
+    fill one, so that they agree on everything but speed)."""
+
+    def __init__(self) -> None:
+        self.events: list[TraceEvent] = []
+        self.programs: dict[int, str] = {}
+        self.start_ns: int | None = None
+        self.stop_ns: int | None = None
+        self.aggregated = 0
+        self.devices: dict[str, str] = {}
+        self.platforms: dict[str, str] = {}
+
+    def add_programs(self, names: Iterable[str]) -> None:
+        """The `/host:metadata` plane's event names: `jit_mlp(30)` -> program 30."""
+        for name in names:
+            parsed = _program_name(name)
+            if parsed is not None:
+                self.programs[parsed[1]] = parsed[0]
+
+    def add_session(self, stats: Mapping[str, Any]) -> None:
+        """The `Task Environment` plane's stats: when profiling started and stopped."""
+        self.start_ns = _as_int(stats.get("profile_start_time"))
+        self.stop_ns = _as_int(stats.get("profile_stop_time"))
+
+    def add_device(self, plane: str, stats: Mapping[str, Any]) -> None:
+        """A plane's stats: the device model and target, where it is a device plane."""
+        model, platform = _plane_device_stats(plane, stats)
+        if model:
+            self.devices[plane] = model
+        if platform:
+            self.platforms[plane] = platform
+
+    def trace(self, path: str | None, errors: Iterable[str], hostnames: Iterable[str]) -> Trace:
+        """The trace, with the profiler's errors and the skipped events as problems."""
+        problems = [f"profiler error: {e}" for e in errors]
+        if self.aggregated:
+            problems.append(f"{self.aggregated} aggregated events (no timestamps) skipped")
+        return Trace(
+            path,
+            "xplane",
+            tuple(self.events),
+            self.programs,
+            tuple(hostnames),
+            self.start_ns,
+            self.stop_ns,
+            tuple(problems),
+            self.devices,
+            self.platforms,
+        )
+
+
 def trace_from_xspace(space: XSpace, *, path: str | None = None, xla_only: bool = False) -> Trace:
     """Flatten an XSpace into a `Trace`.
 
@@ -172,38 +225,26 @@ def trace_from_xspace(space: XSpace, *, path: str | None = None, xla_only: bool 
     `xla_only`, only those `read_trace` says); events with `num_occurrences`
     (aggregated, no timestamp) are skipped and counted.
     """
-    events: list[TraceEvent] = []
-    programs: dict[int, str] = {}
-    start_ns = stop_ns = None
-    aggregated = 0
-    devices: dict[str, str] = {}
-    platforms: dict[str, str] = {}
+    parts = TraceParts()
+    events = parts.events
     for plane in space.planes:
         if plane.name == METADATA_PLANE:
-            for program in plane.event_metadata.values():
-                parsed = _program_name(program.name)
-                if parsed is not None:
-                    programs[parsed[1]] = parsed[0]
+            parts.add_programs(m.name for m in plane.event_metadata.values())
             continue
+        plane_stats = plane.stats_dict(plane.stats) if plane.stats else {}
         if plane.name == TASK_ENV_PLANE:
-            env = plane.stats_dict(plane.stats)
-            start_ns = _as_int(env.get("profile_start_time"))
-            stop_ns = _as_int(env.get("profile_stop_time"))
+            parts.add_session(plane_stats)
             continue
         meta_stats: dict[int, dict[str, Any]] = {}
         names = {k: m.name for k, m in plane.stat_metadata.items()}
-        model, platform = _plane_device(plane)
-        if model:
-            devices[plane.name] = model
-        if platform:
-            platforms[plane.name] = platform
+        parts.add_device(plane.name, plane_stats)
         for line in plane.lines:
             base_ps = line.timestamp_ns * 1000
             line_name = line.display_name or line.name
             keep_line = not xla_only or keeps_line(line_name)
             for ev in line.events:
                 if ev.num_occurrences:
-                    aggregated += 1
+                    parts.aggregated += 1
                     continue
                 meta = plane.event_metadata.get(ev.metadata_id)
                 if not keep_line and not _xla_event(plane, meta, ev, names):
@@ -237,21 +278,7 @@ def trace_from_xspace(space: XSpace, *, path: str | None = None, xla_only: bool 
                         display,
                     )
                 )
-    problems = [f"profiler error: {e}" for e in space.errors]
-    if aggregated:
-        problems.append(f"{aggregated} aggregated events (no timestamps) skipped")
-    return Trace(
-        path,
-        "xplane",
-        tuple(events),
-        programs,
-        space.hostnames,
-        start_ns,
-        stop_ns,
-        tuple(problems),
-        devices,
-        platforms,
-    )
+    return parts.trace(path, space.errors, space.hostnames)
 
 
 # Plane stats that name the device model (TPU planes: `device_type_string`).
@@ -270,13 +297,6 @@ def _xla_event(
 
 
 _KEY_STATS = ("hlo_op", "correlation_id")
-
-
-def _plane_device(plane: XPlane) -> tuple[str, str]:
-    """The device model and target a device plane records ('' where it does not)."""
-    if not plane.name.startswith(DEVICE_PLANE_PREFIX):
-        return "", ""
-    return _plane_device_stats(plane.name, plane.stats_dict(plane.stats) if plane.stats else {})
 
 
 def _plane_device_stats(name: str, stats: Mapping[str, Any]) -> tuple[str, str]:

@@ -24,7 +24,7 @@ from hloscope.timing.xplane import (
     TASK_ENV_PLANE,
     Trace,
     TraceEvent,
-    _program_name,
+    TraceParts,
     keeps_event_named,
     keeps_line,
 )
@@ -244,15 +244,10 @@ def trace_from_bytes(data: bytes, *, path: str | None = None, xla_only: bool = T
     """
     from google.protobuf.message import DecodeError
 
-    from hloscope.timing.xplane import _plane_device_stats, outer_fields
+    from hloscope.timing.xplane import outer_fields
 
     classes = _classes()
-    events: list[TraceEvent] = []
-    programs: dict[int, str] = {}
-    start_ns = stop_ns = None
-    aggregated = 0
-    devices: dict[str, str] = {}
-    platforms: dict[str, str] = {}
+    parts = TraceParts()
     lists: dict[int, list[str]] = {2: [], 3: [], 4: []}
     try:
         for number, chunk in outer_fields(data, path):
@@ -261,40 +256,14 @@ def trace_from_bytes(data: bytes, *, path: str | None = None, xla_only: bool = T
                 continue
             p = _Plane(classes["XPlane"].FromString(chunk))
             if p.name == METADATA_PLANE:
-                for meta in p.metadata.values():
-                    parsed = _program_name(_text(meta.name))
-                    if parsed is not None:
-                        programs[parsed[1]] = parsed[0]
+                parts.add_programs(_text(m.name) for m in p.metadata.values())
                 continue
             plane_stats = _stats(p.plane.stats, p.stat_names)
             if p.name == TASK_ENV_PLANE:
-                start_ns = _int_or_none(plane_stats.get("profile_start_time"))
-                stop_ns = _int_or_none(plane_stats.get("profile_stop_time"))
+                parts.add_session(plane_stats)
                 continue
-            model, platform = _plane_device_stats(p.name, plane_stats)
-            if model:
-                devices[p.name] = model
-            if platform:
-                platforms[p.name] = platform
-            aggregated += _plane_events(p, events, xla_only)
+            parts.add_device(p.name, plane_stats)
+            parts.aggregated += _plane_events(p, parts.events, xla_only)
     except DecodeError as e:
         raise ProfileReadError(f"not an XSpace profile: {e}", path=path) from None
-    problems = [f"profiler error: {e}" for e in lists[2]]
-    if aggregated:
-        problems.append(f"{aggregated} aggregated events (no timestamps) skipped")
-    return Trace(
-        path,
-        "xplane",
-        tuple(events),
-        programs,
-        tuple(lists[4]),
-        start_ns,
-        stop_ns,
-        tuple(problems),
-        devices,
-        platforms,
-    )
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return parts.trace(path, lists[2], lists[4])
