@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.abc
 import importlib.machinery
+import json
 import socket
 import sys
 import threading
@@ -29,9 +30,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FRAMEWORKS", "Profiling", "keras_backend", "normalize_framework"]
+__all__ = ["COMPILES_FILE", "FRAMEWORKS", "Profiling", "keras_backend", "normalize_framework"]
 
 FRAMEWORKS = ("tensorflow", "jax")
+COMPILES_FILE = "compiles.json"
 _ALIASES = {"tf": "tensorflow", "tensorflow": "tensorflow", "jax": "jax"}
 # JAX records these right after lowering a jitted function and after compiling it
 # (`jax._src.dispatch`); the first one heard starts JAX's profiler.
@@ -145,6 +147,8 @@ class Profiling:
         self.errors: list[str] = []
         self._sessions: dict[str, Any] = {}
         self._tried: set[str] = set()
+        # JAX's compiles, in order: (function, seconds); written beside its profile.
+        self.compiles: list[tuple[str, float]] = []
         self._lock = threading.Lock()
         self._finder: _AfterImport | None = None
 
@@ -164,6 +168,8 @@ class Profiling:
             import jax.monitoring
 
             def first_compile(event: str, duration_secs: float, **kwargs: str | int) -> None:
+                if event == _JAX_COMPILE_EVENTS[1]:
+                    self.compiles.append((str(kwargs.get("fun_name", "")), duration_secs))
                 if event in _JAX_COMPILE_EVENTS and "jax" not in self.started:
                     self._start("jax", "first compile")
 
@@ -201,6 +207,8 @@ class Profiling:
                 try:
                     stop = _stop_tensorflow if framework == "tensorflow" else _stop_jax
                     stop(self._sessions.pop(framework), self.logdir / framework)
+                    if framework == "jax":
+                        _write_compiles(self.logdir / framework, self.compiles)
                 except Exception as e:
                     self._failed(framework, "stop", e)
                     self.started.pop(framework)
@@ -210,6 +218,13 @@ class Profiling:
         line = f"the {framework} profiler did not {what}: {type(e).__name__}: {e}"
         self.errors.append(line)
         self.warn(line)
+
+
+def _write_compiles(logdir: Path, compiles: Sequence[tuple[str, float]]) -> None:
+    """`<logdir>/compiles.json`: JAX's compile time of each function, in order (as
+    `jit(mlp)`), which the profile does not hold, for `hloscope.timing`."""
+    doc = {"event": _JAX_COMPILE_EVENTS[1], "compiles": [[n, s] for n, s in compiles]}
+    (logdir / COMPILES_FILE).write_text(json.dumps(doc), encoding="utf-8")
 
 
 def _start_tensorflow(logdir: Path, python_trace: bool) -> None:

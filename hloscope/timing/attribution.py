@@ -191,6 +191,8 @@ class ModuleTiming:
         control: Self time of each loop or conditional that holds kernels (`while.1`):
             its length less the time its body's ops ran inside it. It counts as busy,
             not as time outside any kernel, and not in `kernel_us`.
+        compile_us: How long XLA compiled it before its first run, where the capture
+            recorded it (JAX, `timing.compiles`); else None.
     """
 
     name: str
@@ -218,6 +220,7 @@ class ModuleTiming:
     device_ops_by_execution: tuple[int, ...] = ()
     cold: bool = False
     control: tuple[KernelTiming, ...] = ()
+    compile_us: float | None = None
 
     @property
     def mean_us(self) -> float:

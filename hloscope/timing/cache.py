@@ -31,6 +31,7 @@ from hloscope.timing.attribution import (
     attribute,
     merge_timings,
 )
+from hloscope.timing.compiles import read_compiles, with_compile_times
 from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [
@@ -220,7 +221,8 @@ def profile_timings(
             ]
         )
 
-    return cached_timings(files, settings, compute)
+    timings = cached_timings(files, settings, compute)
+    return with_compile_times(timings, read_compiles(files))
 
 
 # --------------------------------------------------------------------------------------

@@ -86,6 +86,8 @@ def test_plain_jax(tmp_path: Path) -> None:
     assert manifest["profile"]["profiled"] == ["jax"]
     assert manifest["profile"]["keras_backend"] is None
     _check_module(tmp_path / "run", "jit_layer")
+    layer = load_profile(tmp_path / "run").module("jit_layer")
+    assert layer.compile_us is not None and 0 < layer.compile_us < manifest["wall_time_s"] * 1e6
     # no Python tracer: no event of the script's own functions
     assert _events_named(tmp_path / "run", "jax_plain.py") == 0
 
