@@ -27,7 +27,7 @@ from hloscope.timing.executions import (
     _int,
     split,
 )
-from hloscope.timing.xplane import DEVICE_PLANE_PREFIX, XLA_OPS_LINE, Trace, TraceEvent
+from hloscope.timing.trace import DEVICE_PLANE_PREFIX, XLA_OPS_LINE, Trace, TraceEvent
 
 if TYPE_CHECKING:
     from hloscope.analysis.fusion import ModuleAnalysis

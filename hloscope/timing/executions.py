@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hloscope.timing.xplane import (
+from hloscope.timing.trace import (
     DEVICE_PLANE_PREFIX,
     EXECUTE_EVENT_SUFFIXES,
     GPU_MODULE_SUFFIX,

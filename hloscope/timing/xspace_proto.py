@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hloscope.errors import ProfileReadError
-from hloscope.timing.xplane import (
+from hloscope.timing.trace import (
     DEVICE_PLANE_PREFIX,
     METADATA_PLANE,
     TASK_ENV_PLANE,
@@ -28,6 +28,7 @@ from hloscope.timing.xplane import (
     keeps_event_named,
     keeps_line,
 )
+from hloscope.timing.xspace_wire import outer_fields
 
 __all__ = ["available", "trace_from_bytes"]
 
@@ -243,8 +244,6 @@ def trace_from_bytes(data: bytes, *, path: str | None = None, xla_only: bool = T
         ImportError: The protobuf runtime is not installed.
     """
     from google.protobuf.message import DecodeError
-
-    from hloscope.timing.xplane import outer_fields
 
     classes = _classes()
     parts = TraceParts()

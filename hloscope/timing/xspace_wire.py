@@ -26,6 +26,7 @@ __all__ = [
     "XStat",
     "XStatMetadata",
     "decode_xspace",
+    "outer_fields",
 ]
 
 
@@ -451,3 +452,23 @@ def decode_xspace(data: bytes, *, path: str | None = None) -> XSpace:
             "not an XSpace profile: truncated protobuf (was the profiler stopped?)", path=path
         ) from None
     return XSpace(tuple(planes), tuple(lists[2]), tuple(lists[3]), tuple(lists[4]))
+
+
+def outer_fields(data: bytes, path: str | None = None) -> Iterator[tuple[int, memoryview]]:
+    """The top-level fields of a serialized XSpace, without decoding them: planes (1)
+    and the error (2), warning (3) and hostname (4) strings, each as a view.
+
+    Raises:
+        ProfileReadError: The bytes are not a well-formed protobuf message.
+    """
+    view = memoryview(data)
+    try:
+        for number, wire, a, b in _fields(data, 0, len(data)):
+            if number in (1, 2, 3, 4) and wire == 2:
+                yield number, view[a:b]
+    except _Malformed as e:
+        raise ProfileReadError(f"not an XSpace profile: {e}", path=path, offset=e.offset) from None
+    except IndexError:
+        raise ProfileReadError(
+            "not an XSpace profile: truncated protobuf (was the profiler stopped?)", path=path
+        ) from None
