@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import re
+import shutil
+import tempfile
+import zipfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hloscope.errors import HloscopeError, UsageError
@@ -37,7 +41,8 @@ __all__ = [
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 # `[<timestamp>.]module_<id>.<name>.before_optimizations.txt` and
-# `[<timestamp>.]module_<id>.<name>.<platform>_after_optimizations.txt`, where <platform>
+# `[<timestamp>.]module_<id>.<name>.<platform>_after_optimizations.txt` (or `.hlo.pb`,
+# `.hlo.pb.xz`: binary HloProto, as nsys-jax and --xla_dump_hlo_as_proto write), where <platform>
 # is `cpu`, `gpu`, `sm_80_gpu`, `sm_9.0_gpu`, `sm_100a_gpu`, `gfx950_gpu`, `tpu`, ...
 # TensorFlow up to ~2.10 prefixes a microsecond timestamp; `module_<id>.` is missing from
 # files some tools write by hand. The name is greedy so that module names with dots
@@ -48,7 +53,7 @@ _DUMP_NAME = re.compile(
     r"(?P<name>.+)\."
     r"(?:(?P<before>before_optimizations)"
     r"|(?P<platform>(?:sm_\d+(?:\.\d+)?[a-z]?_|[a-z]+\d+[a-z]*_)?[a-z]+)_after_optimizations)"
-    r"\.txt"
+    r"\.(?:txt|hlo\.pb|hlo\.pb\.xz)"
 )
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)([^\n]*)", re.M)
 _TRIVIAL_INSTRUCTIONS = 5
@@ -211,6 +216,8 @@ def load_run(path: str | Path) -> Run:
         UsageError: The path is missing, or is a folder without HLO dumps.
     """
     p = Path(path)
+    if p.is_file() and _is_nsys_zip(p):
+        return _load_nsys_zip(p)
     if not p.exists():
         raise UsageError(
             f"{p}: no such file or folder; pass a run folder (made by `hloscope dump`), "
@@ -236,7 +243,7 @@ def load_run(path: str | Path) -> Run:
     nested = [(d, mods) for d, mods in nested if mods]
     if len(nested) == 1:
         d, mods = nested[0]
-        return Run(p, RunManifest(), mods, d)
+        return Run(p, _bare_manifest(p, mods), mods, d)
     if len(nested) > 1:
         raise UsageError(
             f"{p} holds several dump folders ({', '.join(str(d) for d, _ in nested)}); "
@@ -247,6 +254,72 @@ def load_run(path: str | Path) -> Run:
         "*_after_optimizations.txt files); make a run with `hloscope dump SCRIPT.py`, or "
         "dump with XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text'"
     )
+
+
+NSYS_TRACE = "nvtx_gpu_proj_trace/trace.parquet"
+"""The NVTX trace an nsys-jax archive holds; with its `dump/`, the archive is a run."""
+NSYS_SOURCE = "nsys-jax"
+_MAX_ARCHIVE_MEMBER = 1024 * 1024 * 1024
+
+
+def _bare_manifest(folder: Path, modules: Iterable[ModuleDump]) -> RunManifest:
+    """What a folder without run.json tells of itself: an unpacked nsys-jax archive says
+    so; a bare dump says nothing."""
+    if (folder / NSYS_TRACE).is_file():
+        return RunManifest(source=NSYS_SOURCE, platform=platform_of(modules))
+    return RunManifest()
+
+
+def _is_nsys_zip(path: Path) -> bool:
+    if not zipfile.is_zipfile(path):
+        return False
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any(n.endswith(NSYS_TRACE) for n in z.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _load_nsys_zip(path: Path) -> Run:
+    """An nsys-jax zip as a run: its `dump/` unpacked once into a cache folder keyed by
+    the archive's path, size and time (the zip itself is never changed)."""
+    info = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}".encode()).hexdigest()
+    folder = Path(tempfile.gettempdir()) / f"hloscope-nsys-{key[:16]}"
+    dump = folder / "dump"
+    if not (folder / ".complete").is_file():
+        try:
+            _unpack_dump(path, folder)
+        except (OSError, zipfile.BadZipFile, ValueError) as e:
+            raise UsageError(f"{path}: cannot unpack the nsys-jax archive's dump ({e})") from None
+    modules = scan_dump_dir(dump)
+    if not modules:
+        raise UsageError(f"{path}: this nsys-jax archive holds no HLO dump (no dump/ folder)")
+    manifest = RunManifest(source=NSYS_SOURCE, platform=platform_of(modules))
+    return Run(path, manifest, modules, dump)
+
+
+def _unpack_dump(archive: Path, folder: Path) -> None:
+    """Unpack the `dump/*` members of an archive, flat, by their file names only."""
+    partial = Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=folder.parent))
+    (partial / "dump").mkdir()
+    with zipfile.ZipFile(archive) as z:
+        for member in z.infolist():
+            parts = PurePosixPath(member.filename).parts
+            if member.is_dir() or len(parts) < 2 or parts[-2] != "dump":
+                continue
+            name = parts[-1]
+            if dump_file_info(name) is None or name in (".", ".."):
+                continue  # only HLO modules; no path of the member's own choosing
+            if member.file_size > _MAX_ARCHIVE_MEMBER:
+                raise ValueError(f"{member.filename} is {member.file_size:,} bytes")
+            with z.open(member) as src, (partial / "dump" / name).open("wb") as dst:
+                shutil.copyfileobj(src, dst)
+    (partial / ".complete").touch()
+    try:
+        partial.rename(folder)
+    except OSError:  # another process unpacked it first
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def dump_file_info(name: str) -> tuple[str | None, str | None, str, str | None] | None:
@@ -270,7 +343,8 @@ def dump_file_info(name: str) -> tuple[str | None, str | None, str, str | None] 
 def scan_dump_dir(folder: Path) -> tuple[ModuleDump, ...]:
     """The modules in one XLA dump folder (not recursive), ordered by module id.
 
-    Files other than before/after HLO text dumps are ignored.
+    Files other than before/after HLO dumps are ignored. Where a side was dumped both as
+    text and as a binary proto, the text is read (its line numbers show in the page).
     """
     groups: dict[tuple[str | None, str | None, str], dict[str, Any]] = {}
     try:
@@ -283,10 +357,11 @@ def scan_dump_dir(folder: Path) -> tuple[ModuleDump, ...]:
             continue
         stamp, module_id, name, platform = info
         group = groups.setdefault((stamp, module_id, name), {})
-        if platform is None:
-            group.setdefault("before", entry)
-        elif "after" not in group:
-            group["after"], group["platform"] = entry, platform
+        side = "before" if platform is None else "after"
+        if side not in group or _prefer(entry, group[side]):
+            group[side] = entry
+            if platform is not None:
+                group["platform"] = platform
     modules = [
         ModuleDump(
             name=name,
@@ -301,6 +376,11 @@ def scan_dump_dir(folder: Path) -> tuple[ModuleDump, ...]:
     modules = _disambiguate(modules)
     modules.sort(key=lambda m: (m.id_number is None, m.id_number or 0, m.stamp or "", m.name))
     return tuple(modules)
+
+
+def _prefer(new: Path, old: Path) -> bool:
+    """Text over binary proto for the same module and side; else the first found."""
+    return new.name.endswith(".txt") and not old.name.endswith(".txt")
 
 
 def is_trivial(module: ModuleDump) -> bool:
@@ -348,9 +428,9 @@ def _dump_size(m: ModuleDump) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _load_cached(path: str, mtime_ns: int) -> HloModule:
-    from hloscope.hlo.parser import parse_file
+    from hloscope.hlo.proto import load_module_file
 
-    return parse_file(path)
+    return load_module_file(path)
 
 
 def _load(path: Path) -> HloModule:

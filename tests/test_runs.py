@@ -58,6 +58,29 @@ def test_dump_file_info_reads_xla_names(name: str, expected: tuple[object, ...])
     assert dump_file_info(name) == expected
 
 
+def test_dump_file_info_reads_binary_protos() -> None:
+    # what nsys-jax and --xla_dump_hlo_as_proto write
+    assert dump_file_info(
+        "module_0016.jit_train_step.sm_9.0_gpu_after_optimizations.hlo.pb.xz"
+    ) == (
+        None,
+        "0016",
+        "jit_train_step",
+        "sm_90",
+    )
+    assert dump_file_info("module_0001.f.before_optimizations.hlo.pb") == (None, "0001", "f", None)
+
+
+def test_text_is_preferred_to_proto_for_the_same_side(tmp_path: Path) -> None:
+    for name in (
+        "module_0001.f.before_optimizations.hlo.pb",
+        "module_0001.f.before_optimizations.txt",
+    ):
+        (tmp_path / name).write_text("x")
+    (module,) = scan_dump_dir(tmp_path)
+    assert module.before is not None and module.before.name.endswith(".txt")
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -68,7 +91,8 @@ def test_dump_file_info_reads_xla_names(name: str, expected: tuple[object, ...])
         "module_0000.jit_f.ir-no-opt.ll",
         "module_0000.jit_f.obj-file.fusion_kernel_module.o",
         "module_0000.jit_f.fusion_kernel_module-pre-optimization.mlir",
-        "module_0000.jit_f.before_optimizations.hlo.pb",
+        "module_0000.jit_f.before_optimizations.hlo.pb.gz",
+        "module_0000.jit_f.gpu_target_config.pbtxt.xz",
         "module_0000.jit_f.0003.cpu-hlo-pipeline.after_foo.before_bar.txt",
         "HOW.md",
         "notes.txt",

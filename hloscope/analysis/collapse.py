@@ -37,7 +37,7 @@ GROUP = "group"
 # Edge attribute of a collapsed graph: the (src unit, dst unit) pairs an edge stands for.
 MERGED = "merged"
 
-_DIGITS = re.compile(r"\d+")
+_DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII, and short enough for int()
 _OPEN = "([{"
 _CLOSE = ")]}"
 
@@ -301,19 +301,23 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
             node = child
         node.units.append(u)
 
-    def finish(s: _Scope) -> Counter[Hashable]:
+    # Children before parents, without recursion: scopes nest as deep as an op_name
+    # has `/`s, which the input decides (issue 14).
+    scopes = [root]
+    for s in scopes:
+        scopes.extend(s.children.values())
+    sigs: dict[int, Counter[Hashable]] = {}
+    for s in reversed(scopes):
         sig: Counter[Hashable] = Counter(_signature(g, u) for u in s.units)
         firsts = [order[u] for u in s.units[:1]]
         s.count = len(s.units)
         for child in s.children.values():
-            sig.update(finish(child))
+            sig.update(sigs.pop(id(child)))
             s.count += child.count
             firsts.append(child.first)
         s.first = min(firsts) if firsts else 0
         s.signature = frozenset(sig.items())
-        return sig
-
-    finish(root)
+        sigs[id(s)] = sig
     return root
 
 
@@ -323,9 +327,11 @@ def _signature(g: nx.DiGraph, u: str) -> Hashable:
 
 
 def _units_of(s: _Scope) -> Iterable[str]:
-    yield from s.units
-    for child in s.children.values():
-        yield from _units_of(child)
+    stack = [s]  # depth first, in the recursive order, without recursion
+    while stack:
+        scope = stack.pop()
+        yield from scope.units
+        stack.extend(reversed(scope.children.values()))
 
 
 # --- choosing the cut -------------------------------------------------------------------

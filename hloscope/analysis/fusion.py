@@ -206,8 +206,11 @@ def trip_count(inst: Instruction) -> int | None:
     config = inst.backend_config
     if isinstance(config, dict):
         known = config.get("known_trip_count")
-        if isinstance(known, dict) and str(known.get("n", "")).isdigit():
-            return int(known["n"])
+        n = str(known.get("n", "")) if isinstance(known, dict) else ""
+        # ASCII digits of a 64-bit count only: `str.isdigit` also passes `²`, and a
+        # 5,000-digit `n` is past int()'s limit
+        if n.isascii() and n.isdigit() and len(n) <= 19:
+            return int(n)
     return None
 
 

@@ -127,9 +127,10 @@ def bench(
     result = run_bench(fn, *args, repeats=repeats, min_time=min_time, rounds=rounds, target=target)
     doc = bench_doc(result)
     if save is not None:
+        from hloscope.inspection import BENCH_FILE
         from hloscope.render.json import dumps
 
-        (save / "bench.json").write_text(dumps(doc) + "\n", encoding="utf-8")
+        (save / BENCH_FILE).write_text(dumps(doc) + "\n", encoding="utf-8")
     if json:
         _print_json(doc)
         return
@@ -137,4 +138,4 @@ def bench(
 
     _print(bench_table(result))
     if save is not None:
-        typer.echo(f"saved {save / 'bench.json'}", err=True)
+        typer.echo(f"saved {save}/bench.json", err=True)

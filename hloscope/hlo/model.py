@@ -9,10 +9,14 @@ nothing in the input is lost even when hloscope does not understand it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+INT64_MAX = 2**63 - 1
+"""The largest dimension, and the largest array byte size, a shape may have (XLA's)."""
 
 # Bits per element of every XLA primitive type (xla_data.proto); `None` for types with
 # no fixed size (token, opaque). Sub-byte types are counted in bits, then rounded up.
@@ -56,7 +60,7 @@ class Shape:
         dynamic: For each dimension, whether it is dynamic (`<=8` or `?`).
         layout: The layout when the text has one.
         tuple_shapes: The element shapes of a tuple; empty for arrays.
-        text: The shape exactly as printed.
+        text: The shape as printed, less XLA's `/*index=N*/` comments in long tuples.
     """
 
     element_type: str
@@ -90,7 +94,7 @@ class Shape:
     def byte_size(self) -> int:
         """Bytes the array (or, for a tuple, all its leaves) occupies, without padding."""
         if self.is_tuple:
-            return sum(s.byte_size for s in self.tuple_shapes)
+            return sum(s.byte_size for s in self.leaves())
         bits = ELEMENT_BITS.get(self.element_type)
         if bits is None:
             return 0
@@ -98,11 +102,13 @@ class Shape:
 
     def leaves(self) -> Iterator[Shape]:
         """Yield the array and token shapes inside this shape, depth first."""
-        if self.is_tuple:
-            for s in self.tuple_shapes:
-                yield from s.leaves()
-        else:
-            yield self
+        stack: list[Shape] = [self]
+        while stack:
+            shape = stack.pop()
+            if shape.is_tuple:
+                stack.extend(reversed(shape.tuple_shapes))
+            else:
+                yield shape
 
     def __str__(self) -> str:
         return self.text
@@ -236,11 +242,7 @@ class Instruction:
         raw = self.attributes.get("backend_config")
         if raw is None:
             return None
-        text = _unquote(raw) if raw.startswith('"') else raw
-        try:
-            return json.loads(text)
-        except ValueError:
-            return None
+        return load_json(_unquote(raw) if raw.startswith('"') else raw)
 
     def calls(self, role: str | None = None) -> list[str]:
         """Names of the called computations, optionally only those of one role."""
@@ -393,13 +395,95 @@ class HloModule:
 
 
 def _unquote(raw: str) -> str:
-    """Undo HLO's C-style string quoting (`"a\\"b"` -> `a"b`)."""
+    """Undo HLO's C-style string quoting (`"a\\"b"` -> `a"b`, see `unescape`)."""
     if len(raw) >= 2 and raw[0] == '"' and raw[-1] == '"':
-        body = raw[1:-1]
-        if "\\" not in body:
-            return body
-        try:
-            return str(json.loads(raw))
-        except ValueError:
-            return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        return unescape(raw[1:-1])
     return raw
+
+
+_C_ESCAPE = re.compile(
+    rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]++)|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.)|\Z)", re.S
+)
+_SIMPLE_ESCAPES = {
+    b"n": b"\n", b"t": b"\t", b"r": b"\r", b"\\": b"\\", b"'": b"'", b'"': b'"', b"?": b"?",
+    b"a": b"\a", b"b": b"\b", b"f": b"\f", b"v": b"\v",
+}  # fmt: skip
+
+
+def unescape(text: str) -> str:
+    """The value of the body of an HLO string literal; never raises.
+
+    XLA prints strings with `absl::CEscape` and reads them with `absl::CUnescape`:
+    `\\n`-style escapes, octal bytes (`\\303\\251` for `é`), `\\xHH`, `\\uXXXX` and
+    `\\UXXXXXXXX`. What XLA would reject is kept as written instead of failing: an
+    unknown escape (`\\N{...}`, `\\q`), `\\x` without hex digits or above `\\xff`, a
+    `\\u` naming a surrogate or no code point. Bytes that are not UTF-8 become U+FFFD.
+    The result never holds a lone surrogate, so it can always be printed and encoded.
+
+    Args:
+        text: The characters between the quotes.
+
+    Returns:
+        The unescaped string.
+    """
+    if "\\" not in text:
+        return text
+    data = text.encode("utf-8", "backslashreplace")
+    return _C_ESCAPE.sub(_c_escape, data).decode("utf-8", "replace")
+
+
+def _c_escape(m: re.Match[bytes]) -> bytes:
+    octal, hexa, u4, u8, other = m.groups()
+    if octal is not None:
+        value = int(octal, 8)
+        return bytes([value]) if value <= 0xFF else m.group(0)
+    if hexa is not None:
+        digits = hexa.lstrip(b"0")
+        return bytes([int(digits or b"0", 16)]) if len(digits) <= 2 else m.group(0)
+    if u4 is not None or u8 is not None:
+        code = int(u4 or u8, 16)
+        if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            return m.group(0)
+        return chr(code).encode("utf-8")
+    return _SIMPLE_ESCAPES.get(other, m.group(0)) if other is not None else m.group(0)
+
+
+# Backend configs nest a few levels; past this depth the text is kept and not decoded
+# (`json.loads` recurses once per level and would raise RecursionError).
+_JSON_MAX_DEPTH = 100
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]', re.S)
+# An escaped backslash, a surrogate pair, or a lone surrogate escape.
+_JSON_SURROGATES = re.compile(
+    r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+
+
+def load_json(text: str) -> Any:
+    """`json.loads` that never raises: None for text that is not JSON or nests deeper
+    than 100 levels; a lone surrogate escape (`\\ud800`) is kept as its six characters.
+    """
+    if text.count("[") + text.count("{") > _JSON_MAX_DEPTH and _json_depth(text) > _JSON_MAX_DEPTH:
+        return None
+    if "\\u" in text:
+        text = _JSON_SURROGATES.sub(_keep_lone_surrogate, text)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _json_depth(text: str) -> int:
+    depth = deepest = 0
+    for m in _JSON_TOKENS.finditer(text):
+        c = m.group(0)
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def _keep_lone_surrogate(m: re.Match[str]) -> str:
+    s = m.group(0)
+    return "\\" + s if len(s) == 6 else s

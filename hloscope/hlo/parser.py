@@ -7,19 +7,24 @@ case and through a bracket-aware scanner otherwise. It is tolerant by default: u
 opcodes and text it cannot interpret are kept and counted in `ParseStats`; `strict=True`
 turns those into errors. Structurally broken input (unbalanced brackets, a truncated
 computation, binary data, an empty file) always raises `HloParseError` with the file,
-line, column and offending text.
+line, column and offending text, and so does what XLA's own parser rejects and the
+analyses rely on: a call cycle or a missing callee, an operand not defined before its
+use, a name defined twice, parameter numbers other than 0..n-1, integers that are not
+64-bit, arrays past 2^63 bytes. Any other exception is a bug: every regex runs in
+linear time and no recursion depth depends on the input (tests/hlo/test_fuzz.py).
 """
 
 from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.model import (
+    INT64_MAX,
     CalledComputation,
     Computation,
     HloModule,
@@ -30,16 +35,26 @@ from hloscope.hlo.model import (
     Shape,
     SourceLocation,
     StackFrame,
+    unescape,
 )
 from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES, KNOWN_OPCODES
 
 __all__ = ["parse_file", "parse_module", "parse_modules", "split_lines", "split_modules"]
 
+SPLIT_MARKER = "// -----"
+
 # ---------------------------------------------------------------------------------------
-# Regular expressions. Possessive quantifiers (`*+`, `++`) keep failed matches linear.
+# Regular expressions. Every one of them runs in time linear in its input: quantifiers
+# are possessive (`*+`, `++`) wherever what follows could also match what they consume,
+# so a failed match never backtracks, and the ones used with `findall`/`sub` cannot
+# start a long failing attempt at every position of a long run (issue 14).
 
 _STR = r'"(?:[^"\\]++|\\.)*+"'
-_NAME = r"[%@]?([\w.\-]+)"
+# A string, or an unterminated one running to the end of the text: once a string fails
+# to close at one quote it fails at every later quote too, so this consumes the rest at
+# once instead of re-scanning from each quote (quadratic).
+_STR_OR_REST = re.compile(r'"(?:[^"\\]++|\\.)*+(?:(")|\\?\Z)', re.S)
+_NAME = r"[%@]?([\w.\-]++)"
 
 
 def _nested(depth: int) -> str:
@@ -57,28 +72,33 @@ _VALUE = _nested(5)
 _PARENS = r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)"
 _SHAPE = rf"(?:{_PARENS}|[a-z][a-z0-9]*\[[^\]]*+\](?:\{{[^}}]*+\}})?)"
 
-_INSTRUCTION = re.compile(rf"\s*(ROOT\s+)?{_NAME}\s*=\s*(?:({_SHAPE})\s*)?([a-z][\w\-]*)\(")
+_WS = r"\s*+"
+_HEAD = rf"{_WS}(ROOT\s++)?{_NAME}{_WS}={_WS}(?:({_SHAPE}){_WS})?([a-z][\w\-]*+)\("
+_INSTRUCTION = re.compile(_HEAD)
 # One whole instruction on one line: the fast path taken by nearly every line XLA prints.
 _FULL_INSTRUCTION = re.compile(
-    rf"\s*(ROOT\s+)?{_NAME}\s*=\s*(?:({_SHAPE})\s*)?([a-z][\w\-]*)"
-    rf"\(((?:[^()]++|{_PARENS})*+)\)"
-    rf"((?:\s*,\s*[\w\-]+\s*=\s*{_VALUE})*+)\s*"
+    rf"{_HEAD}((?:[^()]++|{_PARENS})*+)\)"
+    rf"((?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+){_WS}"
 )
-_OPERAND_NAMES = re.compile(r"[%@]?([^\s,%@]+)")
-_ATTRIBUTES = re.compile(rf"(?:\s*,\s*[\w\-]+\s*=\s*{_VALUE})*\s*")
-_ATTRIBUTE = re.compile(rf"\s*,\s*([\w\-]+)\s*=\s*({_VALUE})")
+_OPERAND_NAMES = re.compile(r"[%@]?([^\s,%@]++)")
+_ATTRIBUTES = re.compile(rf"(?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+{_WS}")
+_ATTRIBUTE = re.compile(rf"{_WS},{_WS}([\w\-]++){_WS}={_WS}({_VALUE})")
 _COMPUTATION = re.compile(
-    rf"(ENTRY\s+)?{_NAME}\s*(?:(\((?:[^()]++|{_PARENS})*+\))\s*->\s*({_SHAPE}))?\s*\{{\s*"
+    rf"(ENTRY\s++)?{_NAME}{_WS}(?:(\((?:[^()]++|{_PARENS})*+\)){_WS}->{_WS}({_SHAPE}))?"
+    rf"{_WS}\{{{_WS}"
 )
-_COMPUTATION_END = re.compile(r'\}\s*(?:,\s*execution_thread\s*=\s*"([^"]*)")?\s*')
-_MODULE = re.compile(rf"HloModule\s+{_NAME}")
-_TABLE_ROW = re.compile(r"(\d+)\s+(.*)")
-_KEY_VALUE = re.compile(rf"([\w\-]+)\s*=\s*({_STR}|[^\s,}}]+)")
-_COMMENT = re.compile(r"/\*.*?\*/", re.S)
-_CALLED_NAME = re.compile(r"[%@]?([\w.\-]+)")
-_DIM = re.compile(r"\s*(<=)?\s*(\d+|\?)\s*")
-_TILE = re.compile(r"T\(([^)]*)\)")
-_MEMORY_SPACE = re.compile(r"S\((\d+)\)")
+_COMPUTATION_END = re.compile(rf'\}}{_WS}(?:,{_WS}execution_thread{_WS}={_WS}"([^"]*+)")?{_WS}')
+_MODULE = re.compile(rf"HloModule\s++{_NAME}")
+_TABLE_ROW = re.compile(r"([0-9]++)\s++(.*)")
+# The lookbehind keeps `findall` from starting inside a key: without it a long word with
+# no `=` is re-scanned from each of its characters (10k characters took 4 s).
+_KEY_VALUE = re.compile(rf"(?<![\w\-])([\w\-]++){_WS}={_WS}({_STR}|[^\s,}}]++)")
+_CALLED_NAME = re.compile(r"[%@]?([\w.\-]++)")
+_DIM = re.compile(rf"{_WS}(<=)?{_WS}([0-9]++|\?){_WS}")
+_TILE = re.compile(r"T\(([^()]*+)\)")
+_MEMORY_SPACE = re.compile(r"S\(([0-9]++)\)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INT = re.compile(r"-?[0-9]{1,19}")
 
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
@@ -125,13 +145,18 @@ def parse_file(path: str | Path, *, strict: bool = False) -> HloModule:
 def split_modules(text: str) -> list[tuple[int, str]]:
     """Split text holding several modules (FileCheck's `// -----` separators).
 
+    Only a line that is exactly the marker (blanks around it aside) separates modules:
+    banners such as `// ------------` are comments. MLIR's `--split-input-file`
+    (mlir/lib/Support/ToolUtilities.cpp) warns of such a line as a "near miss with file
+    split marker" and does not split there either.
+
     Returns:
         `(first_line, chunk_text)` pairs, one per chunk that contains `HloModule`.
     """
     chunks: list[tuple[int, str]] = []
     start, lines = 1, list[str]()
     for number, line in enumerate(split_lines(text, keepends=True), 1):
-        if line.strip().startswith("// -----"):
+        if line.strip() == SPLIT_MARKER:
             chunks.append((start, "".join(lines)))
             start, lines = number + 1, []
         else:
@@ -151,7 +176,7 @@ def parse_modules(path: str | Path, *, strict: bool = False) -> list[HloModule]:
         padded = "\n" * (first_line - 1) + chunk  # keep line numbers file-relative
         modules.append(parse_module(padded, path=str(path), strict=strict))
     if not modules:
-        raise HloParseError("no 'HloModule' in file", path=str(path))
+        raise HloParseError("no 'HloModule' in file", path=str(path), line=1, column=1)
     return modules
 
 
@@ -177,13 +202,19 @@ def _read_text(path: str | Path) -> str:
         raise HloParseError("is a directory, not an HLO text file", path=str(path)) from None
     except OSError as e:
         raise HloParseError(f"cannot read: {e.strerror}", path=str(path)) from None
-    if b"\0" in data[:65536]:
-        raise HloParseError("binary data, not HLO text (a .pb dump?)", path=str(path))
+    nul = data.find(b"\0", 0, 65536)
+    if nul >= 0:
+        line, column = data.count(b"\n", 0, nul) + 1, nul - data.rfind(b"\n", 0, nul)
+        raise HloParseError(
+            "binary data, not HLO text (a .pb dump?)", path=str(path), line=line, column=column
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
-        raise HloParseError("not UTF-8 text", path=str(path), line=line) from None
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        column = len(data[line_start : e.start].decode("utf-8", "replace")) + 1
+        raise HloParseError("not UTF-8 text", path=str(path), line=line, column=column) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -196,22 +227,34 @@ _metadata_cache: dict[str, Metadata] = {}
 def parse_shape(text: str) -> Shape:
     """Parse a shape such as `f32[8,<=16]{1,0:T(8,128)S(1)}` or `(f32[2], token[])`.
 
+    The shape's `text` is as printed, less XLA's `/*index=N*/` comments in long tuples.
+
     Raises:
-        ValueError: The text is not a shape.
+        ValueError: The text is not a shape, a number in it is not a 64-bit integer, or
+            the array would not fit in 2^63 bytes (`ValidateShapeSize` in xla/shape_util.cc
+            rejects those).
     """
     shape = _shape_cache.get(text)
     if shape is None:
-        shape = _parse_shape(text.strip())
+        shape = _parse_shape(text.strip(), 0)
         if len(_shape_cache) < 100_000:
             _shape_cache[text] = shape
     return shape
 
 
-def _parse_shape(text: str) -> Shape:
+# Tuples nested deeper than this are rejected: the instruction regexes already stop at
+# five levels, and it bounds the recursion of `_parse_shape` and `Shape.leaves`.
+_MAX_TUPLE_DEPTH = 32
+
+
+def _parse_shape(text: str, depth: int) -> Shape:
     if text.startswith("("):
-        body = _COMMENT.sub("", text[1:-1]) if "/*" in text else text[1:-1]
-        parts = _split_top(body)
-        elements = tuple(_parse_shape(p.strip()) for p in parts if p.strip())
+        if depth >= _MAX_TUPLE_DEPTH or not text.endswith(")"):
+            raise ValueError(f"not a shape: {text!r}")
+        if "/*" in text:
+            text = strip_comments(text)
+        parts = _split_top(text[1:-1])
+        elements = tuple(_parse_shape(p.strip(), depth + 1) for p in parts if p.strip())
         return Shape("tuple", tuple_shapes=elements, text=text)
     bracket = text.find("[")
     if bracket <= 0 or "]" not in text:
@@ -225,9 +268,9 @@ def _parse_shape(text: str) -> Shape:
         for d in dims_text.split(","):
             m = _DIM.fullmatch(d)
             if m is None:
-                raise ValueError(f"bad dimension {d!r} in shape {text!r}")
+                raise ValueError(f"bad dimension {d.strip()!r} in shape {text!r}")
             size = m.group(2)
-            dims.append(-1 if size == "?" else int(size))
+            dims.append(-1 if size == "?" else to_int(size))
             dynamic.append(bool(m.group(1)) or size == "?")
     rest = text[close + 1 :].strip()
     layout = None
@@ -235,18 +278,49 @@ def _parse_shape(text: str) -> Shape:
         if not (rest.startswith("{") and rest.endswith("}")):
             raise ValueError(f"bad layout in shape {text!r}")
         layout = _parse_layout(rest[1:-1])
-    return Shape(element_type, tuple(dims), tuple(dynamic), layout, (), text)
+    shape = Shape(element_type, tuple(dims), tuple(dynamic), layout, (), text)
+    if shape.byte_size > INT64_MAX:
+        raise ValueError(f"shape {text!r} does not fit in 2^63 bytes")
+    return shape
 
 
 def _parse_layout(text: str) -> Layout:
     order, _, extras = text.partition(":")
-    minor_to_major = tuple(int(d) for d in order.split(",") if d.strip())
+    minor_to_major = tuple(to_int(d) for d in order.split(",") if d.strip())
     tiles = tuple(
-        tuple(-1 if t.strip() == "*" else int(t) for t in m.split(",") if t.strip())
+        tuple(-1 if t.strip() == "*" else to_int(t) for t in m.split(",") if t.strip())
         for m in _TILE.findall(extras)
     )
     space = _MEMORY_SPACE.search(extras)
-    return Layout(minor_to_major, tiles, int(space.group(1)) if space else None, text)
+    return Layout(minor_to_major, tiles, to_int(space.group(1)) if space else None, text)
+
+
+def to_int(text: str) -> int:
+    """An integer as XLA's lexer reads one: ASCII digits, optional minus, within int64.
+
+    Python's `int` also takes `1_000`, blanks, and digits of other scripts (`٣`), and
+    fails past 4,300 digits; XLA takes none of those.
+
+    Raises:
+        ValueError: The text is not such an integer.
+    """
+    if len(text) < 19 and text.isdigit() and text.isascii():
+        return int(text)  # the usual case, without the regex
+    s = text.strip()
+    if _INT.fullmatch(s) is None or not -INT64_MAX - 1 <= (value := int(s)) <= INT64_MAX:
+        raise ValueError(f"expected a 64-bit integer, not {s[:40]!r}")
+    return value
+
+
+def _small_int(text: str | None) -> int | None:
+    """`to_int` for optional fields the tolerant parser keeps as text when they are not
+    integers (`source_line=`, `stack_frame_id=`)."""
+    if text is None:
+        return None
+    try:
+        return to_int(text)
+    except ValueError:
+        return None
 
 
 def _parse_metadata(raw: str) -> Metadata:
@@ -256,16 +330,16 @@ def _parse_metadata(raw: str) -> Metadata:
     fields = {}
     for key, value in _KEY_VALUE.findall(raw[1:-1]):
         if value.startswith('"'):
-            value = _unescape(value[1:-1])
+            value = unescape(value[1:-1])
         fields[key] = value
-    source_line = fields.get("source_line")
-    frame = fields.get("stack_frame_id")
     md = Metadata(
         op_type=fields.get("op_type"),
         op_name=fields.get("op_name"),
         source_file=fields.get("source_file"),
-        source_line=int(source_line) if source_line and source_line.isdigit() else None,
-        stack_frame_id=int(frame) if frame and frame.isdigit() else None,
+        source_line=_small_int(fields.get("source_line")) if "source_line" in fields else None,
+        stack_frame_id=(
+            _small_int(fields.get("stack_frame_id")) if "stack_frame_id" in fields else None
+        ),
         fields=MappingProxyType(fields),
     )
     if len(_metadata_cache) < 100_000:
@@ -273,15 +347,22 @@ def _parse_metadata(raw: str) -> Metadata:
     return md
 
 
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    return (
-        s.encode("utf-8", "backslashreplace")
-        .decode("unicode_escape")
-        .encode("latin-1", "backslashreplace")
-        .decode("utf-8", "replace")
-    )
+def strip_comments(text: str) -> str:
+    """Remove `/* ... */` comments; an unclosed `/*` is kept with what follows it.
+
+    A loop over `str.find` rather than a lazy regex: `/\\*.*?\\*/` re-scans to the end of
+    the text from every unclosed `/*` (quadratic).
+    """
+    out: list[str] = []
+    i = 0
+    while (start := text.find("/*", i)) >= 0:
+        end = text.find("*/", start + 2)
+        if end < 0:
+            break
+        out.append(text[i:start])
+        i = end + 2
+    out.append(text[i:])
+    return "".join(out)
 
 
 def _brackets(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
@@ -348,12 +429,17 @@ def _bracket_error(text: str) -> tuple[int, str] | None:
     return None
 
 
+def _blank_string(m: re.Match[str]) -> str:
+    """A closed string's brackets do not count; an unclosed quote is left as it was."""
+    return '""' if m.group(1) else m.group(0)
+
+
 def _open_count(line: str) -> int:
     """Net number of brackets a line opens, ignoring strings and comments."""
     if '"' in line:
-        line = re.sub(_STR, '""', line)
+        line = _STR_OR_REST.sub(_blank_string, line)
     if "/*" in line:
-        line = _COMMENT.sub("", line)
+        line = strip_comments(line)
     return (
         line.count("(") + line.count("{") + line.count("[")
         - line.count(")") - line.count("}") - line.count("]")
@@ -368,20 +454,29 @@ class _Parser:
     def __init__(self, text: str, path: str | None, strict: bool) -> None:
         self.path = path
         self.strict = strict
+        self.text = text
         self.lines = split_lines(text)
         self.i = 0  # index of the next line to read
         self.unknown_opcodes: dict[str, int] = {}
         self.unparsed: list[str] = []
         self.last_joined = 0  # first line of the last statement that spanned lines
+        # Collected while building instructions, so the checks at the end of a
+        # computation and of the module see only these, not every instruction again.
+        self.parameters: list[Instruction] = []
+        self.callers: list[Instruction] = []
+        self.call_sites: dict[str, list[Instruction]] = {}  # computation -> its callers
 
     # -- errors and tolerance ---------------------------------------------------------
 
-    def error(self, message: str, line: int, column: int = 0, text: str = "") -> HloParseError:
-        return HloParseError(message, path=self.path, line=line, column=column, text=text)
+    def error(self, message: str, line: int, column: int, text: str = "") -> HloParseError:
+        """A parse error at a 1-based line and column (a column below 1 is shown as 1)."""
+        return HloParseError(
+            message, path=self.path, line=max(line, 1), column=max(column, 1), text=text
+        )
 
     def not_understood(self, line: int, what: str, text: str) -> None:
         if self.strict:
-            raise self.error(f"{what} (strict mode)", line, text=text)
+            raise self.error(f"{what} (strict mode)", line, 1, text)
         self.unparsed.append(f"{line}: {text.strip()}")
 
     # -- reading statements -----------------------------------------------------------
@@ -410,7 +505,7 @@ class _Parser:
                 yield number, stripped, None  # a computation's end or header
                 continue
             if "/*" in line:
-                line = _COMMENT.sub("", line)
+                line = strip_comments(line)
                 if not line.strip():
                     continue
             if "//" in line and '"' not in line:
@@ -424,7 +519,7 @@ class _Parser:
                     if nxt.strip().startswith("//"):
                         continue
                     if "/*" in nxt:
-                        nxt = _COMMENT.sub("", nxt)
+                        nxt = strip_comments(nxt)
                     parts.append(nxt)
                     depth += _open_count(nxt)
                 if depth > 0:
@@ -436,7 +531,8 @@ class _Parser:
                         at + 1,
                         joined[at : at + 60],
                     )
-                line = " ".join(p.strip() for p in parts)
+                # The first part keeps its indentation: columns on that line stay exact.
+                line = " ".join([parts[0].rstrip(), *(p.strip() for p in parts[1:])])
                 self.last_joined = number
             yield number, line, full(line)
 
@@ -444,17 +540,19 @@ class _Parser:
 
     def parse(self) -> HloModule:
         if not self.lines:
-            raise self.error("empty file: expected 'HloModule <name>'", 1)
+            raise self.error("empty file: expected 'HloModule <name>'", 1, 1)
+        self.check_unicode(self.text)
         stream = self.statements()
         header = next(stream, None)
         if header is None:
-            raise self.error("no HLO text: expected 'HloModule <name>'", 1)
+            raise self.error("no HLO text: expected 'HloModule <name>'", 1, 1)
         number, text, _ = header
         m = _MODULE.match(text.strip())
         if m is None:
             raise self.error("expected 'HloModule <name>'", number, 1, text)
         name = m.group(1)
-        attributes = self.attributes(text.strip()[m.end() :], number)
+        offset = len(text) - len(text.lstrip()) + m.end()
+        attributes = self.attributes(text.strip()[m.end() :], number, offset)
 
         tables: dict[str, dict[int, str]] = {}
         computations: list[Computation] = []
@@ -467,7 +565,7 @@ class _Parser:
             if current_table is not None:
                 row = _TABLE_ROW.fullmatch(s)
                 if row is not None:
-                    current_table[int(row.group(1))] = row.group(2)
+                    current_table[self.row_id(row.group(1), number, text)] = row.group(2)
                     continue
                 current_table = None
             if s.endswith("{"):
@@ -476,7 +574,8 @@ class _Parser:
             self.not_understood(number, "unexpected text between computations", s)
 
         if not computations:
-            raise self.error("module has no computations", len(self.lines))
+            raise self.error("module has no computations", len(self.lines), 1)
+        self.check_calls(computations)
         return HloModule(
             name=name,
             attributes=MappingProxyType(attributes),
@@ -486,19 +585,93 @@ class _Parser:
             path=self.path,
         )
 
-    def attributes(self, text: str, line: int) -> dict[str, str]:
-        """Parse `, key=value, key=value` (header and instruction attributes)."""
+    def check_unicode(self, text: str) -> None:
+        """Reject lone surrogates: text decoded with `surrogateescape`, or built by a
+        caller, may hold them, and they cannot be printed or encoded later."""
+        if text.isascii():  # O(1) for the usual all-ASCII dump
+            return
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            line = text.count("\n", 0, e.start) + 1
+            column = e.start - text.rfind("\n", 0, e.start)
+            raise self.error(
+                "a lone surrogate: the text is not valid Unicode", line, column
+            ) from None
+
+    def row_id(self, text: str, line: int, statement: str) -> int:
+        """The id that starts a stack-frame table row."""
+        try:
+            return to_int(text)
+        except ValueError:
+            column = statement.find(text) + 1
+            raise self.error("table row id is not a 64-bit integer", line, column, text) from None
+
+    def check_calls(self, computations: list[Computation]) -> None:
+        """Every called computation exists, is defined once, and no computation calls
+        itself, directly or through others.
+
+        XLA's parser rejects all three ("computation does not exist" / "already
+        exists"; it resolves names in text order, so a cycle cannot be written). The
+        analyses walk the call graph and rely on it being finite and acyclic.
+        """
+        order = {c.name: i for i, c in enumerate(computations)}
+        if len(order) != len(computations):
+            self.duplicate_computation(computations)
+        position_of = order.get
+        forward = False  # a call to a computation defined later in the text
+        for caller, callers in self.call_sites.items():
+            position = order[caller]
+            for inst in callers:
+                for call in inst.called:
+                    callee = position_of(call.name, -1)
+                    if callee < 0:
+                        raise self.call_error(
+                            f"computation '{call.name}' does not exist", inst, call.name
+                        )
+                    if callee >= position:
+                        forward = True
+        # XLA prints callees first; then no cycle is possible and the search is skipped.
+        cycle = _find_cycle(self.call_sites) if forward else None
+        if cycle is not None:
+            path, inst = cycle
+            raise self.call_error(
+                f"computation '{path[0]}' calls itself: {' -> '.join(path)}", inst, path[-1]
+            )
+
+    def duplicate_computation(self, computations: list[Computation]) -> None:
+        seen: set[str] = set()
+        for comp in computations:
+            if comp.name in seen:
+                raise self.error(
+                    f"computation '{comp.name}' is defined twice",
+                    comp.line,
+                    self.lines[comp.line - 1].find(comp.name) + 1,
+                    comp.name,
+                )
+            seen.add(comp.name)
+
+    def call_error(self, message: str, inst: Instruction, callee: str) -> HloParseError:
+        line = self.lines[inst.line - 1]
+        at = line.find(callee, line.find("(")) if callee else -1
+        return self.error(message, inst.line, at + 1, line.strip())
+
+    def attributes(self, text: str, line: int, offset: int) -> dict[str, str]:
+        """Parse `, key=value, key=value` (header and instruction attributes).
+
+        `offset` is where `text` starts in its line, for the column of an error.
+        """
         if not text or text.isspace():
             return {}
         if _ATTRIBUTES.fullmatch(text):
             return dict(_ATTRIBUTE.findall(text))
-        return self.attributes_slow(text, line)
+        return self.attributes_slow(text, line, offset)
 
-    def attributes_slow(self, text: str, line: int) -> dict[str, str]:
+    def attributes_slow(self, text: str, line: int, offset: int) -> dict[str, str]:
         problem = _bracket_error(text)
         if problem is not None:
             at, why = problem
-            raise self.error(why, line, 0, text[at : at + 60])
+            raise self.error(why, line, offset + at + 1, text[at : at + 60])
         out: dict[str, str] = {}
         parts = _split_top(text)
         if parts[0].strip():
@@ -556,7 +729,48 @@ class _Parser:
             )
         if not instructions:
             raise self.error(f"computation '{name}' has no instructions", number, 1, header)
+        if len(scope) != len(instructions):
+            self.duplicate_name(name, instructions)
+        if self.parameters:
+            self.check_parameters(name, self.parameters)
+            self.parameters = []
+        if self.callers:
+            self.call_sites.setdefault(name, []).extend(self.callers)
+            self.callers = []
         return Computation(name, tuple(instructions), is_entry, execution_thread, number)
+
+    def duplicate_name(self, name: str, instructions: list[Instruction]) -> None:
+        """XLA: "instruction already exists". A second definition would also let operands
+        form a cycle (`q = g(p)`, then `p = f(q)`)."""
+        seen: set[str] = set()
+        for inst in instructions:
+            if inst.name in seen:
+                raise self.error(
+                    f"instruction '{inst.name}' is defined twice in computation '{name}'",
+                    inst.line,
+                    self.lines[inst.line - 1].find(inst.name) + 1,
+                    inst.name,
+                )
+            seen.add(inst.name)
+
+    def check_parameters(self, name: str, params: list[Instruction]) -> None:
+        """Parameter numbers must be 0..n-1, each once, as XLA's computation builder
+        CHECKs (hlo_computation.cc; XLA aborts the process on a violation)."""
+        numbers = {int(i.literal) for i in params}
+        if len(numbers) == len(params) and (not params or max(numbers) == len(params) - 1):
+            return
+        seen: set[int] = set()
+        for inst in params:
+            number = int(inst.literal)
+            if number >= len(params) or number in seen:
+                problem = "used twice" if number in seen else f"not in [0, {len(params)})"
+                raise self.error(
+                    f"parameter number {number} of computation '{name}' is {problem}",
+                    inst.line,
+                    self.lines[inst.line - 1].find("parameter(") + 11,
+                    inst.literal,
+                )
+            seen.add(number)
 
     # -- instructions -----------------------------------------------------------------
 
@@ -588,7 +802,7 @@ class _Parser:
         if text.find("(", start, close) >= 0:
             close = self._matching_paren(text, start - 1, line)
         rest = text[close + 1 :]
-        attributes = self.attributes(rest, line) if rest and not rest.isspace() else None
+        attributes = self.attributes(rest, line, close + 1) if rest and not rest.isspace() else None
         return self.build(line, m, text[start:close], attributes, scope)
 
     def build(
@@ -612,13 +826,21 @@ class _Parser:
                     raise self.error(str(e), line, m.start(3) + 1, shape_text) from None
         literal = ""
         operands: tuple[str, ...] = ()
+        is_parameter = False
         if opcode in _LITERAL_OPCODES:
             literal = inner.strip()
+            if opcode == "parameter":
+                is_parameter = True
+                if not (len(literal) < 19 and literal.isdigit() and literal.isascii()):
+                    self.check_integer(literal, "parameter number", line, m)
         elif inner and not inner.isspace():
             if "[" in inner or "/*" in inner or "(" in inner:
-                operands = self.operands(inner, line)  # typed operands, comments
+                operands = self.operands(inner, line, m.end(4) + 1)  # typed operands, comments
             else:
                 operands = tuple(_OPERAND_NAMES.findall(inner))
+            for operand in operands:  # a plain loop: twice as fast as all(map(...)) here
+                if operand not in scope:
+                    self.undefined_operand(operand, line, m)
         attributes: Mapping[str, str] = _EMPTY
         called: tuple[CalledComputation, ...] = ()
         metadata = None
@@ -628,6 +850,8 @@ class _Parser:
                 metadata = _metadata_cache.get(raw_md) or _parse_metadata(raw_md)
             if not CALLED_COMPUTATION_ATTRIBUTES.isdisjoint(attrs):
                 called = _called(attrs)
+            if "index" in attrs and opcode == "get-tuple-element":
+                self.check_integer(attrs["index"], "tuple index", line, m)
             attributes = MappingProxyType(attrs)
         if opcode not in KNOWN_OPCODES:
             if self.strict:
@@ -646,7 +870,30 @@ class _Parser:
             "attributes": attributes, "called": called, "metadata": metadata,
             "is_root": is_root is not None, "literal": literal, "line": line,
         })  # fmt: skip
+        # Collected for the checks at the end of the computation and of the module.
+        if called:
+            self.callers.append(inst)
+        if is_parameter:
+            self.parameters.append(inst)
         return inst
+
+    def undefined_operand(self, operand: str, line: int, m: re.Match[str]) -> None:
+        """XLA: "instruction does not exist". XLA also rejects an operand defined later
+        in the computation, and so does hloscope: the analyses rely on text order."""
+        column = m.string.find(operand, m.end(4)) + 1
+        raise self.error(
+            f"operand '{operand}' is not defined before this instruction", line, column, operand
+        )
+
+    def check_integer(self, text: str, what: str, line: int, m: re.Match[str]) -> None:
+        """A non-negative 64-bit integer (`parameter(N)`, `index=N`), as XLA requires."""
+        try:
+            if to_int(text) >= 0:
+                return
+        except ValueError:
+            pass
+        column = m.string.find(text, m.end(4)) + 1
+        raise self.error(f"{what} must be a non-negative integer", line, column, text)
 
     def infer_shape(
         self,
@@ -665,16 +912,16 @@ class _Parser:
             return Shape("tuple", tuple_shapes=tuple(known), text=f"({inner})")
         return known[0]
 
-    def operands(self, inner: str, line: int) -> tuple[str, ...]:
+    def operands(self, inner: str, line: int, offset: int) -> tuple[str, ...]:
         if "/*" in inner:
-            inner = _COMMENT.sub("", inner)
+            inner = strip_comments(inner)
         # Typed operands (`f32[2,3]{1,0} %a`) have commas inside brackets.
         parts = _split_top(inner) if "[" in inner or "(" in inner else inner.split(",")
         names = []
         for part in parts:
             token = part.rsplit(None, 1)[-1] if part.strip() else ""
             if not token:
-                raise self.error("empty operand", line, 0, inner)
+                raise self.error("empty operand", line, offset + 1, inner)
             names.append(token.lstrip("%@"))
         return tuple(names)
 
@@ -694,13 +941,11 @@ class _Parser:
         locations: dict[int, SourceLocation] = {}
         for k, v in tables.get("FileLocations", {}).items():
             f = _fields(v)
-            line = f.get("line", "")
-            column = f.get("column", "")
             locations[k] = SourceLocation(
                 files.get(_int(f.get("file_name_id")), "?"),
-                int(line) if line.isdigit() else None,
+                _small_int(f.get("line")),
                 functions.get(_int(f.get("function_name_id"))),
-                int(column) if column.isdigit() else None,
+                _small_int(f.get("column")),
             )
         frames = {}
         for k, v in tables["StackFrames"].items():
@@ -711,6 +956,45 @@ class _Parser:
             location = locations.get(_int(f.get("file_location_id")), SourceLocation("?"))
             frames[k] = StackFrame(k, location, max(parent, 0))
         return frames
+
+
+def _find_cycle(
+    call_sites: Mapping[str, list[Instruction]],
+) -> tuple[list[str], Instruction] | None:
+    """A call cycle as `([a, b, ..., a], the call in the last caller)`, or None.
+
+    `call_sites` maps each computation that calls others to its calling instructions. An
+    iterative depth-first search visits each computation and call once, so the check is
+    linear in the module size, and no recursion depth depends on the input.
+    """
+    done: set[str] = set()
+    for root in call_sites:
+        if root in done:
+            continue
+        on_path: dict[str, int] = {root: 0}
+        path = [root]
+        edges = [_calls(call_sites.get(root, ()))]
+        while edges:
+            step = next(edges[-1], None)
+            if step is None:
+                finished = path.pop()
+                del on_path[finished]
+                done.add(finished)
+                edges.pop()
+                continue
+            callee, inst = step
+            if callee in on_path:
+                return [*path[on_path[callee] :], callee], inst
+            if callee in done:
+                continue
+            on_path[callee] = len(path)
+            path.append(callee)
+            edges.append(_calls(call_sites.get(callee, ())))
+    return None
+
+
+def _calls(callers: Iterable[Instruction]) -> Iterator[tuple[str, Instruction]]:
+    return ((c.name, inst) for inst in callers for c in inst.called)
 
 
 _object_new = object.__new__
@@ -743,9 +1027,9 @@ def _fields(text: str) -> dict[str, str]:
 
 
 def _int(value: str | None) -> int:
-    return int(value) if value and value.lstrip("-").isdigit() else 0
+    return _small_int(value) or 0
 
 
 def _unquote_row(value: str) -> str:
     value = value.strip()
-    return _unescape(value[1:-1]) if value.startswith('"') and value.endswith('"') else value
+    return unescape(value[1:-1]) if value.startswith('"') and value.endswith('"') else value

@@ -14,7 +14,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.render.format import fmt_bytes, fmt_seconds, fmt_us
+from hloscope.render.format import fmt_bytes, fmt_count, fmt_seconds, fmt_us
 from hloscope.timing.attribution import ModuleTiming, ProfileTimings
 from hloscope.timing.bench import BenchResult
 
@@ -39,28 +39,36 @@ def _r(x: float | None, digits: int = 3) -> float | None:
 def timings_doc(m: ModuleTiming) -> dict[str, Any]:
     """The JSON object of one module's timings.
 
-    Schema: `executions` (steady-state), `skipped_executions` (warm-up left out),
-    `total_us` (wall of those executions, summed), `mean_us`/`median_us` (per execution),
-    `kernel_us`, `unattributed_us` (wall when no kernel of it ran),
-    `launches_per_execution` (op calls), `kernel_launches_per_execution` (device
-    kernels), `static_launches` (from the HLO, or null), `launch_mismatch` (bool, or null
-    without HLO), `missing_kernels`, `unknown_ops`, `devices`, `split_by`, `wall_from`,
-    `program_id`, and `kernels`: `[{name, calls, total_us, mean_us, median_us, min_us,
-    max_us, share, calls_per_execution, kernels_per_op, device_kernels}]`, most total
-    time first. Times are microseconds, rounded to nanoseconds.
+    Schema: `source` (`nsys`, `xplane`, `trace.json`), `executions` (steady-state),
+    `skipped_executions` (warm-up left out), `total_us` (wall of those executions,
+    summed), `mean_us`/`median_us` (per execution), `kernel_us` (kernel time summed),
+    `busy_us` (time when at least one kernel ran: below `kernel_us` when kernels
+    overlap, e.g. async collectives beside compute), `unattributed_us` (wall when no
+    kernel of it ran), `launches_per_execution` (thunks or op calls),
+    `kernel_launches_per_execution` (device kernels), `device_ops_per_execution` (GPU
+    operations the trace counted, or null), `static_launches` (from the HLO, or null),
+    `launch_mismatch` (bool, or null without HLO), `missing_kernels`, `unknown_ops`,
+    `devices`, `split_by`, `wall_from`, `program_id`, and `kernels`: `[{name (the
+    top-level HLO instruction), calls, total_us, mean_us, median_us, min_us, max_us,
+    share, calls_per_execution, kernels_per_op, device_kernels, device_ops (or null),
+    hlo_ops (every name the runtime reported for it)}]`, most total time first. Times
+    are microseconds, rounded to nanoseconds.
     """
     return {
         "name": m.name,
         "program_id": m.program_id,
+        "source": m.source or None,
         "executions": m.executions,
         "skipped_executions": m.skipped,
         "total_us": _r(m.total_us),
         "mean_us": _r(m.mean_us),
         "median_us": _r(m.median_us),
         "kernel_us": _r(m.kernel_us),
+        "busy_us": _r(m.busy_us),
         "unattributed_us": _r(m.unattributed_us),
         "launches_per_execution": _r(m.launches_per_execution),
         "kernel_launches_per_execution": _r(m.kernel_launches_per_execution),
+        "device_ops_per_execution": _r(m.device_ops_per_execution),
         "static_launches": m.static_launches,
         "launch_mismatch": m.launch_mismatch,
         "missing_kernels": list(m.missing_kernels),
@@ -81,6 +89,8 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
                 "calls_per_execution": _r(k.calls_per_execution),
                 "kernels_per_op": k.kernels_per_op,
                 "device_kernels": list(k.device_kernels),
+                "device_ops": k.device_ops,
+                "hlo_ops": list(k.hlo_ops) or [k.name],
             }
             for k in m.kernels
         ],
@@ -160,15 +170,24 @@ def _module_header(key: str, m: ModuleTiming) -> Text:
     pid = f"  program {m.program_id}" if m.program_id is not None else ""
     warm = f", {m.skipped} warm-up left out" if m.skipped else ""
     kernel_pct = 100 * m.kernel_us / m.total_us if m.total_us else 0.0
+    source = f"{m.source}: " if m.source else ""
+    busy = ""
+    if m.busy_us is not None and m.busy_us < m.kernel_us * 0.995:
+        # kernels on several streams overlap: their sum is not time the module took
+        busy = f", busy {fmt_us(m.busy_us)} (kernels overlap)"
+    ops = ""
+    if m.device_ops_per_execution is not None:
+        ops = f"; GPU operations per execution {fmt_count(m.device_ops_per_execution)}"
     return Text.assemble(
         ("HloModule ", "bold"),
         (key, "bold cyan"),
         pid,
-        f"\n{m.executions} executions{warm} (split by {m.split_by}); ",
+        f"\n{source}{m.executions} executions{warm} (split by {m.split_by}); ",
         f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})\n",
-        f"kernels {fmt_us(m.kernel_us)} ({kernel_pct:.0f}%), "
+        f"kernels {fmt_us(m.kernel_us)} ({kernel_pct:.0f}%){busy}, "
         f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
         _launches(m),
+        ops,
     )
 
 
@@ -265,7 +284,8 @@ def profile_table(
     parts: list[RenderableType] = [head]
     measured = [(k, m) for k, m in p.modules.items() if m.executions]
     if not measured:
-        parts.append(Text("no module ran more than the warm-up execution", style="yellow"))
+        if p.modules:
+            parts.append(Text("no module ran more than the warm-up execution", style="yellow"))
     else:
         summary = Table(box=None, pad_edge=False, title="modules", title_justify="left")
         summary.add_column("module", overflow="fold")

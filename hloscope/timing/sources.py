@@ -9,7 +9,9 @@ whatever measured it. This is the only module of `timing` that finds files.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -17,11 +19,13 @@ from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.errors import HloscopeError
 from hloscope.hlo.parser import parse_file
 from hloscope.runs import Run, scan_dump_dir
+from hloscope.timing import nsys
 from hloscope.timing.attribution import ProfileTimings, attribute, op_events, timing_key
 from hloscope.timing.xplane import find_profile, read_trace
 
 __all__ = [
     "SOURCES",
+    "NsysSource",
     "ProfilerSource",
     "TimingSource",
     "has_profile",
@@ -81,7 +85,44 @@ class ProfilerSource:
         )
 
 
-SOURCES: tuple[TimingSource, ...] = (ProfilerSource(),)
+class NsysSource:
+    """A GPU trace made by nsys-jax: the NVTX ranges XLA's GPU runtime emits (one per
+    module execution, one per thunk), projected onto the GPU. Each `hlo_op` the trace
+    names is booked to the kernel whose runtime names hold it (`Kernel.hlo_ops`: the
+    wrapped op of an async pair, the library call of a custom fusion)."""
+
+    name = nsys.SOURCE
+
+    def found(self, run: Run) -> bool:
+        return nsys.is_nsys_archive(run.path)
+
+    def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
+        kernel_of = {
+            key: {op: k.name for k in analysis.kernels for op in k.hlo_ops}
+            for key, analysis in static.items()
+        }
+        timings = nsys.nsys_timings(run.path, kernel_of=kernel_of)
+        return _compare_launches(timings, static)
+
+
+def _compare_launches(
+    timings: ProfileTimings, static: Mapping[str, ModuleAnalysis]
+) -> ProfileTimings:
+    """Set each module's static launches (from the HLO) beside the measured thunks."""
+    modules = {}
+    for key, m in timings.modules.items():
+        analysis = static.get(key) or static.get(m.name)
+        if analysis is not None and m.executions:
+            m = replace(
+                m,
+                static_launches=analysis.launches,
+                launch_mismatch=not math.isclose(m.launches_per_execution, analysis.launches),
+            )
+        modules[key] = m
+    return replace(timings, modules=modules)
+
+
+SOURCES: tuple[TimingSource, ...] = (NsysSource(), ProfilerSource())
 """The sources `run_timings` asks, in order; the first that finds something wins."""
 
 

@@ -327,3 +327,24 @@ def _corpus_modules() -> list[tuple[str, str]]:
 def test_corpus_kernel_counts_match_walk_over_xla_parse(name: str, text: str) -> None:
     ours = analyze_module(parse_module(text))
     assert ours.kernel_count == _xla_kernel_count(text)
+
+
+@pytest.mark.parametrize("n", ["\u00b2", "9" * 5000, "-1", ""])
+def test_trip_count_reads_only_plain_64_bit_counts(n: str) -> None:
+    from hloscope.analysis.fusion import trip_count
+
+    text = (
+        "HloModule m\n\nc {\n  p = s32[] parameter(0)\n  ROOT t = pred[] constant(true)\n}\n\n"
+        "b {\n  ROOT p = s32[] parameter(0)\n}\n\nENTRY e {\n  x = s32[] parameter(0)\n"
+        f'  ROOT w = s32[] while(x), condition=c, body=b, backend_config={{"known_trip_count":{{"n":"{n}"}}}}\n'
+        "}\n"
+    )
+    module = parse_module(text)
+    assert trip_count(module.entry.root) is None
+
+
+def test_collapse_orders_names_with_huge_numbers() -> None:
+    from hloscope.analysis.collapse import _DIGITS
+
+    assert _DIGITS.findall("layer_" + "7" * 5000)  # found in int()-sized pieces
+    assert all(len(d) <= 18 for d in _DIGITS.findall("x" + "7" * 5000))

@@ -161,8 +161,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     # jax_mlp with its profile, as a run folder with a manifest and bench results
     run_dir = root / "jax_mlp_run"
     shutil.copytree(DATA / "jax_mlp_profile", run_dir)
-    manifest = {
-        "script": "samples/jax_mlp.py",
+    manifest = {  # as `hloscope dump` writes it (hloscope.manifest.RunManifest)
+        "source": "dump",
+        "target": {"kind": "script", "name": "samples/jax_mlp.py", "args": []},
+        "command": ["hloscope", "dump", "--profile", "samples/jax_mlp.py"],
+        "started_at": "2026-12-02T18:30:00+00:00",
         "framework": "jax",
         "versions": {"jax": "0.10.2", "jaxlib": "0.10.2", "python": "3.11.7"},
         "platform": "cpu",

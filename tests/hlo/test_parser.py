@@ -398,9 +398,10 @@ def test_unexpected_text_is_counted_and_strict_fails() -> None:
         ("HloModuleX", "expected 'HloModule <name>'", 1),
         ("HloModule m\n\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n", "not closed", 3),
         (
-            'HloModule m\n\nENTRY e {\n  ROOT a = f32[2] add(p, q), metadata={op_name="x"\n}\n',
+            "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  q = f32[2] parameter(1)\n"
+            '  ROOT a = f32[2] add(p, q), metadata={op_name="x"\n}\n',
             "unclosed '{'",
-            4,
+            6,
         ),
         ("HloModule m\n\nENTRY e {\n  p = f32[2 parameter(0)\n}\n", r"unclosed '\['", 4),
         ("HloModule m\n\nENTRY e {\n  this is not hlo\n}\n", "expected an instruction", 4),

@@ -190,3 +190,38 @@ def test_the_diagram_package_neither_parses_nor_analyses() -> None:
 def test_no_file_of_the_package_is_over_700_lines() -> None:
     sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py")}
     assert max(sizes.values()) <= 700, sizes
+
+
+def _hostile_report(text: str) -> ModuleReport:
+    from hloscope.analysis.provenance import trace
+
+    module = parse_module(text)
+    analysis = analyze_module(module)
+    return ModuleReport(
+        key="k",
+        name=module.name,
+        module_id=None,
+        platform=None,
+        trivial=False,
+        before=analysis,
+        after=analysis,
+        provenance=trace(module, analysis, module),
+        before_module=module,
+        after_module=module,
+    )
+
+
+def test_a_chain_of_1500_free_instructions_draws_without_recursion() -> None:
+    from tests.hlo.test_hostile import _chain
+
+    spec = G.module_diagram(_hostile_report(_chain(1500)))
+    assert [n.id for n in spec.nodes if n.role == G.KERNEL]  # the negate at its head
+
+
+def test_calls_nested_past_the_drawn_depth_are_said_not_dropped() -> None:
+    from tests.hlo.test_hostile import _nested_calls
+
+    spec = G.module_diagram(_hostile_report(_nested_calls(70)), stage="before")
+    assert any("nested deeper than" in note for note in spec.notes)
+    shallow = G.module_diagram(_hostile_report(_nested_calls(10)), stage="before")
+    assert not any("nested deeper than" in note for note in shallow.notes)

@@ -76,7 +76,8 @@ def make_xss_run(folder: Path) -> Path:
     (dump / f"module_0001.{NAME}.before_optimizations.txt").write_text(BEFORE, encoding="utf-8")
     (dump / f"module_0001.{NAME}.cpu_after_optimizations.txt").write_text(AFTER, encoding="utf-8")
     manifest = {
-        "script": f"/tmp/{SCRIPT}{BREAKOUT}.py",
+        "target": {"kind": "script", "name": f"/tmp/{SCRIPT}{BREAKOUT}.py", "args": [BREAKOUT]},
+        "command": ["hloscope", "dump", SCRIPT, CLOSE],
         "framework": "jax",
         "versions": {"jax": BREAKOUT, "python": f"3.11 {CLOSE}"},
         "platform": "cpu",

@@ -707,8 +707,16 @@
     if (timing) {
       var per = function (us) { return timing.executions && typeof us === "number" ? fmtUs(us / timing.executions) : "–"; };
       facts.push(["kernel time / execution", per(timing.kernel_us)]);
+      if (typeof timing.busy_us === "number" && typeof timing.kernel_us === "number" &&
+          timing.busy_us < timing.kernel_us * 0.995) {
+        // kernels on several streams overlap: their sum exceeds the time they took
+        facts.push(["busy / execution (kernels overlap)", per(timing.busy_us)]);
+      }
       facts.push(["wall / execution", per(timing.total_us)]);
-      facts.push(["executions profiled", fmtInt(timing.executions)]);
+      facts.push(["executions profiled" + (timing.source ? " (" + timing.source + ")" : ""), fmtInt(timing.executions)]);
+      if (typeof timing.device_ops_per_execution === "number") {
+        facts.push(["GPU operations / execution", fmtInt(timing.device_ops_per_execution)]);
+      }
     }
     facts.forEach(function (f) { add(stats, h("div", { class: "hs-stat" }, h("b", null, f[1]), h("span", null, f[0]))); });
     add(body, stats);

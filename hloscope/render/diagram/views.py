@@ -14,6 +14,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
+import networkx as nx
+
 from hloscope.analysis.collapse import ORDER, PINNED, collapse
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
 from hloscope.analysis.provenance import Provenance, kernels_of_before_ops
@@ -43,7 +45,15 @@ from hloscope.render.diagram.style import (
     kernel_colors,
     kind_legend,
 )
-from hloscope.render.diagram.walk import ITEM, ROLE, AfterSide, BeforeSide, unit_graph
+from hloscope.render.diagram.walk import (
+    ITEM,
+    MAX_CALL_DEPTH,
+    ROLE,
+    TRUNCATED,
+    AfterSide,
+    BeforeSide,
+    unit_graph,
+)
 from hloscope.render.format import short_name
 
 if TYPE_CHECKING:
@@ -98,7 +108,7 @@ def kernel_graph(
         UsageError: When `around`, `scope` or `expand` names nothing in the module.
     """
     g, index = unit_graph(after, AfterSide(after, analysis, provenance))
-    notes: list[str] = []
+    notes: list[str] = depth_note(g)
     g = cut(g, index, around, depth, scope, "kernel", notes)
     opened = expanded(after, g, expand, max_nodes)
     extra = sum(len(fused_body(after, g.nodes[n][ITEM])) - 1 for n in opened)
@@ -194,7 +204,7 @@ def op_graph(
     kernel_of = kernel_of or {}
     kernels_of = kernels_of or {}
     g, index = unit_graph(before, BeforeSide(before, kernel_of, kernels_of))
-    notes: list[str] = []
+    notes: list[str] = depth_note(g)
     g = cut(g, index, around, depth, scope, "op", notes)
     fold_parameters(g, max_nodes, notes, "ops")
     col = collapse(g, max_nodes)
@@ -459,3 +469,10 @@ def _before(
         depth=depth,
         scope=scope,
     )
+
+
+def depth_note(g: nx.DiGraph) -> list[str]:
+    """A note when the walk left out calls nested too deep to draw."""
+    if not g.graph.get(TRUNCATED):
+        return []
+    return [f"calls nested deeper than {MAX_CALL_DEPTH} levels are not drawn"]

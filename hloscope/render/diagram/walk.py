@@ -42,7 +42,11 @@ Sources = list[tuple[str, Shape]]
 """(unit id, shape seen) pairs that produce a value."""
 
 _PASS_THROUGH_SKIP = frozenset({"constant", "after-all", "partition-id", "replica-id"})
-_MAX_DEPTH = 64  # HLO has no recursion; this only guards against a broken module
+# Calls drawn inline nest at most this deep: the walk follows them by recursion (the
+# parser rejects call cycles, so only absurdly deep but valid nesting reaches it).
+MAX_CALL_DEPTH = 64
+TRUNCATED = "truncated"
+"""Graph attribute set when calls nested deeper than the walk draws were left out."""
 
 
 class Side:
@@ -263,7 +267,11 @@ class _Walk:
             at: Where it is walked.
             args: The sources of its parameters, for an inlined call.
         """
-        if at.depth > _MAX_DEPTH or (self.side.once and comp.name in self.visited):
+        if at.depth > MAX_CALL_DEPTH:
+            # said on the diagram (views.depth_note), never silently left out
+            self.g.graph[TRUNCATED] = True
+            return []
+        if self.side.once and comp.name in self.visited:
             return []
         self.visited.add(comp.name)
 
@@ -353,13 +361,36 @@ class Flow:
         memo = self.memo.get(name)
         if memo is not None:
             return memo
+        # Resolve what it flows from first, deepest first: a chain of free instructions
+        # as long as the input likes then never recurses more than one level.
+        for dep in self._free_chain(name):
+            self._compute(dep)
+        return self.memo.get(name, [])
+
+    def _compute(self, name: str) -> None:
         self.memo[name] = []  # guards against a cycle in a broken module
         inst = self.comp.by_name.get(name)
-        out: Sources = []
-        if inst is not None:
-            out = self._resolve(inst)
-        self.memo[name] = out
-        return out
+        self.memo[name] = self._resolve(inst) if inst is not None else []
+
+    def _free_chain(self, name: str) -> list[str]:
+        """`name` and the unresolved free instructions it flows from, in post-order."""
+        order: list[str] = []
+        seen = {name}
+        stack: list[tuple[str, bool]] = [(name, False)]
+        while stack:
+            current, expanded = stack.pop()
+            if expanded:
+                order.append(current)
+                continue
+            stack.append((current, True))
+            inst = self.comp.by_name.get(current)
+            if inst is None or self.node_of(inst) is not None or inst.opcode == "parameter":
+                continue
+            for operand in inst.operands:
+                if operand not in seen and operand not in self.memo:
+                    seen.add(operand)
+                    stack.append((operand, False))
+        return order
 
     def _resolve(self, inst: Instruction) -> Sources:
         node = self.node_of(inst)

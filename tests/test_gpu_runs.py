@@ -1,0 +1,137 @@
+"""A real nsys-jax archive as a run, end to end: modules from its binary HLO dump, GPU
+time from its NVTX trace, checked against `maxtext_truth.json` (what the GPU ran,
+computed from the trace alone, independently of hloscope).
+
+The archive and the truth live in ../shared/gpu (see its README.md); the tests skip
+with a reason where they are absent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from hloscope.cli import app
+from hloscope.inspection import Inspection, inspect_run
+from hloscope.runs import load_run
+from tests.conftest import GPU
+
+ARCHIVE = GPU / "maxtext_fsdp4_h100.nsys-jax.zip"
+TRUTH = GPU / "maxtext_truth.json"
+
+pytestmark = [
+    pytest.mark.skipif(not ARCHIVE.is_file(), reason="../shared/gpu/ absent"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+pyarrow = pytest.importorskip("pyarrow", reason="pyarrow missing: pip install 'hloscope[nsys]'")
+
+
+@cache
+def inspection() -> Inspection:
+    return inspect_run(ARCHIVE)
+
+
+@cache
+def truth() -> dict[str, Any]:
+    return dict(json.loads(TRUTH.read_text(encoding="utf-8"))["modules"])
+
+
+def _modules(name: str) -> list[Any]:
+    return [m for m in inspection().modules if m.name == name]
+
+
+def test_the_archive_is_a_run() -> None:
+    run = load_run(ARCHIVE)
+    assert run.manifest.source == "nsys-jax" and run.platform == "sm_90"
+    assert {m.name for m in run.modules} >= set(truth())
+    assert all(m.after is not None and m.after.name.endswith(".hlo.pb.xz") for m in run.modules)
+    assert inspection().timings is not None and inspection().timings.source == "nsys"
+
+
+def test_static_launches_equal_the_thunks_the_gpu_ran() -> None:
+    for name, t in truth().items():
+        modules = _modules(name)
+        if len(modules) != 1:  # jit_add: two programs of one name, merged by the truth
+            continue
+        (m,) = modules
+        assert m.after is not None
+        assert math.isclose(m.after.launches, t["thunks_per_execution"], rel_tol=0.01), name
+
+
+def test_every_hlo_op_of_the_trace_is_a_kernel_with_its_gpu_time() -> None:
+    for name, t in truth().items():
+        modules = _modules(name)
+        if len(modules) != 1:
+            continue
+        (m,) = modules
+        timing = inspection().timing(m.key)
+        assert timing is not None and not timing.unknown_ops, (name, timing and timing.unknown_ops)
+        assert timing.executions == t["executions"]
+        # the kernel's time per execution is the sum of its hlo_ops' times in the truth
+        times = inspection().kernel_times(m.key)
+        assert times is not None
+        kernels = {k.name: k for k in (m.after.kernels if m.after else ())}
+        booked = {op: k for k in timing.kernels for op in k.hlo_ops}
+        assert set(t["ops"]) <= set(booked), name
+        for kernel in timing.kernels:
+            expected = sum(t["ops"][op]["ns_per_execution"] for op in kernel.hlo_ops) / 1e3
+            assert math.isclose(times[kernel.name], expected, rel_tol=1e-9), kernel.name
+            assert kernel.name in kernels  # a top-level kernel of the HLO
+
+
+def test_train_step_figures() -> None:
+    (m,) = _modules("jit_train_step")
+    timing = inspection().timing(m.key)
+    t = truth()["jit_train_step"]
+    assert timing is not None and timing.source == "nsys"
+    assert timing.static_launches == 980 == t["thunks_per_execution"]
+    assert timing.launch_mismatch is False
+    assert timing.device_ops_per_execution == t["gpu_ops_per_execution"]
+    assert math.isclose(timing.median_us, t["module_ns_per_execution"] / 1e3, rel_tol=1e-9)
+    # async collectives overlap compute: the busy time is below the summed kernel time
+    assert timing.busy_us is not None and timing.busy_us < timing.kernel_us
+
+
+def test_report_json_of_the_archive() -> None:
+    result = CliRunner().invoke(app, ["report", str(ARCHIVE), "--json", "-M", "jit_train_step"])
+    assert result.exit_code == 0, result.output
+    (doc,) = json.loads(result.stdout)["modules"]
+    timing = doc["timing"]
+    assert timing["source"] == "nsys" and timing["executions"] == 16
+    assert timing["device_ops_per_execution"] == 1177
+    by_op = {op: k for k in timing["kernels"] for op in k["hlo_ops"]}
+    # the async pair's wrapped op and the custom fusion's cuBLAS call, as the trace names them
+    assert by_op["all-to-all.3"]["name"].startswith("all-to-all-start")
+    assert by_op["custom-call.220"]["name"] != "custom-call.220"
+    assert all(k["device_ops"] >= k["calls"] for k in timing["kernels"])
+
+
+def test_profile_reads_the_real_tpu_xspace() -> None:
+    result = CliRunner().invoke(app, ["profile", str(GPU / "xprof_tpu_inference_2.xplane.pb")])
+    assert result.exit_code == 0, result.output
+    assert "jit_f" in result.output and "0 op events" not in result.output
+
+
+def test_profile_says_the_bert_gpu_xspace_holds_no_xla_ops() -> None:
+    path = GPU / "tfprofiler_bert_gpu_multi_worker.xplane.pb"
+    result = CliRunner().invoke(app, ["profile", str(path)])
+    assert "no XLA op" in result.output, result.output
+    assert "warm-up" not in result.output
+
+
+def test_reading_the_archive_imports_no_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from hloscope.inspection import inspect_run; "
+        f"inspect_run({str(ARCHIVE)!r}); "
+        "print(sorted(m for m in ('tensorflow', 'jax', 'jaxlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
