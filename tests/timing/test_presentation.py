@@ -77,5 +77,5 @@ def test_steady_launches_print_as_whole_numbers() -> None:
 def test_a_module_that_ran_once_is_shown_as_a_cold_first_run() -> None:
     m = attribute(Trace(None, "xplane", (_op("a", 0, 4, 0), _op("b", 5, 1, 0)))).modules["m"]
     text = _text(m)
-    assert "1 execution cold first run" in text and "--skip-first 0" in text
+    assert "1 execution, a cold first run" in text and "--skip-first 0" in text
     assert "a" in [k.name for k in m.kernels] and m.total_us == 6.0
