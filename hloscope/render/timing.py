@@ -353,12 +353,13 @@ def profile_table(
         summary.add_column("kernels", justify="right", no_wrap=True)
         summary.add_column("launches/run")
         for key, m in measured:
+            busy = m.busy_us if m.busy_us is not None else m.kernel_us
             summary.add_row(
                 key,
-                str(m.executions),
+                f"{m.executions} cold" if m.cold else str(m.executions),
                 fmt_us(m.mean_us),
                 fmt_us(m.total_us),
-                f"{100 * m.kernel_us / m.total_us:.0f}%" if m.total_us else "–",
+                f"{100 * busy / m.total_us:.0f}%" if m.total_us else "–",
                 str(len(m.kernels)),
                 _launches(m),
             )
