@@ -313,10 +313,13 @@ def _profile_outcome(
     raw = child.get("profile")
     outcome: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
     profiled = sorted(outcome.get("profiled") or {})
-    compiled = framework_of_run(dict.fromkeys(profiled, ""), modules) if profiled else None
+    named = framework_of_run(dict.fromkeys(profiled, ""), modules) if profiled else None
+    # of the profiled frameworks, those whose modules the dump holds (TensorFlow's
+    # profiler starts at its import, also where the script only imported it)
+    compiled = [f for f in profiled if f in (named or "").split("+")] or profiled
     return {
         **planned,
-        "framework": compiled or planned.get("framework"),
+        "framework": "+".join(compiled) or planned.get("framework"),
         "profiled": profiled,
         "keras_backend": outcome.get("keras_backend"),
     }

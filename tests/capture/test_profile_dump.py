@@ -74,3 +74,24 @@ def test_profile_framework_is_left_to_the_child_unless_given(tmp_path: Path) -> 
     assert json.loads(plan.env_set["HLOSCOPE_PROFILE"])["python_trace"] is True
     with pytest.raises(UsageError, match="--framework"):
         plan_dump(script, profile=True, framework="torch", out=tmp_path / "d")
+
+
+def test_the_profiled_framework_is_the_one_whose_modules_were_dumped() -> None:
+    from types import SimpleNamespace
+
+    from hloscope.capture.run import _profile_outcome
+
+    def outcome(profiled: list[str], *names: str) -> dict[str, object] | None:
+        child = {"profile": {"profiled": dict.fromkeys(profiled, {}), "keras_backend": "jax"}}
+        modules = [SimpleNamespace(name=n) for n in names]
+        return _profile_outcome({"framework": None, "dir": "profile"}, child, modules)
+
+    # TensorFlow imported for its data pipeline (its profiler ran), JAX compiled
+    both = outcome(["tensorflow", "jax"], "jit_step", "jit_broadcast_in_dim")
+    assert both is not None and both["framework"] == "jax"
+    assert both["profiled"] == ["jax", "tensorflow"] and both["keras_backend"] == "jax"
+    used = outcome(["tensorflow", "jax"], "jit_step", "a_inference_f_12__.1")
+    assert used is not None and used["framework"] == "jax+tensorflow"
+    nothing = outcome([], "jit_step")
+    assert nothing is not None and nothing["framework"] is None
+    assert _profile_outcome(None, {}, []) is None
