@@ -82,7 +82,7 @@ def test_the_profiled_framework_is_the_one_whose_modules_were_dumped() -> None:
     from hloscope.capture.run import _profile_outcome
 
     def outcome(profiled: list[str], *names: str) -> dict[str, object] | None:
-        child = {"profile": {"profiled": dict.fromkeys(profiled, {}), "keras_backend": "jax"}}
+        child = {"profile": {"profiled": {f: {} for f in profiled}, "keras_backend": "jax"}}
         modules = [SimpleNamespace(name=n) for n in names]
         return _profile_outcome({"framework": None, "dir": "profile"}, child, modules)
 
