@@ -71,9 +71,11 @@ class TimingSource(Protocol):
 
 
 class ProfilerSource:
-    """The framework profiler's output (`hloscope dump --profile`): an `*.xplane.pb` or
-    `*.trace.json.gz` anywhere in the run folder, with the warm-up and step settings
-    run.json recorded."""
+    """The framework profiler's output (`hloscope dump --profile`): the `*.xplane.pb` (or
+    `*.trace.json.gz`) of each profiler in the profile folder run.json names, or
+    anywhere in a folder hloscope did not make, read with the warm-up and step settings
+    run.json recorded. Read once; later reads come from the run's cache
+    (`timing.cache`)."""
 
     name = "profile"
 
@@ -183,7 +185,9 @@ def load_profile(
     max_executions: int | None = None,
 ) -> ProfileTimings:
     """Read a profile on its own (`hloscope profile`): in a run folder, a profiler log
-    dir, or one file, and time it.
+    dir, or one file, and time it. Inside a run folder the result is kept there and
+    later calls read it back (`timing.cache`); each profiler's profile is read and the
+    results merged; JAX compile times recorded beside the profile are set.
 
     Args:
         run_or_dir: A run folder, a profiler log dir, or one `*.xplane.pb` /
