@@ -96,17 +96,15 @@ class ProfilerSource:
 
 
 def _profile_folder(run: Run) -> Path | None:
-    """Where a run's profile is. A run `hloscope dump` made has one only when its
-    run.json says it was profiled, in the folder it names, so that no file left from an
-    earlier run or put there by hand passes for this run's profile; other folders (a
-    bare dump, another tool's) anywhere below them."""
+    """Where a run's profile is: the folder run.json names when `hloscope dump
+    --profile` made it (one log dir per profiler below it), else anywhere in the run
+    folder (a profile recorded another way and put there, a bare profiler log dir)."""
     if not run.path.is_dir():
         return None
-    if run.manifest.source != "dump":
-        return run.path
-    if run.manifest.profile is None:
-        return None
-    return run.path / str(run.manifest.profile.get("dir") or "profile")
+    named = (run.manifest.profile or {}).get("dir")
+    if run.manifest.source == "dump" and isinstance(named, str) and named:
+        return run.path / named
+    return run.path
 
 
 class NsysSource:
