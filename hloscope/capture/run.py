@@ -54,6 +54,11 @@ _RUNNER = Path(__file__).with_name("runner.py")
 _PROFILER_HOOKS = Path(__file__).with_name("profiler.py")
 PROFILE_SUBDIR = "profile"
 PROFILE_ENV = "HLOSCOPE_PROFILE"
+# Timings computed from the profile, kept beside it (`hloscope.timing.cache`).
+TIMINGS_CACHE = ".hloscope-timings.json"
+# What a run folder holds that hloscope wrote: all `--force` removes.
+_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR)
+_OWN_FILES = (MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE)
 _INTERRUPT_GRACE_S = 10.0
 _TERMINATE_GRACE_S = 5.0
 _LOG_TAIL_BYTES = 2 << 20
@@ -144,6 +149,7 @@ class DumpResult:
         xla_errors: Lines of the output that say why XLA could not compile.
         traceback_tail: The last lines of the script's traceback, if it raised.
         child: What the bootstrap reported (versions, devices, exception), or `{}`.
+        removed: What `--force` removed of an earlier run (`dump/`, `profile/`, ...).
         stopped_by: The signal that made hloscope stop the script (`SIGINT`,
             `SIGTERM`, `SIGHUP`), or None.
     """
@@ -156,6 +162,7 @@ class DumpResult:
     xla_errors: tuple[str, ...] = ()
     traceback_tail: tuple[str, ...] = ()
     child: Mapping[str, Any] = field(default_factory=dict)
+    removed: tuple[str, ...] = ()
     stopped_by: str | None = None
 
     @property
@@ -189,6 +196,7 @@ def plan_dump(
     framework: str | None = None,
     skip_first: int = 1,
     profile_steps: int | None = None,
+    python_trace: bool = False,
 ) -> DumpPlan:
     """Check a dump request and decide the run folder and the child's environment.
 
@@ -204,10 +212,11 @@ def plan_dump(
         environ: The environment to start from (default: `os.environ`).
         now: The time for the default folder name (default: now).
         profile: Run the framework's profiler around the script (`--profile`).
-        framework: `tensorflow`/`tf` or `jax`, for `--profile`; detected from the
-            script's imports when not given.
+        framework: `tensorflow`/`tf` or `jax`: profile only this one; by default the
+            child profiles whatever the script imports and compiles with.
         skip_first: With `profile`: executions of each module left out as warm-up.
         profile_steps: With `profile`: steady-state executions kept per module.
+        python_trace: With `profile`: also record Python calls (`--python-trace`).
 
     Returns:
         The plan; nothing is run yet. Without `out`, the run folder is created (empty)
@@ -248,7 +257,7 @@ def plan_dump(
     if profile:
         try:
             profile_plan = _plan_profile(
-                kind, target, framework, skip_first, profile_steps, run_dir / PROFILE_SUBDIR
+                framework, skip_first, profile_steps, run_dir / PROFILE_SUBDIR, python_trace
             )
         except BaseException:
             _release_run_dir(made)  # the folder just claimed stays empty: leave none
@@ -258,6 +267,7 @@ def plan_dump(
                 "framework": profile_plan["framework"],
                 "logdir": str(run_dir / PROFILE_SUBDIR),
                 "hooks": str(_PROFILER_HOOKS),
+                "python_trace": python_trace,
             }
         )
     return DumpPlan(
@@ -288,50 +298,57 @@ def _release_run_dir(made: Sequence[Path]) -> None:
 
 
 def _plan_profile(
-    kind: str,
-    target: str,
     framework: str | None,
     skip_first: int,
     steps: int | None,
     logdir: Path,
+    python_trace: bool = False,
 ) -> dict[str, Any]:
-    """Which profiler to run and how to read it; the framework comes from the script's
-    imports unless given."""
-    from hloscope.capture.profiler import framework_from_imports, normalize_framework
+    """How to profile and how to read the profile.
 
+    Which framework runs is not guessed here: the child starts the profiler of whatever
+    the script itself imports and compiles with (`profiler.Profiling`), and
+    `_profile_outcome` records it. `framework` (`--framework`) limits it to one.
+    """
     if skip_first < 0 or (steps is not None and steps < 1):
         raise UsageError("--skip-first must be 0 or more and --profile-steps 1 or more")
+    name = None
     if framework is not None:
+        from hloscope.capture.profiler import normalize_framework
+
         try:
             name = normalize_framework(framework)
         except ValueError as e:
             raise UsageError(f"--framework: {e}") from None
-    else:
-        source = Path(target) if kind == "script" else _module_source(target)
-        found = None
-        if source is not None and source.is_file():
-            found = framework_from_imports(source.read_text(encoding="utf-8", errors="replace"))
-        if found is None:
-            raise UsageError(
-                f"--profile: cannot tell from {target}'s imports whether it runs TensorFlow "
-                "or JAX; pass --framework tf or --framework jax"
-            )
-        name = found
     return {
         "framework": name,
         "dir": logdir.name,
         "skip_first": skip_first,
         "max_executions": steps,
+        "python_trace": python_trace,
     }
 
 
-def _module_source(module: str) -> Path | None:
-    """The file `python -m module` would run from the current folder, without importing."""
-    base = Path.cwd().joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__main__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+def _profile_outcome(
+    planned: Mapping[str, Any] | None, child: Mapping[str, Any], modules: Sequence[Any]
+) -> dict[str, Any] | None:
+    """The run's `profile` entry: the plan, plus which profilers ran (`profiled`), the
+    framework whose profile holds the compiled modules (`framework`) and Keras's backend."""
+    if planned is None:
+        return None
+    raw = child.get("profile")
+    outcome: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+    profiled = sorted(outcome.get("profiled") or {})
+    named = framework_of_run(dict.fromkeys(profiled, ""), modules) if profiled else None
+    # of the profiled frameworks, those whose modules the dump holds (TensorFlow's
+    # profiler starts at its import, also where the script only imported it)
+    compiled = [f for f in profiled if f in (named or "").split("+")] or profiled
+    return {
+        **planned,
+        "framework": "+".join(compiled) or planned.get("framework"),
+        "profiled": profiled,
+        "keras_backend": outcome.get("keras_backend"),
+    }
 
 
 def run_dump(
@@ -357,7 +374,7 @@ def run_dump(
         The result, with the run loaded from the folder (dumps kept whatever happened).
     """
     try:
-        _prepare_run_dir(plan)
+        removed = _prepare_run_dir(plan)
     except OSError as e:  # --force on a folder hloscope may not write
         raise UsageError(
             f"{plan.run_dir}: cannot replace the earlier run there ({e.strerror or e}); "
@@ -404,7 +421,9 @@ def run_dump(
             shutil.rmtree(plan.run_dir, ignore_errors=True)
             _release_run_dir(plan.made)
         run = Run(plan.run_dir, manifest, (), None)
-        return DumpResult(plan, run, "module-not-found", exit_code, wall, child=child)
+        return DumpResult(
+            plan, run, "module-not-found", exit_code, wall, child=child, removed=removed
+        )
     run = load_run(plan.run_dir)
     status = _status(child, run, exit_code, interrupted)
     xla_errors = tuple(xla_error_lines(plan.run_dir)) if status != "ok" else ()
@@ -429,6 +448,7 @@ def run_dump(
         exception=child.get("exception"),
         xla_errors=xla_errors,
         modules=tuple(_module_entry(m, plan.run_dir) for m in run.modules),
+        profile=_profile_outcome(plan.profile, child, run.modules),
     )
     _write_manifest(plan.run_dir, manifest)
     if log_errors:
@@ -446,6 +466,7 @@ def run_dump(
         xla_errors=xla_errors,
         traceback_tail=tail,
         child=child,
+        removed=removed,
         stopped_by=stopped_by,
     )
 
@@ -558,22 +579,36 @@ def _claim_run_dir(runs: Path, name: str) -> tuple[Path, bool, tuple[Path, ...]]
 # Running
 
 
-def _prepare_run_dir(plan: DumpPlan) -> None:
+def _prepare_run_dir(plan: DumpPlan) -> tuple[str, ...]:
     """Create the run folder; with --force, remove what an earlier run wrote there.
 
-    Only hloscope's own files are removed, so that a mistaken `-o ~ --force` cannot
-    delete anything else.
+    Only hloscope's own files are removed (the dump, the profile and the timings cached
+    from it, the logs, run.json), so that a mistaken `-o ~ --force` cannot delete
+    anything else, and no earlier profile can pass for this run's.
+
+    Returns:
+        The names removed (folders with a trailing `/`), for the CLI to say.
     """
     run_dir = plan.run_dir
+    removed: list[str] = []
     if plan.replace:
-        shutil.rmtree(plan.dump_dir, ignore_errors=True)
-        for name in (MANIFEST, STDOUT_LOG, STDERR_LOG, _CHILD_REPORT):
-            with contextlib.suppress(FileNotFoundError):
+        for name in _OWN_FOLDERS:
+            path = run_dir / name
+            if path.is_symlink():  # the link is ours; what it points to is not
+                path.unlink()
+                removed.append(name)
+            elif path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(name + "/")
+        for name in _OWN_FILES:
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 (run_dir / name).unlink()
+                removed.append(name)
     try:
         plan.dump_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"{run_dir}: cannot create the run folder ({e.strerror})") from None
+    return tuple(removed)
 
 
 def _own_process_group() -> dict[str, Any]:

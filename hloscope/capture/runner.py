@@ -6,8 +6,8 @@ devices they saw, the exit status and the end of the traceback. It is run by pat
 any Python (`--python`), so it imports nothing from hloscope and only the standard
 library; it never imports a framework the script did not import itself. With
 `hloscope dump --profile` (the `HLOSCOPE_PROFILE` variable), it loads the profiler hooks
-(`profiler.py` beside it, standard library only) by path and runs the framework's
-profiler around the script.
+(`profiler.py` beside it, standard library only) by path; they start the profiler of
+each framework as the script starts using it, and the report says which ran.
 
 Usage: python runner.py REPORT.json (script PATH | module NAME) [ARGS...]
 """
@@ -126,13 +126,13 @@ def _user_traceback(exc: BaseException) -> list[str]:
     return traceback.format_exception(type(exc), exc, tb)
 
 
-def _start_profiler(report: dict[str, Any]) -> tuple[Any, str] | None:
-    """Start the profiler `hloscope dump --profile` asked for.
+def _start_profiler(report: dict[str, Any]) -> Any:
+    """Set up the profiling `hloscope dump --profile` asked for (HLOSCOPE_PROFILE).
 
     Returns:
-        The hooks module and the framework, to stop it with; None when not profiling.
+        The hooks' `Profiling`, watching the script's imports; None when not profiling.
 
-    A profiler that fails to start is reported, and the script runs unprofiled.
+    Profiling that cannot be set up is reported, and the script runs unprofiled.
     """
     raw = os.environ.pop("HLOSCOPE_PROFILE", None)  # not for the script's own children
     if not raw:
@@ -145,23 +145,30 @@ def _start_profiler(report: dict[str, Any]) -> tuple[Any, str] | None:
         assert spec is not None and spec.loader is not None
         hooks = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(hooks)
-        hooks.start(config["framework"], config["logdir"])
-        return hooks, config["framework"]
+        profiling = hooks.Profiling(
+            config["logdir"],
+            only=config.get("framework"),
+            python_trace=bool(config.get("python_trace")),
+        )
+        profiling.install()
+        return profiling
     except Exception as e:
-        report["profile_error"] = f"the profiler did not start: {type(e).__name__}: {e}"
+        report["profile_error"] = f"the profiler was not set up: {type(e).__name__}: {e}"
         print(f"hloscope: warning: {report['profile_error']}", file=sys.stderr)
         return None
 
 
-def _stop_profiler(started: tuple[Any, str] | None, report: dict[str, Any]) -> None:
-    if started is None:
+def _stop_profiler(profiling: Any, report: dict[str, Any]) -> None:
+    if profiling is None:
         return
-    hooks, framework = started
     try:
-        hooks.stop(framework)
+        outcome = profiling.stop()
     except Exception as e:
-        report["profile_error"] = f"the profiler did not stop: {type(e).__name__}: {e}"
-        print(f"hloscope: warning: {report['profile_error']}", file=sys.stderr)
+        outcome = {"errors": [f"the profiler did not stop: {type(e).__name__}: {e}"]}
+        print(f"hloscope: warning: {outcome['errors'][0]}", file=sys.stderr)
+    report["profile"] = outcome
+    if outcome.get("errors"):
+        report["profile_error"] = "; ".join(outcome["errors"])
 
 
 def main(argv: list[str]) -> int:

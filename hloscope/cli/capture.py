@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,6 +13,9 @@ from hloscope.cli.app import (
     _print,
     app,
 )
+
+if TYPE_CHECKING:
+    from hloscope.capture.run import DumpResult
 
 
 @app.command(rich_help_panel="Capture")
@@ -95,7 +98,8 @@ def dump(
         str | None,
         typer.Option(
             "--framework",
-            help="tf or jax, for --profile [default: from the script's imports].",
+            help="tf or jax: with --profile, profile only this framework [default: the "
+            "one the script imports and compiles with, decided while it runs].",
             show_default=False,
         ),
     ] = None,
@@ -108,6 +112,14 @@ def dump(
             min=0,
         ),
     ] = 1,
+    python_trace: Annotated[
+        bool,
+        typer.Option(
+            "--python-trace",
+            help="With --profile: also record every Python call (slow, and the profile "
+            "grows large; kernel times do not need it).",
+        ),
+    ] = False,
     profile_steps: Annotated[
         int | None,
         typer.Option(
@@ -171,6 +183,7 @@ def dump(
             *(["--framework", framework] if framework else []),
             *(["--skip-first", str(skip_first)] if profile and skip_first != 1 else []),
             *(["--profile-steps", str(profile_steps)] if profile_steps else []),
+            *(["--python-trace"] if python_trace else []),
             *([script] if script else []),
             *(["--", *script_args] if script_args else []),
         ],
@@ -178,6 +191,7 @@ def dump(
         framework=framework,
         skip_first=skip_first,
         profile_steps=profile_steps,
+        python_trace=python_trace,
     )
     plan = plan_dump(**plan_args)
     err = _console(stderr=True)
@@ -193,6 +207,8 @@ def dump(
         result = run_dump(
             plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
         )
+    for line in _capture_notes(result):
+        err.print(f"hloscope: {line}", style="yellow", markup=False, soft_wrap=True)
     if result.status == "module-not-found":
         raise UsageError(
             f"-m {plan.target}: no module named {plan.target!r} (run hloscope from the folder "
@@ -234,3 +250,21 @@ def _dump_unfused(plan_args: dict[str, Any], fused: Path, err: Any) -> None:
         )
     err.print(outcome(result), soft_wrap=True)
     _print(unfused_table(inspect_run(fused), inspect_run(result.run)))
+
+
+def _capture_notes(result: DumpResult) -> list[str]:
+    """What `--force` removed, and a profile that could not be recorded, one line each."""
+    notes = []
+    if result.removed:
+        notes.append(
+            f"--force: removed the earlier run's {', '.join(result.removed)} from "
+            f"{result.plan.run_dir}; other files there were kept"
+        )
+    profile = result.run.manifest.profile
+    if profile is not None and not profile.get("profiled") and result.status == "ok":
+        wanted = profile.get("framework") or "JAX or TensorFlow"
+        notes.append(
+            f"warning: --profile recorded nothing: the script never compiled with {wanted} "
+            "(JAX's profiler starts at its first compile, TensorFlow's when it is imported)"
+        )
+    return notes

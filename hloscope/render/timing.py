@@ -8,6 +8,8 @@ print. Nothing here measures or computes beyond formatting.
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -42,9 +44,15 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
     Schema: `source` (`nsys`, `xplane`, `trace.json`), `executions` (steady-state),
     `skipped_executions` (warm-up left out), `total_us` (wall of those executions,
     summed), `mean_us`/`median_us` (per execution), `kernel_us` (kernel time summed),
-    `busy_us` (time when at least one kernel ran: below `kernel_us` when kernels
-    overlap, e.g. async collectives beside compute), `unattributed_us` (wall when no
-    kernel of it ran), `launches_per_execution` (thunks or op calls),
+    `busy_us` (time when at least one kernel or loop of it ran, the union of their
+    intervals: below `kernel_us` when kernels overlap, e.g. async collectives beside
+    compute; `busy_us + unattributed_us = total_us`), `unattributed_us` (wall when no
+    kernel of it ran), `cold` (true when it ran only as warm-up and these figures are
+    of those first runs), `compile_us` (XLA's compile before its first run, where the
+    capture recorded it: JAX; else null), `launches_per_execution` (thunks or op calls,
+    mean), `launches_by_execution` (`{min, median, max}` over executions; null when
+    every execution launched the same), `control` (`[{name, calls, total_us}]`: the
+    own time of each loop or conditional, beside its body's kernels),
     `kernel_launches_per_execution` (device kernels), `device_ops_per_execution` (GPU
     operations the trace counted, or null), `static_launches` (from the HLO, or null),
     `launch_mismatch` (bool, or null without HLO), `missing_kernels`, `unknown_ops`,
@@ -66,7 +74,10 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
         "kernel_us": _r(m.kernel_us),
         "busy_us": _r(m.busy_us),
         "unattributed_us": _r(m.unattributed_us),
+        "cold": m.cold,
+        "compile_us": _r(m.compile_us),
         "launches_per_execution": _r(m.launches_per_execution),
+        "launches_by_execution": _spread(m.launches_by_execution),
         "kernel_launches_per_execution": _r(m.kernel_launches_per_execution),
         "device_ops_per_execution": _r(m.device_ops_per_execution),
         "static_launches": m.static_launches,
@@ -76,6 +87,9 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
         "devices": list(m.devices),
         "split_by": m.split_by,
         "wall_from": m.wall_from,
+        "control": [
+            {"name": k.name, "calls": k.calls, "total_us": _r(k.total_us)} for k in m.control
+        ],
         "kernels": [
             {
                 "name": k.name,
@@ -155,12 +169,25 @@ def bench_doc(r: BenchResult) -> dict[str, Any]:
 # Tables
 
 
+def _spread(counts: Sequence[int]) -> dict[str, float] | None:
+    """`{min, median, max}` of per-execution counts; None when they never vary."""
+    if not counts or min(counts) == max(counts):
+        return None
+    return {"min": min(counts), "median": statistics.median(counts), "max": max(counts)}
+
+
 def _launches(m: ModuleTiming) -> Text:
-    measured = f"{m.launches_per_execution:g}"
+    spread = _spread(m.launches_by_execution)
+    if spread is not None:  # e.g. a data-dependent conditional: say how it varies
+        measured = f"{spread['min']} to {spread['max']} (median {fmt_count(spread['median'])})"
+    else:
+        measured = fmt_count(m.launches_per_execution)
     if m.kernel_launches_per_execution != m.launches_per_execution:
-        measured += f" ({m.kernel_launches_per_execution:g} device kernels)"
+        measured += f" ({fmt_count(m.kernel_launches_per_execution)} device kernels)"
     if m.static_launches is None:
         return Text(measured)
+    if spread is not None and spread["max"] <= m.static_launches:
+        return Text.assemble(measured, (f" ≤ HLO {m.static_launches} (branches vary)", "green"))
     if m.launch_mismatch:
         return Text.assemble(measured, (f" ≠ HLO {m.static_launches}", "bold yellow"))
     return Text.assemble(measured, (f" = HLO {m.static_launches}", "green"))
@@ -169,12 +196,7 @@ def _launches(m: ModuleTiming) -> Text:
 def _module_header(key: str, m: ModuleTiming) -> Text:
     pid = f"  program {m.program_id}" if m.program_id is not None else ""
     warm = f", {m.skipped} warm-up left out" if m.skipped else ""
-    kernel_pct = 100 * m.kernel_us / m.total_us if m.total_us else 0.0
     source = f"{m.source}: " if m.source else ""
-    busy = ""
-    if m.busy_us is not None and m.busy_us < m.kernel_us * 0.995:
-        # kernels on several streams overlap: their sum is not time the module took
-        busy = f", busy {fmt_us(m.busy_us)} (kernels overlap)"
     ops = ""
     if m.device_ops_per_execution is not None:
         ops = f"; GPU operations per execution {fmt_count(m.device_ops_per_execution)}"
@@ -182,13 +204,48 @@ def _module_header(key: str, m: ModuleTiming) -> Text:
         ("HloModule ", "bold"),
         (key, "bold cyan"),
         pid,
-        f"\n{source}{m.executions} executions{warm} (split by {m.split_by}); ",
+        f"\n{source}{m.executions} execution{'' if m.executions == 1 else 's'}{warm}",
+        *_first_run(m),
+        f" (split by {m.split_by}); ",
         f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})\n",
-        f"kernels {fmt_us(m.kernel_us)} ({kernel_pct:.0f}%){busy}, "
+        _kernel_time(m),
         f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
         _launches(m),
         ops,
     )
+
+
+def _first_run(m: ModuleTiming) -> list[str | tuple[str, str]]:
+    """The compile before the first run, and the mark of a module shown from its cold
+    first run (it ran only as warm-up)."""
+    compiled = f"compiled in {fmt_us(m.compile_us)} before its first run" if m.compile_us else ""
+    if not m.cold:
+        return [f", {compiled}"] if compiled else []
+    return [
+        (
+            ", a cold first run: it ran only as warm-up, one-time costs included"
+            + (f", {compiled}" if compiled else "")
+            + " (--skip-first 0 counts first runs in every module)",
+            "yellow",
+        )
+    ]
+
+
+def _kernel_time(m: ModuleTiming) -> str:
+    """Kernel time as the share of the wall it kept busy, beside the summed time where
+    they differ: kernels overlapping on several threads or streams are summed above
+    the time they took, and loops spend time of their own between their kernels."""
+    busy = m.busy_us if m.busy_us is not None else m.kernel_us
+    pct = f" ({100 * busy / m.total_us:.0f}%)" if m.total_us else ""
+    loops = sum(k.total_us for k in m.control)
+    if math.isclose(busy, m.kernel_us, rel_tol=1e-9, abs_tol=1e-6):
+        return f"kernels {fmt_us(m.kernel_us)}{pct}, "
+    text = f"kernels busy {fmt_us(busy)}{pct}"
+    if loops:
+        text += f" (loop control {fmt_us(loops)})"
+    if not math.isclose(busy, m.kernel_us + loops, rel_tol=1e-9, abs_tol=1e-6):
+        text += f", kernel time summed over threads {fmt_us(m.kernel_us)}"
+    return text + ", "
 
 
 def _unit(values: list[float]) -> tuple[str, float]:
@@ -296,12 +353,13 @@ def profile_table(
         summary.add_column("kernels", justify="right", no_wrap=True)
         summary.add_column("launches/run")
         for key, m in measured:
+            busy = m.busy_us if m.busy_us is not None else m.kernel_us
             summary.add_row(
                 key,
-                str(m.executions),
+                f"{m.executions} cold" if m.cold else str(m.executions),
                 fmt_us(m.mean_us),
                 fmt_us(m.total_us),
-                f"{100 * m.kernel_us / m.total_us:.0f}%" if m.total_us else "–",
+                f"{100 * busy / m.total_us:.0f}%" if m.total_us else "–",
                 str(len(m.kernels)),
                 _launches(m),
             )

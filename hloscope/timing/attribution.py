@@ -9,17 +9,25 @@ as warm-up, and the rest is summarised per module and per kernel in frozen datac
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import UsageError
-from hloscope.timing.xplane import DEVICE_PLANE_PREFIX, Trace, TraceEvent
+from hloscope.timing.executions import (
+    SPLIT_RUN_ID,
+    WALL_OPS,
+    Context,
+    Execution,
+    OpEvent,
+    _int,
+    split,
+)
+from hloscope.timing.trace import DEVICE_PLANE_PREFIX, XLA_OPS_LINE, Trace, TraceEvent
 
 if TYPE_CHECKING:
     from hloscope.analysis.fusion import ModuleAnalysis
@@ -30,6 +38,7 @@ __all__ = [
     "OpEvent",
     "ProfileTimings",
     "attribute",
+    "merge_timings",
     "op_events",
     "timing_key",
 ]
@@ -50,77 +59,18 @@ DERIVED_LINES = (
     "Sparse Core",
     "_counters_",
 )
-XLA_MODULES_LINE = "XLA Modules"
 # On a TPU the "XLA Ops" line is the only op source (no kernel lines carry `hlo_op`):
 # it is read on planes where no other line names an HLO op.
-XLA_OPS_LINE = "XLA Ops"
 # Said when a profile has no event of an XLA op at all.
 NO_XLA_OPS = (
     "no XLA op events: no event carries an `hlo_op` stat or sits on an `XLA Ops` line, "
     "so the profiled program did not run through XLA (e.g. TensorFlow without jit_compile)"
 )
-# The host-side event around one execution of a compiled XLA executable (TensorFlow's
-# CPU and GPU runtimes); op events on the same thread nest inside it.
-EXECUTE_EVENT_SUFFIXES = ("ExecuteAsyncOnStream", "ExecuteAsyncOnStreamImpl")
-# XLA GPU's host TraceMe around launching one module: `<module>:XLA GPU module`.
-GPU_MODULE_SUFFIX = ":XLA GPU module"
 # Nested annotations join op names with this (`while.1::fusion.2`).
 ANNOTATION_DELIMITER = "::"
 
-# How executions were told apart (ModuleTiming.split_by).
-SPLIT_RUN_ID = "run_id"
-SPLIT_EXECUTE_EVENT = "execute event"
-SPLIT_MODULE_EVENT = "XLA Modules line"
-SPLIT_LAUNCH = "launch correlation"
-SPLIT_REPEAT = "first op repeats"
-# What an execution's wall time is (ModuleTiming.wall_from).
-WALL_OPS = "first op start to last op end"
-WALL_EXECUTE = "enclosing execute event"
-WALL_MODULE = "XLA Modules event"
 # Control-flow thunks (XLA names them so) enclose their body's ops instead of computing.
 _CONTROL_NAME = re.compile(r"(?:while|conditional)(?:[._-]\d+)*")
-
-
-@dataclass(frozen=True, slots=True)
-class OpEvent:
-    """One execution of one HLO instruction (a CPU thunk or one device kernel).
-
-    Attributes:
-        module: The HloModule name.
-        program_id: XLA's program id of the compiled module (= the dump's module_NNNN),
-            when the profile says.
-        op: The HLO instruction (innermost one when the annotation nests ops).
-        kernel: The event name: the op itself on the CPU, the kernel name on a device.
-        device: The plane (`/host:CPU`, `/device:GPU:0`).
-        line: The line (thread or stream) name.
-        line_id: The line id.
-        start_ps: Start, picoseconds.
-        end_ps: End, picoseconds.
-        run_id: The execution's run id when the profiler recorded one (not -1).
-        correlation_id: CUPTI's launch correlation id (device kernels).
-        on_device: Whether it is on a device plane.
-        op_line: Whether it comes from an `XLA Ops` line (one event per op call, never
-            merged with the next one).
-    """
-
-    module: str
-    program_id: int | None
-    op: str
-    kernel: str
-    device: str
-    line: str
-    line_id: int
-    start_ps: int
-    end_ps: int
-    run_id: int | None = None
-    correlation_id: int | None = None
-    on_device: bool = False
-    op_line: bool = False
-
-    @property
-    def duration_ps(self) -> int:
-        """Duration, picoseconds."""
-        return self.end_ps - self.start_ps
 
 
 @dataclass(frozen=True)
@@ -234,6 +184,15 @@ class ModuleTiming:
         launches_by_execution: Kernel calls in each steady-state execution, in order
             (for a median or a spread); () when not recorded.
         device_ops_by_execution: Device operations in each execution; () when not measured.
+        cold: Whether the module ran only as warm-up (no more than `skip_first` times),
+            so that its figures come from those cold first runs: one-time costs (first
+            touches of memory, thread pools starting) are in them. `--skip-first 0`
+            counts first runs in every module.
+        control: Self time of each loop or conditional that holds kernels (`while.1`):
+            its length less the time its body's ops ran inside it. It counts as busy,
+            not as time outside any kernel, and not in `kernel_us`.
+        compile_us: How long XLA compiled it before its first run, where the capture
+            recorded it (JAX, `timing.compiles`); else None.
     """
 
     name: str
@@ -259,6 +218,9 @@ class ModuleTiming:
     device_ops_per_execution: float | None = None
     launches_by_execution: tuple[int, ...] = ()
     device_ops_by_execution: tuple[int, ...] = ()
+    cold: bool = False
+    control: tuple[KernelTiming, ...] = ()
+    compile_us: float | None = None
 
     @property
     def mean_us(self) -> float:
@@ -346,16 +308,6 @@ def _is_derived(line: str) -> bool:
     return line.startswith(DERIVED_LINES)
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        return int(value)
-    return None
-
-
 def _hlo_text_name(text: str) -> str:
     """`%fusion.3 = f32[8]{0} fusion(...)` -> `fusion.3` ('' when not HLO text)."""
     if not text.startswith("%"):
@@ -422,157 +374,6 @@ def op_events(trace: Trace) -> list[OpEvent]:
     if on_device_modules:
         out = [o for o in out if o.on_device or (o.module, o.program_id) not in on_device_modules]
     return out
-
-
-# --------------------------------------------------------------------------------------
-# Op events -> executions
-
-
-@dataclass
-class _Execution:
-    ops: list[OpEvent]
-    wall_ps: int | None = None  # None: from the ops' span
-
-    @property
-    def start_ps(self) -> int:
-        return min(o.start_ps for o in self.ops)
-
-    @property
-    def span_ps(self) -> int:
-        return max(o.end_ps for o in self.ops) - self.start_ps
-
-
-@dataclass(frozen=True)
-class _Span:
-    start_ps: int
-    end_ps: int
-    plane: str
-    line_id: int
-    module: str | None = None
-
-
-class _Context:
-    """Indexes over the whole trace that the execution splitters look things up in."""
-
-    def __init__(self, trace: Trace) -> None:
-        self.execute: dict[str, list[_Span]] = defaultdict(list)  # plane -> spans
-        self.module_events: dict[str, list[_Span]] = defaultdict(list)  # plane -> spans
-        self.gpu_modules: dict[str, list[_Span]] = defaultdict(list)  # module -> spans
-        self.launch_ps: dict[int, int] = {}  # correlation id -> host launch time
-        for e in trace.events:
-            name = e.name
-            if name.endswith(EXECUTE_EVENT_SUFFIXES):
-                self.execute[e.plane].append(_Span(e.start_ps, e.end_ps, e.plane, e.line_id))
-            elif e.line.startswith(XLA_MODULES_LINE):
-                module = e.stats.get("hlo_module")
-                if not isinstance(module, str):
-                    parsed = _split_program(name)
-                    module = parsed[0] if parsed else name
-                self.module_events[e.plane].append(
-                    _Span(e.start_ps, e.end_ps, e.plane, e.line_id, module)
-                )
-            elif name.endswith(GPU_MODULE_SUFFIX):
-                module = name[: -len(GPU_MODULE_SUFFIX)]
-                self.gpu_modules[module].append(_Span(e.start_ps, e.end_ps, e.plane, e.line_id))
-            if not e.plane.startswith(DEVICE_PLANE_PREFIX) and "correlation_id" in e.stats:
-                cid = _int(e.stats["correlation_id"])
-                if cid is not None:
-                    self.launch_ps[cid] = e.start_ps
-        for table in (self.execute, self.module_events, self.gpu_modules):
-            for spans in table.values():
-                spans.sort(key=lambda s: (s.start_ps, -s.end_ps))
-
-
-def _split_program(name: str) -> tuple[str, int] | None:
-    """`jit_f(12)` -> (`jit_f`, 12)."""
-    m = re.fullmatch(r"(.*)\((-?\d+)\)", name)
-    return (m.group(1), int(m.group(2))) if m else None
-
-
-def _containing(spans: Sequence[_Span], t: int, line_id: int | None = None) -> _Span | None:
-    """The innermost span that contains time t (on line_id, when given and possible)."""
-    i = bisect.bisect_right(spans, t, key=lambda s: s.start_ps)
-    best: _Span | None = None
-    # Spans of different threads can overlap: look back over the ones that started
-    # before t and take the latest-starting one that still contains t.
-    for s in reversed(spans[max(0, i - 64) : i]):
-        if s.end_ps < t:
-            continue
-        if line_id is None or s.line_id == line_id:
-            return s
-        if best is None:
-            best = s
-    return best
-
-
-def _group_by(ops: Iterable[OpEvent], key: Callable[[OpEvent], Any]) -> list[list[OpEvent]] | None:
-    groups: dict[Any, list[OpEvent]] = {}
-    for o in ops:
-        k = key(o)
-        if k is None:
-            return None
-        groups.setdefault(k, []).append(o)
-    return list(groups.values())
-
-
-def _split(ops: list[OpEvent], module: str, ctx: _Context) -> tuple[list[_Execution], str, str]:
-    """Tell the executions of one module (on one device) apart.
-
-    In order: the run id XLA records per execution (JAX); the execute event the ops
-    nest in (TensorFlow, run_id -1); the device's "XLA Modules" line; the host-side
-    `<module>:XLA GPU module` event the kernel's launch (by correlation id) falls in;
-    else a new execution starts each time the module's first op comes round again.
-    """
-    if all(o.run_id is not None for o in ops):
-        groups = _group_by(ops, lambda o: o.run_id)
-        assert groups is not None
-        return [_Execution(g) for g in groups], SPLIT_RUN_ID, WALL_OPS
-
-    device = ops[0].device
-    spans = ctx.module_events.get(device)
-    if spans:
-        mine = [s for s in spans if s.module == module] or spans
-        found = {id(o): _containing(mine, o.start_ps) for o in ops}
-        if all(found.values()):
-            return _by_span(ops, found), SPLIT_MODULE_EVENT, WALL_MODULE
-
-    spans = ctx.execute.get(device)
-    if spans and not ops[0].on_device:
-        found = {id(o): _containing(spans, o.start_ps, o.line_id) for o in ops}
-        if all(found.values()):
-            return _by_span(ops, found), SPLIT_EXECUTE_EVENT, WALL_EXECUTE
-
-    spans = ctx.gpu_modules.get(module)
-    if spans and all(o.correlation_id in ctx.launch_ps for o in ops):
-        found = {id(o): _containing(spans, ctx.launch_ps[o.correlation_id or 0]) for o in ops}
-        if all(found.values()):
-            launched = _by_span(ops, found)
-            for ex in launched:
-                ex.wall_ps = None  # the host span times the launch, not the kernels
-            return launched, SPLIT_LAUNCH, WALL_OPS
-
-    ordered = sorted(ops, key=lambda o: o.start_ps)
-    first = ordered[0].op
-    execs: list[_Execution] = []
-    previous: str | None = None
-    for o in ordered:
-        if (o.op == first and previous != first) or not execs:
-            execs.append(_Execution([]))
-        execs[-1].ops.append(o)
-        previous = o.op
-    return execs, SPLIT_REPEAT, WALL_OPS
-
-
-def _by_span(ops: list[OpEvent], found: Mapping[int, _Span | None]) -> list[_Execution]:
-    groups: dict[int, _Execution] = {}
-    for o in ops:
-        span = found[id(o)]
-        assert span is not None
-        ex = groups.get(id(span))
-        if ex is None:
-            ex = groups[id(span)] = _Execution([], span.end_ps - span.start_ps)
-        ex.ops.append(o)
-    return list(groups.values())
 
 
 # --------------------------------------------------------------------------------------
@@ -660,7 +461,7 @@ def _module_timing(
     name: str,
     program_id: int | None,
     ops: list[OpEvent],
-    ctx: _Context,
+    ctx: Context,
     skip_first: int,
     static: ModuleAnalysis | None,
     max_executions: int | None = None,
@@ -674,16 +475,12 @@ def _module_timing(
     per_device: dict[str, list[OpEvent]] = defaultdict(list)
     for o in ops:
         per_device[o.device].append(o)
-    executions: list[_Execution] = []
-    skipped = 0
-    split_by = wall_from = ""
-    for device_ops in per_device.values():
-        execs, split_by, wall_from = _split(device_ops, name, ctx)
-        execs.sort(key=lambda ex: ex.start_ps)
-        skipped += min(skip_first, len(execs))
-        keep = None if max_executions is None else skip_first + max_executions
-        executions.extend(execs[skip_first:keep])
-    executions.sort(key=lambda ex: ex.start_ps)
+    executions, skipped, split_by, wall_from = _steady(
+        per_device, name, ctx, skip_first, max_executions
+    )
+    cold = not executions and skipped > 0
+    if cold:  # ran only as warm-up: shown from those runs, marked cold, not left out
+        executions, skipped, _, _ = _steady(per_device, name, ctx, 0, skip_first)
 
     durations: dict[str, list[int]] = defaultdict(list)
     kernels_per_call: dict[str, int] = defaultdict(int)
@@ -695,8 +492,11 @@ def _module_timing(
     per_execution_calls: list[int] = []
     kernel_ps = unattributed_ps = busy_ps = 0
     launches = kernel_launches = 0
+    control_self: dict[str, list[int]] = defaultdict(list)
     for ex in executions:
         kernels = [o for o in ex.ops if id(o) not in control]
+        for op, self_ps in _control_self(ex.ops, control):
+            control_self[op].append(self_ps)
         calls = _calls(kernels)
         for c in calls:
             durations[c.op].append(c.duration_ps)
@@ -709,7 +509,7 @@ def _module_timing(
         wall = ex.wall_ps if ex.wall_ps is not None else ex.span_ps
         walls.append(wall)
         kernel_ps += sum(c.duration_ps for c in calls)
-        busy = _busy_ps(kernels)
+        busy = _busy_ps(ex.ops)  # loop control counts as busy: it is the loop's own work
         busy_ps += busy
         unattributed_ps += max(0, wall - busy)
         launches += len(calls)
@@ -767,7 +567,50 @@ def _module_timing(
         wall_from=wall_from,
         busy_us=_us(busy_ps),
         launches_by_execution=tuple(per_execution_calls),
+        cold=cold,
+        control=tuple(
+            KernelTiming.of(op, ds, per_us=_PS_PER_US, kernels_total=kernel_ps, executions=n)
+            for op, ds in sorted(control_self.items())
+        ),
     )
+
+
+def _steady(
+    per_device: Mapping[str, list[OpEvent]],
+    name: str,
+    ctx: Context,
+    skip_first: int,
+    max_executions: int | None,
+) -> tuple[list[Execution], int, str, str]:
+    """The executions measured on every device after `skip_first` warm-up ones, how
+    many were left out, how they were told apart and where their wall time comes from."""
+    executions: list[Execution] = []
+    skipped = 0
+    split_by = wall_from = ""
+    for device_ops in per_device.values():
+        execs, split_by, wall_from = split(device_ops, name, ctx)
+        execs.sort(key=lambda ex: ex.start_ps)
+        skipped += min(skip_first, len(execs))
+        keep = None if max_executions is None else skip_first + max_executions
+        executions.extend(execs[skip_first:keep])
+    executions.sort(key=lambda ex: ex.start_ps)
+    return executions, skipped, split_by, wall_from
+
+
+def _control_self(ops: Sequence[OpEvent], control: set[int]) -> list[tuple[str, int]]:
+    """Self time of each control-flow event of one execution: its length less the time
+    any other op of the execution ran inside it (its body's kernels and nested loops,
+    on any thread). What remains is the loop's own work: evaluating its condition on
+    the host, starting each iteration."""
+    out = []
+    for c in (o for o in ops if id(o) in control):
+        inside = [
+            replace(o, start_ps=max(o.start_ps, c.start_ps), end_ps=min(o.end_ps, c.end_ps))
+            for o in ops
+            if o is not c and o.end_ps > c.start_ps and o.start_ps < c.end_ps
+        ]
+        out.append((c.op, max(0, c.duration_ps - _busy_ps(inside))))
+    return out
 
 
 def attribute(
@@ -799,7 +642,7 @@ def attribute(
     names: dict[str, int] = defaultdict(int)
     for name, _ in by_module:
         names[name] += 1
-    ctx = _Context(trace)
+    ctx = Context(trace)
     timings: list[tuple[str, ModuleTiming]] = []
     for (name, program_id), module_ops in by_module.items():
         key = timing_key(name, program_id, names[name] > 1)
@@ -814,13 +657,14 @@ def attribute(
     problems = list(trace.problems)
     if not ops:
         problems.append(NO_XLA_OPS)
-    warm_only = [k for k, t in timings if t.executions == 0]
-    if warm_only:
+    cold = [k for k, t in timings if t.cold]
+    if cold:
         problems.append(
-            f"{len(warm_only)} module(s) ran only {skip_first} time(s) or less and have no "
-            f"steady-state execution (pass skip_first=0 / --skip-first 0 to count them): "
-            + ", ".join(warm_only[:8])
-            + (" ..." if len(warm_only) > 8 else "")
+            f"{len(cold)} module(s) ran only {skip_first} time(s) or less, all warm-up: shown "
+            "from their cold first run, one-time costs included (--skip-first 0 counts "
+            "first runs in every module): "
+            + ", ".join(cold[:8])
+            + (" ..." if len(cold) > 8 else "")
         )
     duration = None
     if trace.start_ns is not None and trace.stop_ns is not None:
@@ -844,3 +688,32 @@ def _one(values: Iterable[str]) -> str | None:
     """The value when all are the same, else the distinct ones joined (None: none)."""
     distinct = sorted(set(values))
     return ", ".join(distinct) if distinct else None
+
+
+def merge_timings(parts: Sequence[ProfileTimings]) -> ProfileTimings:
+    """One `ProfileTimings` from the profiles of several profilers of one run (JAX's and
+    TensorFlow's, when a script compiled with both): modules side by side, most total
+    time first; figures of the profile with the most op events where they are single.
+
+    Raises:
+        ValueError: No parts.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        raise ValueError("no timings to merge")
+    main = max(parts, key=lambda p: p.op_events)
+    modules: dict[str, ModuleTiming] = {}
+    for p in parts:
+        for key, m in p.modules.items():
+            modules.setdefault(key, m)
+    problems = [line for p in parts if p.op_events for line in p.problems]
+    if not main.op_events:
+        problems = list(main.problems)
+    return replace(
+        main,
+        modules=dict(sorted(modules.items(), key=lambda kv: (-kv[1].total_us, kv[0]))),
+        op_events=sum(p.op_events for p in parts),
+        problems=tuple(dict.fromkeys(problems)),
+        hostnames=tuple(dict.fromkeys(h for p in parts for h in p.hostnames)),
+    )

@@ -20,8 +20,16 @@ from hloscope.errors import HloscopeError
 from hloscope.hlo.parser import parse_file
 from hloscope.runs import Run, scan_dump_dir
 from hloscope.timing import nsys
-from hloscope.timing.attribution import ProfileTimings, attribute, op_events, timing_key
-from hloscope.timing.xplane import find_profile, read_trace
+from hloscope.timing.attribution import (
+    ProfileTimings,
+    attribute,
+    merge_timings,
+    op_events,
+    timing_key,
+)
+from hloscope.timing.cache import cached_timings, dump_fingerprint, profile_timings, run_folder_of
+from hloscope.timing.compiles import read_compiles, with_compile_times
+from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [
     "SOURCES",
@@ -63,26 +71,40 @@ class TimingSource(Protocol):
 
 
 class ProfilerSource:
-    """The framework profiler's output (`hloscope dump --profile`): an `*.xplane.pb` or
-    `*.trace.json.gz` anywhere in the run folder, with the warm-up and step settings
-    run.json recorded."""
+    """The framework profiler's output (`hloscope dump --profile`): the `*.xplane.pb` (or
+    `*.trace.json.gz`) of each profiler in the profile folder run.json names, or
+    anywhere in a folder hloscope did not make, read with the warm-up and step settings
+    run.json recorded. Read once; later reads come from the run's cache
+    (`timing.cache`)."""
 
     name = "profile"
 
     def found(self, run: Run) -> bool:
-        return run.path.is_dir() and has_profile(run.path)
+        folder = _profile_folder(run)
+        return folder is not None and has_profile(folder)
 
     def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
         settings = run.manifest.profile or {}
         skip = settings.get("skip_first", 1)
         limit = settings.get("max_executions")
-        trace = read_trace(find_profile(run.path))
-        return attribute(
-            trace,
+        return profile_timings(  # computed once, then kept in the run folder
+            _profile_folder(run) or run.path,
             skip_first=skip if isinstance(skip, int) and skip >= 0 else 1,
             max_executions=limit if isinstance(limit, int) and limit > 0 else None,
             static=static or None,
         )
+
+
+def _profile_folder(run: Run) -> Path | None:
+    """Where a run's profile is: the folder run.json names when `hloscope dump
+    --profile` made it (one log dir per profiler below it), else anywhere in the run
+    folder (a profile recorded another way and put there, a bare profiler log dir)."""
+    if not run.path.is_dir():
+        return None
+    named = (run.manifest.profile or {}).get("dir")
+    if run.manifest.source == "dump" and isinstance(named, str) and named:
+        return run.path / named
+    return run.path
 
 
 class NsysSource:
@@ -161,7 +183,9 @@ def load_profile(
     max_executions: int | None = None,
 ) -> ProfileTimings:
     """Read a profile on its own (`hloscope profile`): in a run folder, a profiler log
-    dir, or one file, and time it.
+    dir, or one file, and time it. Inside a run folder the result is kept there and
+    later calls read it back (`timing.cache`); each profiler's profile is read and the
+    results merged; JAX compile times recorded beside the profile are set.
 
     Args:
         run_or_dir: A run folder, a profiler log dir, or one `*.xplane.pb` /
@@ -175,13 +199,29 @@ def load_profile(
     Raises:
         ProfileReadError: No profile found, or the file is not a profile.
     """
-    path = find_profile(run_or_dir)
-    trace = read_trace(path)
-    static = None
-    if with_hlo:
-        modules = {(o.module, o.program_id) for o in op_events(trace)}
-        static = static_analyses(Path(run_or_dir), sorted(modules, key=str)) or None
-    return attribute(trace, skip_first=skip_first, static=static, max_executions=max_executions)
+    files = find_profiles(run_or_dir)
+
+    def compute() -> ProfileTimings:
+        traces = [read_trace(f, xla_only=True) for f in files]
+        static = None
+        if with_hlo:
+            modules = {(o.module, o.program_id) for t in traces for o in op_events(t)}
+            static = static_analyses(Path(run_or_dir), sorted(modules, key=str)) or None
+        return merge_timings(
+            [
+                attribute(t, skip_first=skip_first, static=static, max_executions=max_executions)
+                for t in traces
+            ]
+        )
+
+    run = run_folder_of(files[0])
+    settings = {
+        "skip_first": skip_first,
+        "max_executions": max_executions,
+        "hlo": dump_fingerprint(run) if with_hlo else None,
+    }
+    timings = cached_timings(files, settings, compute, run=run)
+    return with_compile_times(timings, read_compiles(files))
 
 
 def _dump_roots(start: Path) -> list[Path]:

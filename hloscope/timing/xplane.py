@@ -1,8 +1,9 @@
 """Profiler output -> trace events: the first stage of the timing pipeline.
 
-Reads the XSpace protobuf the TensorFlow and JAX profilers write (`*.xplane.pb`) with a
-small decoder of the protobuf wire format, so that reading a profile never imports
-TensorFlow, JAX or protobuf, and JAX's Chrome trace (`*.trace.json.gz`). Both become a
+Reads the XSpace protobuf the TensorFlow and JAX profilers write (`*.xplane.pb`): with
+the protobuf runtime where it is installed (`xspace_proto.py`), else with a small decoder
+of the wire format (`xspace_wire.py`), so that reading a profile never imports
+TensorFlow or JAX; and JAX's Chrome trace (`*.trace.json.gz`). Both become a
 `Trace`: a flat, framework-neutral list of `TraceEvent`s that `attribution` turns into
 per-module and per-kernel timings.
 
@@ -15,19 +16,41 @@ from __future__ import annotations
 
 import gzip
 import json
-import struct
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hloscope.errors import ProfileReadError
 from hloscope.files import inside, read_regular
+from hloscope.timing import xspace_proto
+from hloscope.timing.trace import (  # re-exported: the trace is this stage's output
+    DEVICE_PLANE_PREFIX,
+    METADATA_PLANE,
+    TASK_ENV_PLANE,
+    TRACE_JSON_SUFFIX,
+    XPLANE_SUFFIX,
+    Trace,
+    TraceEvent,
+    TraceParts,
+    keeps_event_named,
+    keeps_line,
+)
+from hloscope.timing.xspace_wire import (  # the messages, re-exported
+    XEvent,
+    XEventMetadata,
+    XLine,
+    XPlane,
+    XSpace,
+    XStat,
+    XStatMetadata,
+    decode_xspace,
+)
 
 __all__ = [
     "ProfileReadError",
     "Trace",
     "TraceEvent",
+    "TraceParts",
     "XEvent",
     "XEventMetadata",
     "XLine",
@@ -37,574 +60,62 @@ __all__ = [
     "XStatMetadata",
     "decode_xspace",
     "find_profile",
+    "find_profiles",
     "read_trace",
     "read_xspace",
     "trace_from_json",
     "trace_from_xspace",
 ]
 
-METADATA_PLANE = "/host:metadata"
-TASK_ENV_PLANE = "Task Environment"
-HOST_PLANE = "/host:CPU"
-DEVICE_PLANE_PREFIX = "/device:"
-
-XPLANE_SUFFIX = ".xplane.pb"
-# Profiles of long GPU runs reach hundreds of MB; past this, reading fails clearly.
-MAX_PROFILE_BYTES = 2 << 30
-TRACE_JSON_SUFFIX = ".trace.json.gz"
-
-
-# --------------------------------------------------------------------------------------
-# The XPlane messages, as decoded.
-
-
-@dataclass(frozen=True, slots=True)
-class XStat:
-    """A named value: `XStat` (fields 1-7).
-
-    Attributes:
-        metadata_id: Key into the plane's `stat_metadata` (the stat's name).
-        kind: Which `value` oneof field was set: `double`, `uint64`, `int64`, `str`,
-            `bytes` or `ref` (a string stored as the name of another stat metadata).
-        value: The value; for `bytes` a read-only memoryview into the file's buffer.
-    """
-
-    metadata_id: int
-    kind: str
-    value: Any
-
-
-@dataclass(frozen=True, slots=True)
-class XStatMetadata:
-    """`XStatMetadata`: id (1), name (2), description (3)."""
-
-    id: int
-    name: str
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class XEventMetadata:
-    """`XEventMetadata`: id (1), name (2), metadata (3), display_name (4), stats (5), child_id (6).
-
-    Attributes:
-        metadata: The serialized extra metadata, as a view (never decoded).
-    """
-
-    id: int
-    name: str
-    display_name: str = ""
-    metadata: memoryview | None = None
-    stats: tuple[XStat, ...] = ()
-    child_id: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class XEvent:
-    """`XEvent`: metadata_id (1), offset_ps (2), duration_ps (3), stats (4), num_occurrences (5)."""
-
-    metadata_id: int
-    offset_ps: int = 0
-    duration_ps: int = 0
-    stats: tuple[XStat, ...] = ()
-    num_occurrences: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class XLine:
-    """`XLine`: id (1), name (2), timestamp_ns (3), events (4), duration_ps (9),
-    display_id (10), display_name (11). Event offsets are relative to `timestamp_ns`."""
-
-    id: int
-    name: str = ""
-    timestamp_ns: int = 0
-    events: tuple[XEvent, ...] = ()
-    duration_ps: int = 0
-    display_id: int = 0
-    display_name: str = ""
-
-
-@dataclass(frozen=True)
-class XPlane:
-    """`XPlane`: id (1), name (2), lines (3), event_metadata (4, map), stat_metadata (5,
-    map), stats (6)."""
-
-    id: int
-    name: str
-    lines: tuple[XLine, ...] = ()
-    event_metadata: Mapping[int, XEventMetadata] = field(default_factory=dict)
-    stat_metadata: Mapping[int, XStatMetadata] = field(default_factory=dict)
-    stats: tuple[XStat, ...] = ()
-
-    def stat_name(self, stat: XStat) -> str:
-        """The name of a stat of this plane ('' when its metadata is missing)."""
-        meta = self.stat_metadata.get(stat.metadata_id)
-        return meta.name if meta is not None else ""
-
-    def stat_value(self, stat: XStat) -> Any:
-        """The stat's value, with `ref` values resolved to the string they stand for."""
-        if stat.kind == "ref":
-            meta = self.stat_metadata.get(stat.value)
-            return meta.name if meta is not None else ""
-        return stat.value
-
-    def stats_dict(self, stats: tuple[XStat, ...]) -> dict[str, Any]:
-        """Stats as `{name: value}` (refs resolved, bytes left as views)."""
-        return {self.stat_name(s): self.stat_value(s) for s in stats}
-
-
-@dataclass(frozen=True)
-class XSpace:
-    """`XSpace`: planes (1), errors (2), warnings (3), hostnames (4)."""
-
-    planes: tuple[XPlane, ...] = ()
-    errors: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-    hostnames: tuple[str, ...] = ()
-
-    def plane(self, name: str) -> XPlane | None:
-        """The first plane with this name, or None."""
-        for p in self.planes:
-            if p.name == name:
-                return p
-        return None
-
-
-# --------------------------------------------------------------------------------------
-# Wire-format decoding.
-
-
-class _Malformed(Exception):
-    def __init__(self, message: str, offset: int) -> None:
-        super().__init__(message)
-        self.offset = offset
-
-
-_U64 = 1 << 64
-_I64_MAX = (1 << 63) - 1
-_DOUBLE = struct.Struct("<d")
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    result = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise _Malformed("varint longer than 10 bytes", pos)
-
-
-def _signed(v: int) -> int:
-    return v - _U64 if v > _I64_MAX else v
-
-
-def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """Yield `(field, wire_type, a, b)` for each field of the message in buf[pos:end].
-
-    For varints `a` is the value; for length-delimited fields `a:b` is the payload; for
-    fixed64/fixed32 `a` is the payload's offset.
-    """
-    while pos < end:
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-            yield number, 0, value, 0
-        elif wire == 2:
-            n, pos = _varint(buf, pos)
-            stop = pos + n
-            if stop > end:
-                raise _Malformed(f"field {number} runs past the end of its message", pos)
-            yield number, 2, pos, stop
-            pos = stop
-        elif wire == 1:
-            yield number, 1, pos, 0
-            pos += 8
-        elif wire == 5:
-            yield number, 5, pos, 0
-            pos += 4
-        else:
-            raise _Malformed(f"unsupported wire type {wire} (field {number})", pos)
-    if pos != end:
-        raise _Malformed("message runs past its length", pos)
-
-
-def _text(buf: bytes, a: int, b: int) -> str:
-    return buf[a:b].decode("utf-8", "replace")
-
-
-# `_stat` and `_event` decode most of a profile's bytes, so they read their fields
-# inline (one-byte keys and varints fast) instead of through the `_fields` generator.
-
-
-def _stat(buf: bytes, view: memoryview, pos: int, end: int) -> XStat:
-    metadata_id = 0
-    kind = ""
-    value: Any = None
-    while pos < end:
-        key = buf[pos]
-        pos += 1
-        if key >= 0x80:
-            key, pos = _varint(buf, pos - 1)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            v = buf[pos]
-            if v < 0x80:
-                pos += 1
-            else:
-                v, pos = _varint(buf, pos)
-            if number == 1:
-                metadata_id = v - _U64 if v > _I64_MAX else v
-            elif number == 3:
-                kind, value = "uint64", v
-            elif number == 4:
-                kind, value = "int64", v - _U64 if v > _I64_MAX else v
-            elif number == 7:
-                kind, value = "ref", v
-        elif wire == 2:
-            n = buf[pos]
-            if n < 0x80:
-                pos += 1
-            else:
-                n, pos = _varint(buf, pos)
-            stop = pos + n
-            if stop > end:
-                raise _Malformed(f"field {number} runs past the end of its message", pos)
-            if number == 5:
-                kind, value = "str", buf[pos:stop].decode("utf-8", "replace")
-            elif number == 6:
-                kind, value = "bytes", view[pos:stop]  # e.g. the `Hlo Proto`: kept, not decoded
-            pos = stop
-        elif wire == 1:
-            if number == 2:
-                kind, value = "double", _DOUBLE.unpack_from(buf, pos)[0]
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise _Malformed(f"unsupported wire type {wire} (field {number})", pos)
-    if pos != end:
-        raise _Malformed("message runs past its length", pos)
-    return XStat(metadata_id, kind, value)
-
-
-def _event(buf: bytes, view: memoryview, pos: int, end: int) -> XEvent:
-    metadata_id = offset_ps = duration_ps = occurrences = 0
-    stats: list[XStat] = []
-    while pos < end:
-        key = buf[pos]
-        pos += 1
-        if key >= 0x80:
-            key, pos = _varint(buf, pos - 1)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            v = buf[pos]
-            if v < 0x80:
-                pos += 1
-            else:
-                v, pos = _varint(buf, pos)
-            if v > _I64_MAX:
-                v -= _U64
-            if number == 1:
-                metadata_id = v
-            elif number == 2:
-                offset_ps = v
-            elif number == 3:
-                duration_ps = v
-            elif number == 5:
-                occurrences = v
-        elif wire == 2:
-            n = buf[pos]
-            if n < 0x80:
-                pos += 1
-            else:
-                n, pos = _varint(buf, pos)
-            stop = pos + n
-            if stop > end:
-                raise _Malformed(f"field {number} runs past the end of its message", pos)
-            if number == 4:
-                stats.append(_stat(buf, view, pos, stop))
-            pos = stop
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise _Malformed(f"unsupported wire type {wire} (field {number})", pos)
-    if pos != end:
-        raise _Malformed("message runs past its length", pos)
-    return XEvent(metadata_id, offset_ps, duration_ps, tuple(stats), occurrences)
-
-
-def _line(buf: bytes, view: memoryview, pos: int, end: int) -> XLine:
-    line_id = timestamp_ns = duration_ps = display_id = 0
-    name = display_name = ""
-    events: list[XEvent] = []
-    for number, wire, a, b in _fields(buf, pos, end):
-        if number == 4 and wire == 2:
-            events.append(_event(buf, view, a, b))
-        elif number == 1 and wire == 0:
-            line_id = _signed(a)
-        elif number == 2 and wire == 2:
-            name = _text(buf, a, b)
-        elif number == 3 and wire == 0:
-            timestamp_ns = _signed(a)
-        elif number == 9 and wire == 0:
-            duration_ps = _signed(a)
-        elif number == 10 and wire == 0:
-            display_id = _signed(a)
-        elif number == 11 and wire == 2:
-            display_name = _text(buf, a, b)
-    return XLine(line_id, name, timestamp_ns, tuple(events), duration_ps, display_id, display_name)
-
-
-def _event_metadata(buf: bytes, view: memoryview, pos: int, end: int) -> XEventMetadata:
-    meta_id = 0
-    name = display_name = ""
-    payload: memoryview | None = None
-    stats: list[XStat] = []
-    children: list[int] = []
-    for number, wire, a, b in _fields(buf, pos, end):
-        if number == 1 and wire == 0:
-            meta_id = _signed(a)
-        elif number == 2 and wire == 2:
-            name = _text(buf, a, b)
-        elif number == 3 and wire == 2:
-            payload = view[a:b]
-        elif number == 4 and wire == 2:
-            display_name = _text(buf, a, b)
-        elif number == 5 and wire == 2:
-            stats.append(_stat(buf, view, a, b))
-        elif number == 6 and wire == 0:
-            children.append(_signed(a))
-        elif number == 6 and wire == 2:  # packed, the proto3 default
-            p = a
-            while p < b:
-                v, p = _varint(buf, p)
-                children.append(_signed(v))
-    return XEventMetadata(meta_id, name, display_name, payload, tuple(stats), tuple(children))
-
-
-def _stat_metadata(buf: bytes, pos: int, end: int) -> XStatMetadata:
-    meta_id = 0
-    name = description = ""
-    for number, wire, a, b in _fields(buf, pos, end):
-        if number == 1 and wire == 0:
-            meta_id = _signed(a)
-        elif number == 2 and wire == 2:
-            name = _text(buf, a, b)
-        elif number == 3 and wire == 2:
-            description = _text(buf, a, b)
-    return XStatMetadata(meta_id, name, description)
-
-
-def _map_entry(buf: bytes, pos: int, end: int) -> tuple[int, int, int]:
-    """A map<int64, Message> entry: (key, value start, value end)."""
-    key = 0
-    start = stop = -1
-    for number, wire, a, b in _fields(buf, pos, end):
-        if number == 1 and wire == 0:
-            key = _signed(a)
-        elif number == 2 and wire == 2:
-            start, stop = a, b
-    return key, start, stop
-
-
-def _plane(buf: bytes, view: memoryview, pos: int, end: int) -> XPlane:
-    plane_id = 0
-    name = ""
-    lines: list[XLine] = []
-    event_metadata: dict[int, XEventMetadata] = {}
-    stat_metadata: dict[int, XStatMetadata] = {}
-    stats: list[XStat] = []
-    for number, wire, a, b in _fields(buf, pos, end):
-        if number == 3 and wire == 2:
-            lines.append(_line(buf, view, a, b))
-        elif number == 4 and wire == 2:
-            key, s, e = _map_entry(buf, a, b)
-            event_metadata[key] = (
-                _event_metadata(buf, view, s, e) if s >= 0 else XEventMetadata(key, "")
-            )
-        elif number == 5 and wire == 2:
-            key, s, e = _map_entry(buf, a, b)
-            stat_metadata[key] = _stat_metadata(buf, s, e) if s >= 0 else XStatMetadata(key, "")
-        elif number == 1 and wire == 0:
-            plane_id = _signed(a)
-        elif number == 2 and wire == 2:
-            name = _text(buf, a, b)
-        elif number == 6 and wire == 2:
-            stats.append(_stat(buf, view, a, b))
-    return XPlane(plane_id, name, tuple(lines), event_metadata, stat_metadata, tuple(stats))
-
-
-def decode_xspace(data: bytes, *, path: str | None = None) -> XSpace:
-    """Decode a serialized `tensorflow.profiler.XSpace`.
-
-    Args:
-        data: The file's bytes.
-        path: Shown in errors.
-
-    Returns:
-        The decoded space. Unknown fields are skipped.
-
-    Raises:
-        ProfileReadError: The bytes are not a well-formed protobuf message.
-    """
-    buf = bytes(data)
-    view = memoryview(buf).toreadonly()
-    planes: list[XPlane] = []
-    lists: dict[int, list[str]] = {2: [], 3: [], 4: []}
-    try:
-        for number, wire, a, b in _fields(buf, 0, len(buf)):
-            if number == 1 and wire == 2:
-                planes.append(_plane(buf, view, a, b))
-            elif number in lists and wire == 2:
-                lists[number].append(_text(buf, a, b))
-    except _Malformed as e:
-        raise ProfileReadError(f"not an XSpace profile: {e}", path=path, offset=e.offset) from None
-    except (IndexError, struct.error):
-        raise ProfileReadError(
-            "not an XSpace profile: truncated protobuf (was the profiler stopped?)", path=path
-        ) from None
-    return XSpace(tuple(planes), tuple(lists[2]), tuple(lists[3]), tuple(lists[4]))
-
 
 def read_xspace(path: Path | str) -> XSpace:
     """Read and decode an `*.xplane.pb` file (see `decode_xspace`)."""
     p = Path(path)
+    return decode_xspace(_read_bytes(p), path=str(p))
+
+
+# Profiles of long GPU runs reach hundreds of MB; past this, reading fails clearly.
+MAX_PROFILE_BYTES = 2 << 30
+
+
+def _read_bytes(p: Path) -> bytes:
     try:
-        data = read_regular(p, MAX_PROFILE_BYTES)  # no FIFO, no /dev/zero, bounded
+        return read_regular(p, MAX_PROFILE_BYTES)  # no FIFO, no /dev/zero, bounded
     except OSError as e:
         raise ProfileReadError(f"cannot read: {e.strerror or e}", path=str(p)) from None
-    return decode_xspace(data, path=str(p))
 
 
-# --------------------------------------------------------------------------------------
-# The framework-neutral trace.
-
-
-@dataclass(frozen=True, slots=True)
-class TraceEvent:
-    """One timed event of a profile.
-
-    Attributes:
-        name: The event's name (its metadata name in XPlane, `name` in a Chrome trace).
-        plane: The plane (`/host:CPU`, `/device:GPU:0`) or Chrome-trace process name.
-        line: The line (thread or stream) name.
-        line_id: The line id (Chrome trace: the tid).
-        start_ps: Start time in picoseconds, on one clock per profile.
-        duration_ps: Duration in picoseconds.
-        stats: The event's stats by name, its metadata's stats included (the event's
-            own win); `ref` values resolved to strings, numbers as numbers.
-        display_name: The metadata's display name, where it has one (on a TPU's
-            `XLA Ops` line the HLO op name, `fusion.3`, while `name` is its HLO text).
-    """
-
-    name: str
-    plane: str
-    line: str
-    line_id: int
-    start_ps: int
-    duration_ps: int
-    stats: Mapping[str, Any]
-    display_name: str = ""
-
-    @property
-    def end_ps(self) -> int:
-        """End time in picoseconds."""
-        return self.start_ps + self.duration_ps
-
-
-@dataclass(frozen=True)
-class Trace:
-    """Every timed event of one profile, plus what the metadata plane says.
-
-    Attributes:
-        path: The file read, if any.
-        format: `xplane` or `trace.json`.
-        events: The events, plane by plane, line by line, in file order.
-        programs: Compiled modules by program id, from the `/host:metadata` plane
-            (`jit_mlp(30)` -> `{30: "jit_mlp"}`); empty for Chrome traces.
-        hostnames: Hosts the profile came from.
-        start_ns: Profile start (Task Environment plane), or None.
-        stop_ns: Profile stop, or None.
-        problems: What was skipped while reading, one line each.
-        devices: Device model by plane, where the plane records it
-            (`device_type_string`: `/device:TPU:0` -> `TPU v6 Lite`).
-        platforms: Target by device plane: `sm_70` from a GPU plane's compute
-            capability stats, `TPU` for TPU planes.
-    """
-
-    path: str | None
-    format: str
-    events: tuple[TraceEvent, ...]
-    programs: Mapping[int, str] = field(default_factory=dict)
-    hostnames: tuple[str, ...] = ()
-    start_ns: int | None = None
-    stop_ns: int | None = None
-    problems: tuple[str, ...] = ()
-    devices: Mapping[str, str] = field(default_factory=dict)
-    platforms: Mapping[str, str] = field(default_factory=dict)
-
-
-def _program_name(name: str) -> tuple[str, int] | None:
-    """`jit_mlp(30)` -> (`jit_mlp`, 30)."""
-    if not name.endswith(")"):
-        return None
-    head, sep, tail = name[:-1].rpartition("(")
-    if not sep or not tail.lstrip("-").isdigit():
-        return None
-    return head, int(tail)
-
-
-def trace_from_xspace(space: XSpace, *, path: str | None = None) -> Trace:
+def trace_from_xspace(space: XSpace, *, path: str | None = None, xla_only: bool = False) -> Trace:
     """Flatten an XSpace into a `Trace`.
 
-    Every event of every plane except `/host:metadata` becomes a `TraceEvent`; events
-    with `num_occurrences` (aggregated, no timestamp) are skipped and counted.
+    Every event of every plane except `/host:metadata` becomes a `TraceEvent` (with
+    `xla_only`, only those `read_trace` says); events with `num_occurrences`
+    (aggregated, no timestamp) are skipped and counted.
     """
-    events: list[TraceEvent] = []
-    programs: dict[int, str] = {}
-    start_ns = stop_ns = None
-    aggregated = 0
-    devices: dict[str, str] = {}
-    platforms: dict[str, str] = {}
+    parts = TraceParts()
+    events = parts.events
     for plane in space.planes:
         if plane.name == METADATA_PLANE:
-            for program in plane.event_metadata.values():
-                parsed = _program_name(program.name)
-                if parsed is not None:
-                    programs[parsed[1]] = parsed[0]
+            parts.add_programs(m.name for m in plane.event_metadata.values())
             continue
+        plane_stats = plane.stats_dict(plane.stats) if plane.stats else {}
         if plane.name == TASK_ENV_PLANE:
-            env = plane.stats_dict(plane.stats)
-            start_ns = _as_int(env.get("profile_start_time"))
-            stop_ns = _as_int(env.get("profile_stop_time"))
+            parts.add_session(plane_stats)
             continue
         meta_stats: dict[int, dict[str, Any]] = {}
         names = {k: m.name for k, m in plane.stat_metadata.items()}
-        model, platform = _plane_device(plane)
-        if model:
-            devices[plane.name] = model
-        if platform:
-            platforms[plane.name] = platform
+        parts.add_device(plane.name, plane_stats)
         for line in plane.lines:
             base_ps = line.timestamp_ns * 1000
             line_name = line.display_name or line.name
+            keep_line = not xla_only or keeps_line(line_name)
             for ev in line.events:
                 if ev.num_occurrences:
-                    aggregated += 1
+                    parts.aggregated += 1
                     continue
                 meta = plane.event_metadata.get(ev.metadata_id)
+                if not keep_line and not _xla_event(plane, meta, ev, names):
+                    continue
                 display = ""
                 if meta is None:
                     name = ""
@@ -634,44 +145,21 @@ def trace_from_xspace(space: XSpace, *, path: str | None = None) -> Trace:
                         display,
                     )
                 )
-    problems = [f"profiler error: {e}" for e in space.errors]
-    if aggregated:
-        problems.append(f"{aggregated} aggregated events (no timestamps) skipped")
-    return Trace(
-        path,
-        "xplane",
-        tuple(events),
-        programs,
-        space.hostnames,
-        start_ns,
-        stop_ns,
-        tuple(problems),
-        devices,
-        platforms,
-    )
+    return parts.trace(path, space.errors, space.hostnames)
 
 
-# Plane stats that name the device model (TPU planes: `device_type_string`).
-_DEVICE_STATS = ("device_type_string", "device_name")
+def _xla_event(
+    plane: XPlane, meta: XEventMetadata | None, ev: XEvent, names: Mapping[int, str]
+) -> bool:
+    """Whether an `xla_only` read keeps the event (see `xspace_proto._KEY_STATS`)."""
+    if meta is not None and keeps_event_named(meta.name):
+        return True
+    wanted = ("hlo_op",) if plane.name.startswith(DEVICE_PLANE_PREFIX) else _KEY_STATS
+    stats = [*(meta.stats if meta is not None else ()), *ev.stats]
+    return any(names.get(s.metadata_id) in wanted for s in stats)
 
 
-def _plane_device(plane: XPlane) -> tuple[str, str]:
-    """The device model and target a device plane records ('' where it does not)."""
-    if not plane.name.startswith(DEVICE_PLANE_PREFIX):
-        return "", ""
-    stats = plane.stats_dict(plane.stats) if plane.stats else {}
-    model = next((v for k in _DEVICE_STATS if isinstance(v := stats.get(k), str) and v), "")
-    platform = ""
-    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-    if isinstance(major, int) and isinstance(minor, int):
-        platform = f"sm_{major}{minor}"
-    elif plane.name.startswith(DEVICE_PLANE_PREFIX + "TPU"):
-        platform = "TPU"
-    return model, platform
-
-
-def _as_int(value: Any) -> int | None:
-    return value if isinstance(value, int) else None
+_KEY_STATS = ("hlo_op", "correlation_id")
 
 
 def _number(text: Any) -> Any:
@@ -728,8 +216,14 @@ def trace_from_json(doc: Mapping[str, Any], *, path: str | None = None) -> Trace
     return Trace(path, "trace.json", tuple(events), problems=problems)
 
 
-def read_trace(path: Path | str) -> Trace:
+def read_trace(path: Path | str, *, xla_only: bool = False) -> Trace:
     """Read one profile file: `*.xplane.pb` or `*.trace.json.gz` (or `*.trace.json`).
+
+    Args:
+        path: The file.
+        xla_only: Keep only the events timing reads: those of XLA ops and the ones that
+            mark executions and launches. An XSpace is then decoded by the protobuf
+            runtime where it is installed (`xspace_proto`), many times faster.
 
     Raises:
         ProfileReadError: The file cannot be read or is not a profile.
@@ -737,7 +231,9 @@ def read_trace(path: Path | str) -> Trace:
     p = Path(path)
     name = p.name
     if name.endswith(XPLANE_SUFFIX):
-        return trace_from_xspace(read_xspace(p), path=str(p))
+        if xla_only and xspace_proto.available():
+            return xspace_proto.trace_from_bytes(_read_bytes(p), path=str(p))
+        return trace_from_xspace(read_xspace(p), path=str(p), xla_only=xla_only)
     if name.endswith((".json.gz", ".json")):
         try:
             raw = read_regular(p, MAX_PROFILE_BYTES)
@@ -775,3 +271,30 @@ def find_profile(folder: Path | str) -> Path:
         "`hloscope dump --profile SCRIPT.py`",
         path=str(root),
     )
+
+
+def find_profiles(folder: Path | str) -> list[Path]:
+    """Every profile a run folder holds: one per profiler log dir (`find_profile` in each).
+
+    `hloscope dump --profile` gives each framework it profiled a log dir of its own
+    (`profile/jax/`, `profile/tensorflow/`); older runs and other tools have one.
+
+    Raises:
+        ProfileReadError: The folder holds no profile.
+    """
+    root = Path(folder)
+    first = find_profile(root)
+    if root.is_file():
+        return [first]
+    logdirs = {
+        p.parents[3]
+        for suffix in (XPLANE_SUFFIX, TRACE_JSON_SUFFIX)
+        for p in root.rglob(f"*{suffix}")
+        if len(p.parents) > 3
+        and p.parents[1].name == "profile"
+        and p.parents[2].name == "plugins"
+        and inside(p, root)
+    }
+    if len(logdirs) <= 1:
+        return [first]
+    return [find_profile(d) for d in sorted(logdirs)]

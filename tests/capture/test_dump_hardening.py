@@ -225,8 +225,8 @@ def test_a_plan_that_fails_after_claiming_leaves_nothing(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "model.py").write_text("print('no framework here')\n")
-    with pytest.raises(UsageError, match="cannot tell"):
-        plan_dump("model.py", environ={}, profile=True)
+    with pytest.raises(UsageError, match="--framework"):
+        plan_dump("model.py", environ={}, profile=True, framework="torch")
     assert not (tmp_path / "hloscope-runs").exists()
 
 

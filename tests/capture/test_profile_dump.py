@@ -30,8 +30,11 @@ def test_profiled_jax_run_has_kernel_times_in_report(tmp_path: Path) -> None:
         "dir": "profile",
         "skip_first": 1,
         "max_executions": None,
+        "python_trace": False,
+        "profiled": ["jax"],
+        "keras_backend": None,
     }
-    assert list((out / "profile").rglob("*.xplane.pb"))
+    assert list((out / "profile" / "jax").rglob("*.xplane.pb"))
     assert "HLOSCOPE_PROFILE" in manifest["env"]
 
     doc = json.loads(CliRunner().invoke(app, ["report", str(out), "--json"]).stdout)
@@ -50,23 +53,45 @@ def test_profiled_jax_run_has_kernel_times_in_report(tmp_path: Path) -> None:
     assert timing["kernel_us"] <= timing["total_us"]
 
 
-def test_profile_framework_comes_from_imports_or_the_option(tmp_path: Path) -> None:
+def test_profile_framework_is_left_to_the_child_unless_given(tmp_path: Path) -> None:
     script = tmp_path / "plain.py"
     script.write_text("print('no framework here')\n")
-    with pytest.raises(UsageError, match="--framework"):
-        plan_dump(script, profile=True, out=tmp_path / "a")
+    plan = plan_dump(script, profile=True, out=tmp_path / "a")  # nothing guessed, no error
+    assert plan.profile is not None and plan.profile["framework"] is None
+    config = json.loads(plan.env_set["HLOSCOPE_PROFILE"])
+    assert Path(config["hooks"]).is_file() and config["framework"] is None
+    assert config["python_trace"] is False
     plan = plan_dump(script, profile=True, framework="tf", out=tmp_path / "b")
     assert plan.profile is not None and plan.profile["framework"] == "tensorflow"
-    jax_script = tmp_path / "uses_jax.py"
-    jax_script.write_text("import jax.numpy as jnp\n")
-    plan = plan_dump(jax_script, profile=True, profile_steps=5, out=tmp_path / "c")
+    plan = plan_dump(script, profile=True, profile_steps=5, python_trace=True, out=tmp_path / "c")
     assert plan.profile == {
-        "framework": "jax",
+        "framework": None,
         "dir": "profile",
         "skip_first": 1,
         "max_executions": 5,
+        "python_trace": True,
     }
-    config = json.loads(plan.env_set["HLOSCOPE_PROFILE"])
-    assert Path(config["hooks"]).is_file() and config["framework"] == "jax"
+    assert json.loads(plan.env_set["HLOSCOPE_PROFILE"])["python_trace"] is True
     with pytest.raises(UsageError, match="--framework"):
         plan_dump(script, profile=True, framework="torch", out=tmp_path / "d")
+
+
+def test_the_profiled_framework_is_the_one_whose_modules_were_dumped() -> None:
+    from types import SimpleNamespace
+
+    from hloscope.capture.run import _profile_outcome
+
+    def outcome(profiled: list[str], *names: str) -> dict[str, object] | None:
+        child = {"profile": {"profiled": {f: {} for f in profiled}, "keras_backend": "jax"}}
+        modules = [SimpleNamespace(name=n) for n in names]
+        return _profile_outcome({"framework": None, "dir": "profile"}, child, modules)
+
+    # TensorFlow imported for its data pipeline (its profiler ran), JAX compiled
+    both = outcome(["tensorflow", "jax"], "jit_step", "jit_broadcast_in_dim")
+    assert both is not None and both["framework"] == "jax"
+    assert both["profiled"] == ["jax", "tensorflow"] and both["keras_backend"] == "jax"
+    used = outcome(["tensorflow", "jax"], "jit_step", "a_inference_f_12__.1")
+    assert used is not None and used["framework"] == "jax+tensorflow"
+    nothing = outcome([], "jit_step")
+    assert nothing is not None and nothing["framework"] is None
+    assert _profile_outcome(None, {}, []) is None

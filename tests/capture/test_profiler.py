@@ -1,8 +1,10 @@
-"""The in-child profiling hooks: framework detection, and real profiles they record."""
+"""The in-child profiling hooks: they act on the script's own imports, import nothing
+themselves, and record real profiles."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -11,40 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.capture.profiler import framework_from_imports, normalize_framework
+from hloscope.capture.profiler import Profiling, normalize_framework
 from hloscope.timing.sources import load_profile
 from tests.timing.helpers import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "hloscope" / "capture" / "profiler.py"
-
-
-@pytest.mark.parametrize(
-    ("source", "expected"),
-    [
-        ("import tensorflow as tf\n", "tensorflow"),
-        ("from tensorflow.keras import layers\n", "tensorflow"),
-        ("import keras\n", "tensorflow"),
-        ("import os, jax.numpy as jnp\n", "jax"),
-        ("from jax import lax\n", "jax"),
-        ("import flax.linen as nn\n", "jax"),
-        ("def f():\n    import jax\n", "jax"),
-        ("import numpy as np\n", None),
-        ("import tensorflow as tf\nimport jax\n", None),  # both: the caller must ask
-        ('"""import jax"""\n# import tensorflow\nprint("import jax")\n', None),
-        ("from .jax import x\nimport jaxtyping\n", None),
-        ("import jax\nthis is not python (\n", "jax"),  # falls back to import lines
-    ],
-)
-def test_framework_from_imports(source: str, expected: str | None) -> None:
-    assert framework_from_imports(source) == expected
-
-
-def test_framework_from_imports_on_the_samples() -> None:
-    samples = ROOT / "samples"
-    assert framework_from_imports((samples / "jax_mlp.py").read_text()) == "jax"
-    assert framework_from_imports((samples / "dense_relu.py").read_text()) == "tensorflow"
-    assert framework_from_imports((samples / "resnet50.py").read_text()) == "tensorflow"
+RUNNER = ROOT / "hloscope" / "capture" / "runner.py"
 
 
 def test_normalize_framework() -> None:
@@ -61,11 +36,66 @@ def test_hooks_load_by_path_with_the_standard_library_only() -> None:
         spec = importlib.util.spec_from_file_location("hooks", {str(HOOKS)!r})
         hooks = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(hooks)
-        assert hooks.framework_from_imports("import jax") == "jax"
+        profiling = hooks.Profiling("unused")
+        profiling.install()
+        outcome = profiling.stop()
+        assert outcome == {{"profiled": {{}}, "keras_backend": None, "errors": []}}, outcome
         loaded = [m for m in sys.modules if m.split(".")[0] in ("hloscope", "tensorflow", "jax")]
         assert not loaded, loaded
     """)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_callback_runs_once_the_package_finished_importing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "fakefw"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import core\nREADY = True\n")
+    (package / "core.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[tuple[str, bool]] = []
+    profiling = Profiling(tmp_path / "profile")
+
+    def imported(name: str) -> None:
+        seen.append((name, getattr(sys.modules[name], "READY", False)))
+
+    monkeypatch.setattr(profiling, "_imported", imported)
+    monkeypatch.setattr("hloscope.capture.profiler.FRAMEWORKS", ("fakefw",))
+    profiling.install()
+    try:
+        import fakefw  # type: ignore[import-not-found]  # noqa: F401
+
+        assert seen == [("fakefw", True)]  # after its __init__ ran to the end
+        loader = sys.modules["fakefw"].__spec__.loader
+        assert "exec_module" not in vars(loader)  # the wrapper is gone again
+    finally:
+        profiling.stop()
+        sys.modules.pop("fakefw", None)
+        sys.modules.pop("fakefw.core", None)
+    assert not any(type(f).__name__ == "_AfterImport" for f in sys.meta_path)
+
+
+def test_a_script_without_a_framework_is_run_unprofiled_and_unchanged(tmp_path: Path) -> None:
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import json, sys\nprint(sorted(m for m in ('jax', 'tensorflow') if m in sys.modules))\n"
+    )
+    report = tmp_path / "report.json"
+    config = {"framework": None, "logdir": str(tmp_path / "profile"), "hooks": str(HOOKS)}
+    env = dict(os.environ, HLOSCOPE_PROFILE=json.dumps(config))
+    out = subprocess.run(
+        [sys.executable, str(RUNNER), str(report), "script", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"  # the hooks imported no framework for it
+    doc = json.loads(report.read_text())
+    assert doc["profile"] == {"profiled": {}, "keras_backend": None, "errors": []}
+    assert not (tmp_path / "profile").exists()
 
 
 _WRAPPER = """
@@ -73,17 +103,17 @@ import importlib.util, runpy, sys
 spec = importlib.util.spec_from_file_location("hooks", {hooks!r})
 hooks = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(hooks)
-framework = hooks.framework_from_imports(open({script!r}).read())
-hooks.start(framework, {logdir!r})
+profiling = hooks.Profiling({logdir!r})
+profiling.install()
 try:
     sys.argv = [{script!r}, "--calls", "3"]
     runpy.run_path({script!r}, run_name="__main__")
 finally:
-    hooks.stop(framework)
+    print("PROFILED", sorted(profiling.stop()["profiled"]))
 """
 
 
-def _profile_sample(sample: str, tmp_path: Path) -> Path:
+def _profile_sample(sample: str, tmp_path: Path) -> tuple[Path, str]:
     logdir = tmp_path / "profile"
     script = str(ROOT / "samples" / sample)
     code = _WRAPPER.format(hooks=str(HOOKS), script=script, logdir=str(logdir))
@@ -92,15 +122,25 @@ def _profile_sample(sample: str, tmp_path: Path) -> Path:
         TF_CPP_MIN_LOG_LEVEL="2",
         XLA_FLAGS=f"--xla_dump_to={tmp_path / 'hlo'} --xla_dump_hlo_as_text",
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, env=env, cwd=ROOT)
-    return tmp_path
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    return tmp_path, out.stdout
 
 
 @pytest.mark.jax
 def test_jax_hooks_record_a_profile(tmp_path: Path) -> None:
     needs("jax")
-    run = _profile_sample("jax_mlp.py", tmp_path)
-    assert list(run.rglob("*.xplane.pb")) and list(run.rglob("*.trace.json.gz"))
+    run, stdout = _profile_sample("jax_mlp.py", tmp_path)
+    assert "PROFILED ['jax']" in stdout
+    assert list((run / "profile" / "jax").rglob("*.xplane.pb"))
+    assert not list(run.rglob("*.trace.json.gz"))  # only the XSpace is written
     p = load_profile(run)
     m = p.module("jit_mlp")
     # 3 calls, the first (with compilation) left out as warm-up
@@ -113,7 +153,8 @@ def test_tensorflow_hooks_record_a_profile(tmp_path: Path) -> None:
     needs("tensorflow")
     if importlib.util.find_spec("tensorflow.tsl") is None:
         pytest.skip("this TensorFlow has no profiler")
-    run = _profile_sample("dense_relu.py", tmp_path)
+    run, stdout = _profile_sample("dense_relu.py", tmp_path)
+    assert "PROFILED ['tensorflow']" in stdout
     p = load_profile(run)
     m = p.module("a_inference_dense_relu")
     assert (m.executions, m.skipped) == (2, 1)

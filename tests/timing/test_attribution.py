@@ -13,7 +13,8 @@ from hloscope.errors import UsageError
 from hloscope.hlo.parser import parse_file
 from hloscope.inspection import inspect_run
 from hloscope.render.timing import profile_doc, timings_doc
-from hloscope.timing.attribution import (
+from hloscope.timing.attribution import ModuleTiming, attribute, op_events
+from hloscope.timing.executions import (
     SPLIT_EXECUTE_EVENT,
     SPLIT_LAUNCH,
     SPLIT_MODULE_EVENT,
@@ -22,9 +23,6 @@ from hloscope.timing.attribution import (
     WALL_EXECUTE,
     WALL_MODULE,
     WALL_OPS,
-    ModuleTiming,
-    attribute,
-    op_events,
 )
 from hloscope.timing.sources import load_profile, static_analyses
 from hloscope.timing.xplane import Trace, TraceEvent, read_trace
@@ -212,6 +210,24 @@ def test_control_flow_thunks_are_not_kernels() -> None:
     assert m.launches_per_execution == 4
     assert m.execution_us == (38.0, 38.0)
     assert math.isclose(m.kernel_us, 2 * 26.0)
+    # the loop's own time: 30 µs long, its body ran 2 x 10 µs inside it
+    (loop,) = m.control
+    assert (loop.name, loop.calls, loop.total_us) == ("while.3", 2, 2 * (30.0 - 20.0))
+    # busy = fusion 5 + the loop 30 + cond 1 per execution; the 1 µs gaps stay outside
+    assert math.isclose(m.busy_us or 0, 2 * 36.0)
+    assert math.isclose(m.unattributed_us, 2 * (38.0 - 36.0))
+
+
+def test_loop_self_time_subtracts_body_ops_on_other_threads() -> None:
+    events = [
+        _op("while.1", 0, 20, 1),
+        _op("fusion.1", 2, 6, 1, line="worker"),  # the body continues on another thread
+        _op("fusion.2", 5, 6, 1, line="worker2"),  # overlaps fusion.1: counted once
+    ]
+    m = attribute(_trace(*events), skip_first=0).modules["m"]
+    (loop,) = m.control
+    assert loop.total_us == 20.0 - (11.0 - 2.0)
+    assert m.busy_us == 20.0 and m.kernel_us == 12.0
 
 
 def test_while_named_ops_without_nesting_are_control() -> None:
@@ -269,13 +285,20 @@ def test_module_known_only_by_program_id() -> None:
     assert list(p.modules) == ["jit_g"]
 
 
-def test_warm_up_only_modules_are_reported() -> None:
-    p = attribute(_trace(_op("a", 0, 1, 1), _op("a", 5, 1, 1)))
+def test_modules_that_ran_only_once_are_shown_cold() -> None:
+    p = attribute(_trace(_op("a", 0, 1, 1), _op("a", 5, 1, 1), _op("b", 20, 3, 2, module="n")))
     m = p.modules["m"]
-    assert (m.executions, m.skipped, m.total_us, m.kernels) == (0, 1, 0.0, ())
-    assert any("no steady-state execution" in line for line in p.problems)
+    assert (m.executions, m.skipped, m.cold) == (1, 0, True)
+    assert m.total_us == 6.0 and m.kernel_us == 2.0
+    (a,) = m.kernels
+    assert (a.name, a.calls) == ("a", 2)
+    assert p.modules["n"].cold and p.modules["n"].total_us == 3.0
+    assert any("cold first run" in line and "--skip-first 0" in line for line in p.problems)
     doc = timings_doc(m)
-    assert doc["executions"] == 0 and doc["kernels"] == []
+    assert doc["executions"] == 1 and doc["cold"] is True
+    # a module with a steady state is not cold, and the first run stays out of it
+    twice = attribute(_trace(_op("a", 0, 1, 1), _op("a", 5, 2, 2))).modules["m"]
+    assert (twice.executions, twice.skipped, twice.cold, twice.kernel_us) == (1, 1, False, 2.0)
     with pytest.raises(UsageError):
         attribute(_trace(), skip_first=-1)
 

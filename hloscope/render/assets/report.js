@@ -733,7 +733,8 @@
         facts.push(["busy / execution (kernels overlap)", per(timing.busy_us)]);
       }
       facts.push(["wall / execution", per(timing.total_us)]);
-      facts.push(["executions profiled" + (timing.source ? " (" + timing.source + ")" : ""), fmtInt(timing.executions)]);
+      facts.push(["executions profiled" + (timing.source ? " (" + timing.source + ")" : "") +
+        (timing.cold ? ", a cold first run (it ran only as warm-up)" : ""), fmtInt(timing.executions)]);
       if (typeof timing.device_ops_per_execution === "number") {
         facts.push(["GPU operations / execution", fmtInt(timing.device_ops_per_execution)]);
       }

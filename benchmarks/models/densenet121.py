@@ -1,0 +1,21 @@
+"""Keras DenseNet121 (random weights) inference on small images: the big profiled run
+that `benchmarks/profile_read.py` reads. The backend is Keras's own choice
+(`KERAS_BACKEND`, else ~/.keras/keras.json).
+
+    KERAS_BACKEND=jax hloscope dump --profile benchmarks/models/densenet121.py
+"""
+
+import argparse
+
+import keras
+import numpy as np
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--size", type=int, default=64, help="image height and width")
+parser.add_argument("--batches", type=int, default=4)
+args = parser.parse_args()
+
+model = keras.applications.DenseNet121(weights=None, input_shape=(args.size, args.size, 3))
+x = np.random.default_rng(0).random((2 * args.batches, args.size, args.size, 3), "float32")
+out = model.predict(x, batch_size=2, verbose=0)
+print(f"densenet121 on {keras.backend.backend()}: out {out.shape}, sum {float(out.sum()):.4f}")
