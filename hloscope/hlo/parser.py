@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from hloscope.errors import HloParseError
+from hloscope.files import read_regular
 from hloscope.hlo.lexical import (
     ATTRIBUTE,
     ATTRIBUTES,
@@ -155,16 +156,32 @@ def split_lines(text: str, keepends: bool = False) -> list[str]:
     return [line + "\n" for line in lines] if keepends else lines
 
 
-def _read_text(path: str | Path) -> str:
-    p = Path(path)
+MAX_DUMP_BYTES = 8 * 1024**3
+"""Biggest dump file read (XLA's largest real modules are a few hundred MB)."""
+
+
+def read_dump(path: str | Path, what: str) -> bytes:
+    """A dump file's bytes: a regular file only (a FIFO does not block), size-capped.
+
+    Args:
+        path: The file.
+        what: What it should be, for the message (`an HLO text file`).
+
+    Raises:
+        HloParseError: Missing, a folder, not a regular file, too big or unreadable.
+    """
     try:
-        data = p.read_bytes()
+        return read_regular(path, MAX_DUMP_BYTES)
     except FileNotFoundError:
         raise HloParseError("no such file", path=str(path)) from None
     except IsADirectoryError:
-        raise HloParseError("is a directory, not an HLO text file", path=str(path)) from None
+        raise HloParseError(f"is a directory, not {what}", path=str(path)) from None
     except OSError as e:
-        raise HloParseError(f"cannot read: {e.strerror}", path=str(path)) from None
+        raise HloParseError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+
+
+def _read_text(path: str | Path) -> str:
+    data = read_dump(path, "an HLO text file")
     nul = data.find(b"\0", 0, 65536)
     if nul >= 0:
         line, column = data.count(b"\n", 0, nul) + 1, nul - data.rfind(b"\n", 0, nul)

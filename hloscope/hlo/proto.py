@@ -40,7 +40,7 @@ from hloscope.hlo.model import (
     StackFrame,
 )
 from hloscope.hlo.opcodes import KNOWN_OPCODES
-from hloscope.hlo.parser import parse_file
+from hloscope.hlo.parser import parse_file, read_dump
 
 __all__ = ["PROTO_SUFFIXES", "is_proto_path", "load_module_file", "parse_proto", "parse_proto_file"]
 
@@ -208,14 +208,7 @@ def parse_proto_file(path: str | Path) -> HloModule:
         MissingDependencyError: The `protobuf` package is not installed.
     """
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise HloParseError("no such file", path=str(path)) from None
-    except IsADirectoryError:
-        raise HloParseError("is a directory, not an HLO dump", path=str(path)) from None
-    except OSError as e:
-        raise HloParseError(f"cannot read: {e.strerror}", path=str(path)) from None
+    data = read_dump(p, "an HLO dump")
     if p.name.endswith(".xz") or data[:6] == b"\xfd7zXZ\x00":
         try:
             data = lzma.decompress(data)
