@@ -19,13 +19,20 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from hloscope.capture.child import (
+    Sink,
+    StopSignals,
+    own_process_group,
+    start_pump,
+    std_sink,
+    wait_child,
+)
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.errors import HloscopeError, UsageError
@@ -39,7 +46,6 @@ __all__ = [
     "count_compiled",
     "plan_dump",
     "run_dump",
-    "std_sink",
     "xla_error_lines",
 ]
 
@@ -59,8 +65,6 @@ TIMINGS_CACHE = ".hloscope-timings.json"
 # What a run folder holds that hloscope wrote: all `--force` removes.
 _OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR)
 _OWN_FILES = (MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE)
-_INTERRUPT_GRACE_S = 10.0
-_TERMINATE_GRACE_S = 5.0
 _LOG_TAIL_BYTES = 2 << 20
 _EXIT_INTERRUPTED = 130
 
@@ -72,8 +76,6 @@ _XLA_ERROR = re.compile(
     r"Compilation failure|No registered '\w+' OpKernel for XLA"
 )
 _TF_LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ")
-
-Sink = Callable[[bytes], None]
 
 
 @dataclass(frozen=True)
@@ -391,7 +393,7 @@ def run_dump(
 
     log_errors: list[str] = []
     start = clock()
-    with _open_logs(plan.run_dir) as (out_log, err_log), _StopSignals() as signals:
+    with _open_logs(plan.run_dir) as (out_log, err_log), StopSignals() as signals:
         try:
             proc = subprocess.Popen(
                 plan.child_argv,
@@ -399,16 +401,16 @@ def run_dump(
                 stderr=subprocess.PIPE,
                 env=env,
                 cwd=plan.cwd,
-                **_own_process_group(),
+                **own_process_group(),
             )
         except OSError as e:
             raise UsageError(f"cannot start {plan.python}: {e.strerror or e}") from None
         assert proc.stdout is not None and proc.stderr is not None
         pumps = [
-            _start_pump(proc.stdout, out_log, out, log_errors),
-            _start_pump(proc.stderr, err_log, err, log_errors),
+            start_pump(proc.stdout, out_log, out, log_errors),
+            start_pump(proc.stderr, err_log, err, log_errors),
         ]
-        returncode = _wait_child(proc, signals, on_interrupt)
+        returncode = wait_child(proc, signals, on_interrupt)
         wall = clock() - start
         for pump in pumps:
             pump.join(timeout=5.0)  # a grandchild may hold the pipes open
@@ -611,113 +613,6 @@ def _prepare_run_dir(plan: DumpPlan) -> tuple[str, ...]:
     return tuple(removed)
 
 
-def _own_process_group() -> dict[str, Any]:
-    """Popen arguments that put the child in its own process group.
-
-    The terminal's Ctrl-C then reaches hloscope only, which forwards one SIGINT and
-    waits for the child to finish writing its dumps.
-    """
-    if os.name != "posix":
-        return {}
-    if sys.version_info >= (3, 11):
-        return {"process_group": 0}
-    return {"preexec_fn": os.setpgrp}  # pragma: no cover
-
-
-def _signal_child(proc: subprocess.Popen[bytes], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if os.name == "posix":
-            os.killpg(proc.pid, sig)
-        else:  # pragma: no cover
-            proc.send_signal(sig)
-
-
-def _stop_child(proc: subprocess.Popen[bytes]) -> int:
-    """SIGINT, then SIGTERM, then SIGKILL, each after a grace period; a second Ctrl-C
-    skips the wait."""
-    for sig, grace in (
-        (signal.SIGINT, _INTERRUPT_GRACE_S),
-        (signal.SIGTERM, _TERMINATE_GRACE_S),
-    ):
-        _signal_child(proc, sig)
-        try:
-            return proc.wait(timeout=grace)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
-            continue
-    _signal_child(proc, signal.SIGKILL)
-    return proc.wait()
-
-
-class _Stopped(KeyboardInterrupt):
-    """A signal that stops the child the way Ctrl-C does; `args[0]` is its name."""
-
-
-class _StopSignals:
-    """While the child runs, SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH
-    session) stop it the way Ctrl-C does, dumps kept; the first one is recorded.
-
-    After `settle()` (the child is gone) signals are ignored until run.json is
-    written. Outside the main thread, or off POSIX, only Ctrl-C is seen (as
-    Python's KeyboardInterrupt).
-    """
-
-    _SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
-
-    def __init__(self) -> None:
-        self.stopped_by: str | None = None
-        self._raising = True
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _StopSignals:
-        if threading.current_thread() is threading.main_thread() and os.name == "posix":
-            for name in self._SIGNALS:
-                sig = getattr(signal, name)
-                self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)
-
-    def _handle(self, signum: int, frame: object) -> None:
-        if not self._raising:  # the child is gone; run.json is being written
-            return
-        name = signal.Signals(signum).name
-        if self.stopped_by is None:
-            self.stopped_by = name
-        raise _Stopped(name)
-
-    def interrupted(self, e: KeyboardInterrupt) -> None:
-        """Record a Ctrl-C that came as Python's own KeyboardInterrupt."""
-        if self.stopped_by is None:
-            self.stopped_by = e.args[0] if isinstance(e, _Stopped) else "SIGINT"
-
-    def settle(self) -> None:
-        """The child is gone: from now on, signals wait for run.json to be written."""
-        self._raising = False
-
-
-def _wait_child(
-    proc: subprocess.Popen[bytes],
-    signals: _StopSignals,
-    on_interrupt: Callable[[], None] | None,
-) -> int:
-    """The child's return code; whatever ends the wait (a signal, an error of
-    hloscope's own), the child does not outlive it."""
-    try:
-        return proc.wait()
-    except KeyboardInterrupt as e:
-        signals.interrupted(e)
-        if on_interrupt is not None:
-            with contextlib.suppress(Exception):
-                on_interrupt()
-        return _stop_child(proc)
-    finally:
-        if proc.poll() is None:
-            _stop_child(proc)
-        signals.settle()
-
-
 @contextlib.contextmanager
 def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
     """`stdout.log` and `stderr.log`, unbuffered; one clear error when they cannot be
@@ -732,65 +627,6 @@ def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
         raise HloscopeError(f"{run_dir / name}: cannot write ({e.strerror or e})") from None
     with opened[0] as out_log, opened[1] as err_log:
         yield out_log, err_log
-
-
-def std_sink(stream: Any) -> Sink:
-    """A sink that writes bytes to a text stream's buffer (or decoded, when it has none)."""
-    broken = False
-
-    def write(data: bytes) -> None:
-        nonlocal broken
-        if broken:
-            return
-        try:
-            buffer = getattr(stream, "buffer", None)
-            if buffer is not None:
-                buffer.write(data)
-                buffer.flush()
-            else:
-                stream.write(data.decode("utf-8", "replace"))
-                stream.flush()
-        except (OSError, ValueError):  # closed pipe (`| head`): keep logging only
-            broken = True
-
-    return write
-
-
-def _start_pump(pipe: IO[bytes], log: IO[bytes], sink: Sink, errors: list[str]) -> threading.Thread:
-    """Copy a pipe to its log and sink until EOF.
-
-    The pipe is drained to the end whatever fails: a child blocked on a full pipe
-    would never exit. A log that cannot be written (disk full) is given up and the
-    failure added to `errors`; a sink that raises is given up.
-    """
-
-    def pump() -> None:
-        fd = pipe.fileno()
-        logging, sinking = True, True
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            if logging:
-                try:
-                    log.write(data)
-                except (OSError, ValueError) as e:
-                    logging = False
-                    name = Path(str(log.name)).name
-                    errors.append(f"{name}: cannot write ({getattr(e, 'strerror', None) or e})")
-            if sinking:
-                try:
-                    sink(data)
-                except Exception:  # a display that fails must not stop the draining
-                    sinking = False
-        pipe.close()
-
-    thread = threading.Thread(target=pump, name="hloscope-pump", daemon=True)
-    thread.start()
-    return thread
 
 
 # ---------------------------------------------------------------------------------------

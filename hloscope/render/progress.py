@@ -22,7 +22,8 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from hloscope.capture.run import DumpPlan, DumpResult, Sink, count_compiled, std_sink
+from hloscope.capture.child import Sink, std_sink
+from hloscope.capture.run import DumpPlan, DumpResult, count_compiled
 from hloscope.manifest import RunManifest
 
 __all__ = ["DumpProgress", "is_framework_noise", "outcome"]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.capture import child as capture_child
 from hloscope.capture import run as capture_run
 from hloscope.capture.run import plan_dump, run_dump
 from hloscope.errors import HloscopeError, UsageError
@@ -134,7 +135,7 @@ def test_pumps_keep_draining_when_the_log_cannot_be_written() -> None:
     writer = threading.Thread(target=lambda: (os.write(write_fd, payload), os.close(write_fd)))
     writer.start()
     with os.fdopen(read_fd, "rb", buffering=0) as pipe:
-        pump = capture_run._start_pump(pipe, FullDisk(), received.append, errors)  # type: ignore[arg-type]
+        pump = capture_child.start_pump(pipe, FullDisk(), received.append, errors)  # type: ignore[arg-type]
         writer.join(timeout=TIMEOUT_S)
         pump.join(timeout=TIMEOUT_S)
     assert not writer.is_alive() and not pump.is_alive()
