@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import itertools
 import json
 import os
 import re
@@ -35,6 +34,7 @@ from hloscope.capture.child import (
 )
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
+from hloscope.capture.folder import choose_run_dir, release_run_dir
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
 from hloscope.runs import Run, load_run
@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-DEFAULT_RUNS_DIR = "hloscope-runs"
 DUMP_SUBDIR = "dump"
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
@@ -249,7 +248,7 @@ def plan_dump(
             raise UsageError(f"--module {module_re!r}: not a valid regex ({e})") from None
     env = os.environ if environ is None else environ
     cwd = Path.cwd()
-    run_dir, replace, made = _choose_run_dir(out, stem, force, now or _dt.datetime.now())
+    run_dir, replace, made = choose_run_dir(out, stem, force, now or _dt.datetime.now())
     run_dir = run_dir if run_dir.is_absolute() else cwd / run_dir
     made = tuple(p if p.is_absolute() else cwd / p for p in made)
     dump_dir = run_dir / DUMP_SUBDIR
@@ -262,7 +261,7 @@ def plan_dump(
                 framework, skip_first, profile_steps, run_dir / PROFILE_SUBDIR, python_trace
             )
         except BaseException:
-            _release_run_dir(made)  # the folder just claimed stays empty: leave none
+            release_run_dir(made)  # the folder just claimed stays empty: leave none
             raise
         env_set[PROFILE_ENV] = json.dumps(
             {
@@ -289,14 +288,6 @@ def plan_dump(
         profile=profile_plan,
         made=made,
     )
-
-
-def _release_run_dir(made: Sequence[Path]) -> None:
-    """Remove the folders `plan_dump` created, if they are still empty (innermost
-    first), so that a dump that never ran leaves nothing behind."""
-    for folder in made:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
 
 
 def _plan_profile(
@@ -421,7 +412,7 @@ def run_dump(
     if child.get("error") == "module-not-found":
         if not plan.replace:  # nothing ran: leave no empty run folder behind
             shutil.rmtree(plan.run_dir, ignore_errors=True)
-            _release_run_dir(plan.made)
+            release_run_dir(plan.made)
         run = Run(plan.run_dir, manifest, (), None)
         return DumpResult(
             plan, run, "module-not-found", exit_code, wall, child=child, removed=removed
@@ -533,48 +524,6 @@ def _check_script(path: Path, *, compile_it: bool) -> None:
         raise UsageError(f"{where}: syntax error: {e.msg}") from None
     except ValueError as e:  # null bytes
         raise UsageError(f"{path}: not a Python script ({e})") from None
-
-
-def _choose_run_dir(
-    out: str | Path | None, stem: str, force: bool, now: _dt.datetime
-) -> tuple[Path, bool, tuple[Path, ...]]:
-    """`(run folder, replace an earlier run, folders created here)`."""
-    if out is None:
-        return _claim_run_dir(Path(DEFAULT_RUNS_DIR), f"{stem}-{now:%Y%m%d-%H%M%S}")
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"-o {path}: is a file; give a folder for the run")
-    if path.is_dir() and any(path.iterdir()):
-        if not force:
-            raise UsageError(
-                f"{path} exists and is not empty; pass --force to replace the run there, "
-                "or -o DIR for another folder"
-            )
-        return path, True, ()
-    return path, False, ()
-
-
-def _claim_run_dir(runs: Path, name: str) -> tuple[Path, bool, tuple[Path, ...]]:
-    """Create `runs/name` (or `name-2`, `name-3`, ...) with one `mkdir` each: exactly
-    one of several dumps started in the same second gets each name."""
-    made: list[Path] = []
-    try:
-        if not runs.is_dir():
-            runs.mkdir(parents=True, exist_ok=True)
-            made.append(runs)
-        for n in itertools.count(1):
-            candidate = runs / (name if n == 1 else f"{name}-{n}")
-            try:
-                candidate.mkdir()
-            except FileExistsError:
-                continue
-            return candidate, False, (candidate, *made)
-    except OSError as e:
-        _release_run_dir(made)
-        raise UsageError(
-            f"{runs}: cannot create the run folder ({e.strerror or e}); pass -o DIR"
-        ) from None
-    raise AssertionError("unreachable")
 
 
 # ---------------------------------------------------------------------------------------
