@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
 from hloscope.errors import HloParseError
 from hloscope.files import read_regular
+from hloscope.hlo.calls import called_computations, find_cycle
 from hloscope.hlo.lexical import (
     ATTRIBUTE,
     ATTRIBUTES,
-    CALLED_NAME,
     COMPUTATION,
     COMPUTATION_END,
     FULL_INSTRUCTION,
@@ -383,7 +383,7 @@ class _Parser:
                     if callee >= position:
                         forward = True
         # XLA prints callees first; then no cycle is possible and the search is skipped.
-        cycle = _find_cycle(self.call_sites) if forward else None
+        cycle = find_cycle(self.call_sites) if forward else None
         if cycle is not None:
             path, inst = cycle
             raise self.call_error(
@@ -600,7 +600,7 @@ class _Parser:
             if raw_md is not None and raw_md[:1] == "{":
                 metadata = metadata_cache.get(raw_md) or parse_metadata(raw_md)
             if not CALLED_COMPUTATION_ATTRIBUTES.isdisjoint(attrs):
-                called = _called(attrs)
+                called = called_computations(attrs)
             if "index" in attrs and opcode == "get-tuple-element":
                 self.check_integer(attrs["index"], "tuple index", line, m)
             attributes = MappingProxyType(attrs)
@@ -709,56 +709,8 @@ class _Parser:
         return frames
 
 
-def _find_cycle(
-    call_sites: Mapping[str, list[Instruction]],
-) -> tuple[list[str], Instruction] | None:
-    """A call cycle as `([a, b, ..., a], the call in the last caller)`, or None.
-
-    `call_sites` maps each computation that calls others to its calling instructions. An
-    iterative depth-first search visits each computation and call once, so the check is
-    linear in the module size, and no recursion depth depends on the input.
-    """
-    done: set[str] = set()
-    for root in call_sites:
-        if root in done:
-            continue
-        on_path: dict[str, int] = {root: 0}
-        path = [root]
-        edges = [_calls(call_sites.get(root, ()))]
-        while edges:
-            step = next(edges[-1], None)
-            if step is None:
-                finished = path.pop()
-                del on_path[finished]
-                done.add(finished)
-                edges.pop()
-                continue
-            callee, inst = step
-            if callee in on_path:
-                return [*path[on_path[callee] :], callee], inst
-            if callee in done:
-                continue
-            on_path[callee] = len(path)
-            path.append(callee)
-            edges.append(_calls(call_sites.get(callee, ())))
-    return None
-
-
-def _calls(callers: Iterable[Instruction]) -> Iterator[tuple[str, Instruction]]:
-    return ((c.name, inst) for inst in callers for c in inst.called)
-
-
 _object_new = object.__new__
 _object_setattr = object.__setattr__
-
-
-def _called(attributes: Mapping[str, str]) -> tuple[CalledComputation, ...]:
-    return tuple(
-        CalledComputation(role, callee)
-        for role, value in attributes.items()
-        if role in CALLED_COMPUTATION_ATTRIBUTES
-        for callee in CALLED_NAME.findall(value)
-    )
 
 
 _LITERAL_OPCODES = frozenset(
