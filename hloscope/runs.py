@@ -31,6 +31,7 @@ __all__ = [
     "ModuleDump",
     "Run",
     "dump_file_info",
+    "is_nsys_archive",
     "is_trivial",
     "load_run",
     "read_manifest",
@@ -217,7 +218,7 @@ def load_run(path: str | Path) -> Run:
         UsageError: The path is missing, or is a folder without HLO dumps.
     """
     p = Path(path)
-    if p.is_file() and _is_nsys_zip(p):
+    if p.is_file() and is_nsys_archive(p):
         return _load_nsys_zip(p)
     if not p.exists():
         raise UsageError(
@@ -276,16 +277,20 @@ _MAX_ARCHIVE_MEMBER = 1024 * 1024 * 1024
 def _bare_manifest(folder: Path, modules: Iterable[ModuleDump]) -> RunManifest:
     """What a folder without run.json tells of itself: an unpacked nsys-jax archive says
     so; a bare dump says nothing."""
-    if (folder / NSYS_TRACE).is_file():
+    if is_nsys_archive(folder):
         return RunManifest(source=NSYS_SOURCE, platform=platform_of(modules))
     return RunManifest()
 
 
-def _is_nsys_zip(path: Path) -> bool:
-    if not zipfile.is_zipfile(path):
-        return False
+def is_nsys_archive(path: str | Path) -> bool:
+    """Whether a path is an nsys-jax archive: a zip or a folder holding the NVTX trace."""
+    p = Path(path)
+    if p.is_dir():
+        return (p / NSYS_TRACE).is_file()
     try:
-        with zipfile.ZipFile(path) as z:
+        if not (p.is_file() and zipfile.is_zipfile(p)):
+            return False
+        with zipfile.ZipFile(p) as z:
             return any(n.endswith(NSYS_TRACE) for n in z.namelist())
     except (OSError, zipfile.BadZipFile):
         return False

@@ -26,6 +26,7 @@ from hloscope.analysis.report import ModuleReport
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.inspection import Inspection
+from hloscope.render.diagram import PAGE_MAX_NODES
 from hloscope.render.json import SCHEMA_VERSION, module_doc, roofline_keys, run_doc
 from hloscope.render.timing import timings_doc
 from hloscope.runs import ModuleDump, Run
@@ -384,7 +385,7 @@ def _cap(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 # Diagrams
 
-DIAGRAM_MAX_NODES = 200
+DIAGRAM_MAX_NODES = PAGE_MAX_NODES
 """Node budget of each diagram in the page (bigger graphs are collapsed by name scope)."""
 
 

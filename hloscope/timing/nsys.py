@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
+from hloscope.runs import NSYS_TRACE, is_nsys_archive
 from hloscope.timing.attribution import KernelTiming, ModuleTiming, ProfileTimings
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
     "read_nsys",
 ]
 
-TRACE_MEMBER = "nvtx_gpu_proj_trace/trace.parquet"
+TRACE_MEMBER = NSYS_TRACE
 SOURCE = "nsys"
 # Range names XLA's GPU runtime pushes (xla/backends/gpu/runtime: GpuExecutable's
 # `XlaModule` annotation per execution, `Thunk` annotation per thunk; TSL's TraceMe
@@ -142,17 +143,6 @@ def _parquet() -> Any:
             "reading nsys-jax archives needs pyarrow: pip install 'hloscope[nsys]'"
         ) from None
     return pq
-
-
-def is_nsys_archive(path: Path | str) -> bool:
-    """Whether a path is an nsys-jax archive: a zip or folder holding the NVTX trace."""
-    p = Path(path)
-    if p.is_dir():
-        return (p / TRACE_MEMBER).is_file()
-    if p.is_file() and zipfile.is_zipfile(p):
-        with zipfile.ZipFile(p) as z:
-            return any(n.endswith(TRACE_MEMBER) for n in z.namelist())
-    return False
 
 
 class _Files:

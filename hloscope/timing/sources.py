@@ -18,7 +18,7 @@ from typing import Protocol
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.errors import HloscopeError
 from hloscope.hlo.parser import parse_file
-from hloscope.runs import Run, scan_dump_dir
+from hloscope.runs import NSYS_SOURCE, Run, scan_dump_dir
 from hloscope.timing import nsys
 from hloscope.timing.attribution import (
     ProfileTimings,
@@ -116,7 +116,7 @@ class NsysSource:
     name = nsys.SOURCE
 
     def found(self, run: Run) -> bool:
-        return nsys.is_nsys_archive(run.path)
+        return run.manifest.source == NSYS_SOURCE  # what load_run found the path to be
 
     def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
         kernel_of = {
