@@ -66,6 +66,10 @@ class Inspection:
     bench: Mapping[str, Any] | None = None
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
+    # cost() results by module key, filled on first use
+    _costs: dict[str, ModuleCost | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def run(self) -> Run:
@@ -94,11 +98,15 @@ class Inspection:
         raise UsageError(f"no module {key!r} in this inspection of {self.run.path}")
 
     def cost(self, key: str) -> ModuleCost | None:
-        """A module's bytes and FLOPs per kernel (None without an after module)."""
-        m = self.module(key)
-        if m.after_module is None or m.after is None:
-            return None
-        return module_cost(m.after_module, m.after)
+        """A module's bytes and FLOPs per kernel (None without an after module);
+        computed on first use and kept, since the text, JSON and roofline views all ask."""
+        if key not in self._costs:
+            m = self.module(key)
+            cost = None
+            if m.after_module is not None and m.after is not None:
+                cost = module_cost(m.after_module, m.after)
+            self._costs[key] = cost
+        return self._costs[key]
 
     def timing(self, key: str) -> ModuleTiming | None:
         """A module's measured timing, by module key; None when it was not measured."""
