@@ -22,7 +22,7 @@ from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
 from hloscope.errors import HloscopeError, UsageError
-from hloscope.files import read_regular
+from hloscope.files import inside, read_regular
 from hloscope.hlo.parser import split_lines
 from hloscope.runs import Run, load_run
 from hloscope.timing.attribution import ModuleTiming, ProfileTimings, timing_key
@@ -209,6 +209,8 @@ def read_bench(run: Run) -> dict[str, Any] | None:
     path = run.path / BENCH_FILE if run.path.is_dir() else None
     if path is None or not path.is_file():
         return None
+    if not inside(path, run.path):  # as run.json and dump/: nothing read from outside
+        return {"error": f"{BENCH_FILE} links out of the run folder; it was not read"}
     try:
         doc = json.loads(read_regular(path, _MAX_BENCH_BYTES))
     except RecursionError:

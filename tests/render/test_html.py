@@ -211,6 +211,12 @@ def test_bench_json_is_read_and_a_broken_one_is_reported(tmp_path: Path) -> None
     assert bench is not None and "not readable" in bench["error"]
     (run_dir / BENCH_FILE).write_text("[1, 2]")
     assert read_bench(run) == {"error": f"{BENCH_FILE} is not a JSON object"}
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text('{"secret": 1}')
+    (run_dir / BENCH_FILE).unlink()
+    (run_dir / BENCH_FILE).symlink_to(outside)
+    bench = read_bench(run)
+    assert bench is not None and "links out of the run folder" in bench["error"]
 
 
 def test_no_payload_from_hlo_or_the_manifest_reaches_the_page_as_markup(tmp_path: Path) -> None:
