@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from types import MappingProxyType
 
 from hloscope.hlo.model import (
     INT64_MAX,
     Layout,
     Metadata,
     Shape,
-    unescape,
+    metadata_fields,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -66,9 +65,6 @@ COMPUTATION = re.compile(
 COMPUTATION_END = re.compile(rf'\}}{_WS}(?:,{_WS}execution_thread{_WS}={_WS}"([^"]*+)")?{_WS}')
 MODULE = re.compile(rf"HloModule\s++{_NAME}")
 TABLE_ROW = re.compile(r"([0-9]++)\s++(.*)")
-# The lookbehind keeps `findall` from starting inside a key: without it a long word with
-# no `=` is re-scanned from each of its characters (10k characters took 4 s).
-KEY_VALUE = re.compile(rf"(?<![\w\-])([\w\-]++){_WS}={_WS}({_STR}|[^\s,}}]++)")
 CALLED_NAME = re.compile(r"[%@]?([\w.\-]++)")
 _DIM = re.compile(rf"{_WS}(<=)?{_WS}([0-9]++|\?){_WS}")
 _TILE = re.compile(r"T\(([^()]*+)\)")
@@ -83,7 +79,6 @@ TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 # Small parsers for pieces, memoised: real modules repeat the same shapes and metadata.
 
 shape_cache: dict[str, Shape] = {}
-metadata_cache: dict[str, Metadata] = {}
 
 
 def parse_shape(text: str) -> Shape:
@@ -185,28 +180,29 @@ def small_int(text: str | None) -> int | None:
         return None
 
 
-def parse_metadata(raw: str) -> Metadata:
-    md = metadata_cache.get(raw)
-    if md is not None:
-        return md
-    fields = {}
-    for key, value in KEY_VALUE.findall(raw[1:-1]):
-        if value.startswith('"'):
-            value = unescape(value[1:-1])
-        fields[key] = value
-    md = Metadata(
-        op_type=fields.get("op_type"),
+def parse_metadata(raw: str, strings: dict[str, str] | None = None) -> Metadata:
+    """The `Metadata` of a `metadata={...}` value (braces included).
+
+    Args:
+        raw: The value as printed; kept as the metadata's `text`.
+        strings: Strings seen before, to share one object among the many instructions
+            with the same op type or source file (a big module repeats them by the
+            hundred thousand); filled as it goes.
+    """
+    fields = metadata_fields(raw)
+    if strings is None:
+        strings = {}
+    op_type, source_file = fields.get("op_type"), fields.get("source_file")
+    return Metadata(
+        op_type=op_type if op_type is None else strings.setdefault(op_type, op_type),
         op_name=fields.get("op_name"),
-        source_file=fields.get("source_file"),
-        source_line=small_int(fields.get("source_line")) if "source_line" in fields else None,
-        stack_frame_id=(
-            small_int(fields.get("stack_frame_id")) if "stack_frame_id" in fields else None
-        ),
-        fields=MappingProxyType(fields),
+        source_file=source_file
+        if source_file is None
+        else strings.setdefault(source_file, source_file),
+        source_line=small_int(fields.get("source_line")),
+        stack_frame_id=small_int(fields.get("stack_frame_id")),
+        text=raw,
     )
-    if len(metadata_cache) < 100_000:
-        metadata_cache[raw] = md
-    return md
 
 
 def strip_comments(text: str) -> str:

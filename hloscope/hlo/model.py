@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 INT64_MAX = 2**63 - 1
@@ -154,13 +154,16 @@ class StackFrame:
 class Metadata:
     """The parsed `metadata={...}` of an instruction.
 
+    Only the fields every analysis reads are parsed up front; the rest stay in `text`
+    and are read on demand (`fields`), which keeps a big module's model small.
+
     Attributes:
         op_type: TensorFlow op type (`MatMul`, `Relu`), when present.
         op_name: TensorFlow op name or JAX op path (`jit(mlp)/dot_general`).
         source_file: Inline `source_file=`, when present.
         source_line: Inline `source_line=`, when present.
         stack_frame_id: Index into the module's stack frames, when present.
-        fields: Every `key=value` pair exactly as printed (strings unquoted).
+        text: The `{...}` exactly as printed.
     """
 
     op_type: str | None = None
@@ -168,7 +171,30 @@ class Metadata:
     source_file: str | None = None
     source_line: int | None = None
     stack_frame_id: int | None = None
-    fields: Mapping[str, str] = field(default_factory=dict)
+    text: str = "{}"
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """Every `key=value` pair exactly as printed (strings unquoted), in order."""
+        return metadata_fields(self.text)
+
+
+# `key=value` inside `{...}`: values are quoted strings or bare words. The lookbehind
+# keeps `findall` from starting inside a key: without it a long word with no `=` is
+# re-scanned from each of its characters (10k characters took 4 s).
+KEY_VALUE = re.compile(r'(?<![\w\-])([\w\-]++)\s*+=\s*+("(?:[^"\\]++|\\.)*+"|[^\s,}]++)')
+
+
+def metadata_fields(text: str) -> dict[str, str]:
+    """The `key=value` pairs of a `{...}` attribute such as `metadata=`, strings unquoted.
+
+    Args:
+        text: The attribute's value, braces included.
+    """
+    fields = {}
+    for key, value in KEY_VALUE.findall(text[1:-1]):
+        fields[key] = unescape(value[1:-1]) if value.startswith('"') else value
+    return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +212,7 @@ class CalledComputation:
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Instruction:
     """One HLO instruction.
 
@@ -232,17 +258,16 @@ class Instruction:
         raw = self.attributes.get("custom_call_target")
         return _unquote(raw) if raw is not None else None
 
-    @cached_property
+    @property
     def backend_config(self) -> Any:
         """The backend_config parsed as JSON, or None when absent or not JSON.
 
         XLA prints it either as a JSON object (`backend_config={...}`) or as a quoted,
-        escaped string (`backend_config="{...}"`); both forms are accepted.
+        escaped string (`backend_config="{...}"`); both forms are accepted. Treat the
+        result as read-only: instructions printed with the same config share it.
         """
         raw = self.attributes.get("backend_config")
-        if raw is None:
-            return None
-        return load_json(_unquote(raw) if raw.startswith('"') else raw)
+        return None if raw is None else _backend_config(raw)
 
     def calls(self, role: str | None = None) -> list[str]:
         """Names of the called computations, optionally only those of one role."""
@@ -392,6 +417,12 @@ class HloModule:
             out.append(frame.location)
             frame_id = frame.parent_id
         return out
+
+
+@lru_cache(maxsize=4096)
+def _backend_config(raw: str) -> Any:
+    """Memoised: the analyses ask each kernel's config several times."""
+    return load_json(_unquote(raw) if raw.startswith('"') else raw)
 
 
 def _unquote(raw: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import re
+from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -32,14 +33,12 @@ from hloscope.hlo.lexical import (
     COMPUTATION_END,
     FULL_INSTRUCTION,
     INSTRUCTION,
-    KEY_VALUE,
     MODULE,
     OPERAND_NAMES,
     TABLE_ROW,
     TABLES,
     bracket_error,
     brackets,
-    metadata_cache,
     open_count,
     parse_metadata,
     parse_shape,
@@ -50,10 +49,12 @@ from hloscope.hlo.lexical import (
     to_int,
 )
 from hloscope.hlo.model import (
+    KEY_VALUE,
     CalledComputation,
     Computation,
     HloModule,
     Instruction,
+    Metadata,
     ParseStats,
     Shape,
     SourceLocation,
@@ -118,15 +119,18 @@ def split_modules(text: str) -> list[tuple[int, str]]:
         `(first_line, chunk_text)` pairs, one per chunk that contains `HloModule`.
     """
     chunks: list[tuple[int, str]] = []
-    start, lines = 1, list[str]()
-    for number, line in enumerate(split_lines(text, keepends=True), 1):
-        if line.strip() == SPLIT_MARKER:
-            chunks.append((start, "".join(lines)))
-            start, lines = number + 1, []
-        else:
-            lines.append(line)
-    chunks.append((start, "".join(lines)))
+    start, line = 0, 1  # where the current chunk starts: offset and line number
+    for m in _SPLIT_LINE.finditer(text):
+        chunks.append((line, text[start : m.start()]))
+        line += text.count("\n", start, m.end()) + 1
+        start = m.end() + 1
+    # Slices, not a list of lines: a file without markers comes back as itself, uncopied.
+    chunks.append((line, text[start:] if start else text))
     return [(s, c) for s, c in chunks if "HloModule" in c]
+
+
+# A line that is the split marker alone, blanks around it aside (`$` stops at a newline).
+_SPLIT_LINE = re.compile(rf"^[^\S\n]*{re.escape(SPLIT_MARKER)}[^\S\n]*$", re.M)
 
 
 def parse_modules(path: str | Path, *, strict: bool = False) -> list[HloModule]:
@@ -197,6 +201,37 @@ def _read_text(path: str | Path) -> str:
         raise HloParseError("not UTF-8 text", path=str(path), line=line, column=column) from None
 
 
+class _Lines:
+    """The lines of a text, as `split_lines` gives them, sliced out on demand.
+
+    A list of every line would hold a second copy of a text that may be hundreds of
+    megabytes; this holds where each line starts (8 bytes a line). Each line is read
+    once in order, and again only for an error message.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text.replace("\r\n", "\n")
+        self.starts = array("q", [0])
+        self.starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
+        if self.starts[-1] == len(self.text):
+            self.starts.pop()  # a final newline ends the last line; it starts no other
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i: int) -> str:
+        if i < 0:
+            i += len(self.starts)
+        start = self.starts[i]
+        end = self.starts[i + 1] - 1 if i + 1 < len(self.starts) else len(self.text)
+        if end == len(self.text) and self.text.endswith("\n"):
+            end -= 1
+        return self.text[start:end]
+
+
+_NEWLINE = re.compile("\n")
+
+
 # ---------------------------------------------------------------------------------------
 # The module parser
 
@@ -206,7 +241,7 @@ class _Parser:
         self.path = path
         self.strict = strict
         self.text = text
-        self.lines = split_lines(text)
+        self.lines = _Lines(text)
         self.i = 0  # index of the next line to read
         self.unknown_opcodes: dict[str, int] = {}
         self.unparsed: list[str] = []
@@ -216,6 +251,9 @@ class _Parser:
         self.parameters: list[Instruction] = []
         self.callers: list[Instruction] = []
         self.call_sites: dict[str, list[Instruction]] = {}  # computation -> its callers
+        # What instructions repeat, kept once: a big module's model is mostly strings.
+        self.metadata: dict[str, Metadata] = {}  # by the text of `metadata={...}`
+        self.strings: dict[str, str] = {}  # attribute keys, op types, source files
 
     # -- errors and tolerance ---------------------------------------------------------
 
@@ -415,7 +453,7 @@ class _Parser:
         if not text or text.isspace():
             return {}
         if ATTRIBUTES.fullmatch(text):
-            return dict(ATTRIBUTE.findall(text))
+            return self.shared_keys(ATTRIBUTE.findall(text))
         return self.attributes_slow(text, line, offset)
 
     def attributes_slow(self, text: str, line: int, offset: int) -> dict[str, str]:
@@ -530,8 +568,14 @@ class _Parser:
     ) -> Instruction:
         """Build an instruction from a `FULL_INSTRUCTION` match (the fast path)."""
         rest = m.group(6)
-        attributes = dict(ATTRIBUTE.findall(rest)) if rest else None
+        attributes = self.shared_keys(ATTRIBUTE.findall(rest)) if rest else None
         return self.build(line, m, m.group(5), attributes, scope)
+
+    def shared_keys(self, pairs: list[tuple[str, str]]) -> dict[str, str]:
+        """The attributes as a dict whose keys are one object per name across the
+        module (`findall` makes a new `metadata` string on every line)."""
+        strings = self.strings
+        return {strings.setdefault(k, k): v for k, v in pairs}
 
     def instruction(self, line: int, text: str, scope: Mapping[str, Instruction]) -> Instruction:
         """Parse an instruction the fast path could not match (the general, slow path)."""
@@ -589,16 +633,21 @@ class _Parser:
                 operands = self.operands(inner, line, m.end(4) + 1)  # typed operands, comments
             else:
                 operands = tuple(OPERAND_NAMES.findall(inner))
-            for operand in operands:  # a plain loop: twice as fast as all(map(...)) here
-                if operand not in scope:
-                    self.undefined_operand(operand, line, m)
+            # Each operand name becomes the defining instruction's own string: one object
+            # per name, however many instructions use it.
+            try:
+                operands = tuple([scope[o].name for o in operands])
+            except KeyError:
+                self.undefined_operand(next(o for o in operands if o not in scope), line, m)
         attributes: Mapping[str, str] = _EMPTY
         called: tuple[CalledComputation, ...] = ()
         metadata = None
         if attrs:
             raw_md = attrs.get("metadata")
             if raw_md is not None and raw_md[:1] == "{":
-                metadata = metadata_cache.get(raw_md) or parse_metadata(raw_md)
+                metadata = self.metadata.get(raw_md)
+                if metadata is None:
+                    metadata = self.metadata[raw_md] = parse_metadata(raw_md, self.strings)
             if not CALLED_COMPUTATION_ATTRIBUTES.isdisjoint(attrs):
                 called = called_computations(attrs)
             if "index" in attrs and opcode == "get-tuple-element":
@@ -612,15 +661,10 @@ class _Parser:
             self.unknown_opcodes[opcode] = self.unknown_opcodes.get(opcode, 0) + 1
         if shape is None:
             shape = self.infer_shape(opcode, operands, scope, line, m.string)
-        # What Instruction(...) makes, without the frozen dataclass's per-field
-        # object.__setattr__: filling __dict__ at once is several times faster, which
-        # matters at tens of thousands of instructions. The result is an equal instance.
-        inst = _object_new(Instruction)
-        _object_setattr(inst, "__dict__", {
-            "name": name, "opcode": opcode, "shape": shape, "operands": operands,
-            "attributes": attributes, "called": called, "metadata": metadata,
-            "is_root": is_root is not None, "literal": literal, "line": line,
-        })  # fmt: skip
+        inst = Instruction(
+            name, opcode, shape, operands, attributes, called, metadata,
+            is_root is not None, literal, line,
+        )  # fmt: skip
         # Collected for the checks at the end of the computation and of the module.
         if called:
             self.callers.append(inst)
@@ -707,10 +751,6 @@ class _Parser:
             location = locations.get(_int(f.get("file_location_id")), SourceLocation("?"))
             frames[k] = StackFrame(k, location, max(parent, 0))
         return frames
-
-
-_object_new = object.__new__
-_object_setattr = object.__setattr__
 
 
 _LITERAL_OPCODES = frozenset(

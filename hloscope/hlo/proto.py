@@ -434,7 +434,7 @@ def _metadata(
         source_file=source_file or None,
         source_line=source_line or None,
         stack_frame_id=frame or None,
-        fields=MappingProxyType(fields),
+        text="{" + " ".join(_field(k, v) for k, v in fields.items()) + "}",
     )
 
 
@@ -546,8 +546,8 @@ def _attributes(
     if i.control_predecessor_ids:
         preds = ", ".join(f"%{local.get(p, p)}" for p in i.control_predecessor_ids)
         out["control-predecessors"] = f"{{{preds}}}"
-    if metadata is not None and metadata.fields:
-        out["metadata"] = "{" + " ".join(_field(k, v) for k, v in metadata.fields.items()) + "}"
+    if metadata is not None and metadata.text != "{}":
+        out["metadata"] = metadata.text
     if i.backend_config:
         config = i.backend_config.decode("utf-8", "replace")
         out["backend_config"] = config if config.startswith("{") else json.dumps(config)
