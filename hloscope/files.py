@@ -33,10 +33,19 @@ def read_regular(path: str | Path, limit: int) -> bytes:
             raise OSError(f"{path} is not a regular file")
         if info.st_size > limit:
             raise OSError(f"{path} is {info.st_size:,} bytes, more than the {limit:,} allowed")
-        data = f.read(limit + 1)
-    if len(data) > limit:
+        # `read(n)` allocates n bytes up front: ask for the size the file has, and read
+        # on in steps only if it grew since (never a buffer of `limit` bytes).
+        parts = [f.read(info.st_size + 1)]
+        size = len(parts[0])
+        while size > info.st_size and size <= limit and parts[-1]:
+            parts.append(f.read(min(_STEP, limit + 1 - size)))
+            size += len(parts[-1])
+    if size > limit:
         raise OSError(f"{path} is more than the {limit:,} bytes allowed")
-    return data
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+_STEP = 1 << 20
 
 
 def inside(path: str | Path, root: str | Path) -> bool:

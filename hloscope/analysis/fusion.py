@@ -30,7 +30,7 @@ from hloscope.analysis import kernels as K
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Executed:
     """One instruction as the walk meets it.
 
@@ -55,7 +55,7 @@ class Executed:
     branch: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Kernel:
     """One kernel of an after-optimization module.
 

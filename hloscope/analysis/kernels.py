@@ -24,6 +24,8 @@ custom calls and collectives as one op each).
 
 from __future__ import annotations
 
+import sys
+
 from hloscope.hlo.model import HloModule, Instruction
 from hloscope.hlo.opcodes import async_wrapped_opcode
 
@@ -155,7 +157,7 @@ def kernel_kind(inst: Instruction) -> str:
         return f"custom-call:{inst.custom_call_target}"
     if cls == COLLECTIVE:
         return inst.opcode.removesuffix("-start")
-    return f"unfused:{inst.opcode}"
+    return sys.intern(f"unfused:{inst.opcode}")  # one string per opcode, not per kernel
 
 
 def platform(module: HloModule) -> str | None:

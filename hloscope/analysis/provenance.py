@@ -64,7 +64,7 @@ MERGED = "merged"  # identical to another op: common-subexpression elimination k
 REMOVED = "removed"  # gone, and the modules give no evidence why
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SourceOp:
     """A framework op as the metadata names it.
 
@@ -90,7 +90,7 @@ class SourceOp:
         return self.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
     """Where one source op went.
 

@@ -400,7 +400,7 @@ class HloModule:
             if frame is not None:
                 return frame.location
         if md.source_file is not None:
-            return SourceLocation(md.source_file, md.source_line)
+            return _inline_location(md.source_file, md.source_line)
         return None
 
     def stack(self, inst: Instruction) -> list[SourceLocation]:
@@ -417,6 +417,12 @@ class HloModule:
             out.append(frame.location)
             frame_id = frame.parent_id
         return out
+
+
+@lru_cache(maxsize=4096)
+def _inline_location(file: str, line: int | None) -> SourceLocation:
+    """Memoised: a big module asks for the same few thousand lines again and again."""
+    return SourceLocation(file, line)
 
 
 @lru_cache(maxsize=4096)
