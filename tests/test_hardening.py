@@ -363,3 +363,31 @@ def test_report_json_does_not_grow_with_the_square_of_a_fusion(tmp_path: Path) -
     shared = [p for p in m["provenance"] if p["shares_with_count"] == n - 1]
     assert len(shared) == n and all(len(p["shares_with"]) == 20 for p in shared)
     assert len(result.stdout) < 10 * text  # was about 270x at this size
+
+
+def test_read_regular_allocates_what_the_file_holds_not_its_limit(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from hloscope.files import read_regular
+
+    path = tmp_path / "small.txt"
+    path.write_bytes(b"x" * 4096)
+    tracemalloc.start()
+    try:
+        assert read_regular(path, 8 * 1024**3) == b"x" * 4096
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1024**2  # `read(limit + 1)` allocated the 8 GiB limit up front
+    with pytest.raises(OSError, match="more than the 4,095 allowed"):
+        read_regular(path, 4095)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
+def test_read_regular_reads_past_a_size_the_file_does_not_report() -> None:
+    from hloscope.files import read_regular
+
+    # procfs files say they hold 0 bytes; what grew past the stat is still read, capped
+    assert b"Name:" in read_regular("/proc/self/status", 1 << 20)
+    with pytest.raises(OSError, match="more than the 10 bytes allowed"):
+        read_regular("/proc/self/status", 10)

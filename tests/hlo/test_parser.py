@@ -467,3 +467,52 @@ def test_slow_path_for_deep_nesting_and_tuple_typed_operands() -> None:
     assert root.operands == ("p",)
     assert root.attributes["index"] == "0"
     assert root.backend_config == {"a": {"b": {"c": {"d": {"e": {"f": [1, {"g": 2}]}}}}}}
+
+
+def test_big_modules_share_what_repeats() -> None:
+    """The model keeps one object for what thousands of instructions repeat (issue 14's
+    memory target): operand names are their definitions' names, attribute keys, op types
+    and source files are one string each, identical metadata is one object."""
+    m = parse_file(dump_file("tf_dense_relu", "*before_optimizations.txt"))
+    names = {i.name: i.name for _, i in m.instructions()}
+    operands = [o for _, i in m.instructions() for o in i.operands]
+    assert operands and all(o is names[o] for o in operands)
+    keys: dict[str, str] = {}
+    for _, inst in m.instructions():
+        for key in inst.attributes:
+            assert keys.setdefault(key, key) is key
+    metadata = [i.metadata for _, i in m.instructions() if i.metadata is not None]
+    types = {md.op_type: md.op_type for md in metadata if md.op_type}
+    assert all(md.op_type is types[md.op_type] for md in metadata if md.op_type)
+    assert not hasattr(next(iter(metadata)), "__dict__")
+    assert not hasattr(m.entry.root, "__dict__")
+
+
+def test_metadata_fields_are_read_from_its_text() -> None:
+    text = (
+        "HloModule m\n\nENTRY e {\n"
+        '  ROOT p = f32[2] parameter(0), metadata={op_type="Add" op_name="a/\\"b\\"" '
+        'source_file="f.py" source_line=7 scheduling_name="p.1" deduplicated_name="x"}\n'
+        "}\n"
+    )
+    md = parse_module(text).entry.root.metadata
+    assert md is not None
+    assert md.text == parse_module(text).entry.root.attributes["metadata"]
+    assert md.fields == {
+        "op_type": "Add",
+        "op_name": 'a/"b"',
+        "source_file": "f.py",
+        "source_line": "7",
+        "scheduling_name": "p.1",
+        "deduplicated_name": "x",
+    }
+    assert (md.op_type, md.op_name, md.source_file, md.source_line) == ("Add", 'a/"b"', "f.py", 7)
+
+
+def test_a_file_without_split_markers_is_not_copied() -> None:
+    text = dump_file("tf_dense_relu", "*before_optimizations.txt").read_text()
+    [(line, chunk)] = split_modules(text)
+    assert line == 1 and chunk is text
+    two = split_modules(f"{text}// -----\n{text}")
+    assert [c for _, c in two] == [text, text]
+    assert two[1][0] == text.count("\n") + 2
