@@ -70,7 +70,11 @@ def stop_child(proc: subprocess.Popen[bytes]) -> int:
         except (subprocess.TimeoutExpired, KeyboardInterrupt):
             continue
     signal_child(proc, signal.SIGKILL)
-    return proc.wait()
+    while True:  # SIGKILL cannot be refused: the wait is short, and no signal cuts it
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 class Stopped(KeyboardInterrupt):

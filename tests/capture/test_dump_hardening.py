@@ -272,3 +272,30 @@ def test_manifest_on_a_full_disk_leaves_no_tmp(tmp_path: Path, tiny_disk: Path) 
     with pytest.raises(HloscopeError, match=r"run\.json: cannot write"):
         capture_run._write_manifest(tiny_disk, RunManifest(command=("x" * 10000,)))
     assert not (tiny_disk / "run.json.tmp").exists()
+
+
+def test_a_signal_during_the_last_wait_does_not_leave_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child deaf to SIGINT and SIGTERM is killed; one more Ctrl-C while hloscope waits
+    for the SIGKILL to land does not cut that wait short (the child would be a zombie)."""
+    script = "import signal, time\nfor s in (signal.SIGINT, signal.SIGTERM):\n"
+    script += "    signal.signal(s, signal.SIG_IGN)\nprint('ready', flush=True)\ntime.sleep(60)\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, **capture_child.own_process_group()
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    monkeypatch.setattr(capture_child, "_INTERRUPT_GRACE_S", 0.2)
+    monkeypatch.setattr(capture_child, "_TERMINATE_GRACE_S", 0.2)
+    real_wait = subprocess.Popen.wait
+    cut = []
+
+    def interrupted_wait(self: subprocess.Popen[bytes], timeout: float | None = None) -> int:
+        if timeout is None and not cut:
+            cut.append(True)
+            raise KeyboardInterrupt  # what the signal handler raises mid-wait
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", interrupted_wait)
+    assert capture_child.stop_child(proc) == -signal.SIGKILL
+    assert cut and proc.poll() == -signal.SIGKILL
