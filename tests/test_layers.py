@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hloscope"
 
 # Lowest first. A module's layer is the longest prefix listed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("hloscope.errors", "hloscope.files"),
+    ("hloscope.errors", "hloscope.files", "hloscope.store"),
     ("hloscope.hlo",),
     ("hloscope.manifest", "hloscope.runs"),
     ("hloscope.capture",),

@@ -13,6 +13,8 @@ inferred. The user's source line is the first stack frame outside the frameworks
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -71,8 +73,10 @@ FRAMEWORK_PATHS = (
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def is_framework_file(path: str) -> bool:
     """Whether a source path lies inside TensorFlow, Keras, JAX (or hloscope's runner)."""
+    # Cached: a module's thousands of frames name a few hundred files.
     return any(part in path for part in FRAMEWORK_PATHS)
 
 
@@ -314,13 +318,54 @@ def _through_free(
     return found
 
 
-def user_location(module: HloModule, inst: Instruction) -> tuple[SourceLocation | None, bool]:
+Location = tuple[SourceLocation | None, bool]
+# Per live module, `user_location` by stack frame id: a module's instructions share a few
+# thousand frames, and a Keras frame's stack is dozens of frames deep. Dropped with the
+# module (weak reference), so no id is ever reused for another module's frames.
+_frame_memos: dict[int, tuple[weakref.ref[HloModule], dict[int, Location]]] = {}
+
+
+def user_location(module: HloModule, inst: Instruction) -> Location:
     """The first frame of `inst`'s stack outside the frameworks, and whether it is one.
 
     Walks the `StackFrames` parent links from the innermost frame outwards. When no frame
     is the user's (TensorFlow records only its own `ops.py`), returns the innermost
-    location the dump has and False.
+    location the dump has and False. Computed once per stack frame of a module.
     """
+    md = inst.metadata
+    frame_id = md.stack_frame_id if md is not None else None
+    if frame_id is None or frame_id not in module.stack_frames:
+        return _user_location(module, inst)  # inline source_file/line: nothing to share
+    memo = _frame_memo(module)
+    if memo is None:
+        return _user_location(module, inst)
+    found = memo.get(frame_id)
+    if found is None:
+        found = memo[frame_id] = _user_location(module, inst)
+    return found
+
+
+def _frame_memo(module: HloModule) -> dict[int, Location] | None:
+    """The module's memo of locations by frame id (None when it takes no weak reference)."""
+    key = id(module)
+    entry = _frame_memos.get(key)
+    if entry is not None and entry[0]() is module:
+        return entry[1]
+
+    def forget(ref: weakref.ref[HloModule]) -> None:
+        if _frame_memos.get(key, (None,))[0] is ref:
+            del _frame_memos[key]
+
+    try:
+        ref = weakref.ref(module, forget)
+    except TypeError:
+        return None
+    memo: dict[int, Location] = {}
+    _frame_memos[key] = (ref, memo)
+    return memo
+
+
+def _user_location(module: HloModule, inst: Instruction) -> Location:
     stack = module.stack(inst)
     for frame in stack:
         if not is_framework_file(frame.file):

@@ -38,6 +38,7 @@ from hloscope.capture.folder import choose_run_dir, release_run_dir
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
 from hloscope.runs import Run, load_run
+from hloscope.store import REPORT_CACHE, TIMINGS_CACHE
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -59,11 +60,13 @@ _RUNNER = Path(__file__).with_name("runner.py")
 _PROFILER_HOOKS = Path(__file__).with_name("profiler.py")
 PROFILE_SUBDIR = "profile"
 PROFILE_ENV = "HLOSCOPE_PROFILE"
-# Timings computed from the profile, kept beside it (`hloscope.timing.cache`).
-TIMINGS_CACHE = ".hloscope-timings.json"
-# What a run folder holds that hloscope wrote: all `--force` removes.
+# What a run folder holds that hloscope wrote: all `--force` removes. The caches
+# (`hloscope.store`): timings computed from the profile, `report --json` documents.
 _OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR)
-_OWN_FILES = (MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE)
+_OWN_FILES = (
+    MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE,
+    REPORT_CACHE,
+)  # fmt: skip
 _LOG_TAIL_BYTES = 2 << 20
 _EXIT_INTERRUPTED = 130
 
@@ -533,9 +536,9 @@ def _check_script(path: Path, *, compile_it: bool) -> None:
 def _prepare_run_dir(plan: DumpPlan) -> tuple[str, ...]:
     """Create the run folder; with --force, remove what an earlier run wrote there.
 
-    Only hloscope's own files are removed (the dump, the profile and the timings cached
-    from it, the logs, run.json), so that a mistaken `-o ~ --force` cannot delete
-    anything else, and no earlier profile can pass for this run's.
+    Only hloscope's own files are removed (the dump, the profile, the timings and
+    reports cached from them, the logs, run.json), so that a mistaken `-o ~ --force`
+    cannot delete anything else, and no earlier profile can pass for this run's.
 
     Returns:
         The names removed (folders with a trailing `/`), for the CLI to say.

@@ -102,10 +102,15 @@ def _print(renderable: Any) -> None:
 
 
 def _print_json(doc: Any) -> None:
+    sys.stdout.write(_json_text(doc))
+
+
+def _json_text(doc: Any) -> str:
+    """What `_print_json` prints."""
     from hloscope.render.format import json_printable
     from hloscope.render.json import dumps
 
-    sys.stdout.write(json_printable(dumps(doc)) + "\n")
+    return json_printable(dumps(doc)) + "\n"
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (stable schema, see README).")]

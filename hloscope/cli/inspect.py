@@ -20,6 +20,7 @@ from hloscope.cli.app import (
     _console,
     _echo,
     _fail,
+    _json_text,
     _print,
     _print_json,
     app,
@@ -82,11 +83,14 @@ def report(
     side by side, searchable kernel and op tables, and kernel times when the run was
     profiled.
     """
+    if json and html is None:
+        _report_json(run, module or [], peak_bandwidth, peak_flops)
+        return
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), sources=html is not None)
-    if inspection.timing_error:  # an unreadable profile must not hide the fusion report
-        _echo(f"hloscope: warning: no timings: {inspection.timing_error}", err=True)
+    for line in _warnings(inspection):
+        _echo(line, err=True)
     peaks = _peaks(inspection, peak_bandwidth, peak_flops)
     if html is not None:
         from hloscope.render.format import fmt_bytes
@@ -114,6 +118,36 @@ def report(
     full = not _stdout_is_terminal()
     _print_records(report_view(inspection, show_all=show_all, full_names=full))
     _print_records(cost_view(inspection, peaks, show_all=show_all))
+
+
+def _report_json(
+    run: Path, modules: list[str], bandwidth_gbs: float | None, tflops: float | None
+) -> None:
+    """`report --json`: read back from the run folder when nothing it depends on changed
+    (`cli.cached`: no HLO parsed, no profile read), else computed and kept there."""
+    from hloscope.cli.cached import Output, cached_output
+
+    def compute() -> Output:
+        from hloscope.inspection import inspect_run
+        from hloscope.render.json import report_doc
+
+        inspection = inspect_run(run, modules)
+        peaks = _peaks(inspection, bandwidth_gbs, tflops)
+        return Output(_json_text(report_doc(inspection, peaks)), _warnings(inspection))
+
+    options = {"module": modules, "peak_bandwidth": bandwidth_gbs, "peak_tflops": tflops}
+    output = cached_output(run, "report --json", options, compute)
+    for line in output.warnings:
+        _echo(line, err=True)
+    sys.stdout.write(output.stdout)
+
+
+def _warnings(inspection: Any) -> tuple[str, ...]:
+    """What `report` says on stderr: an unreadable profile must not hide the fusion
+    report, but must not pass unseen either."""
+    if not inspection.timing_error:
+        return ()
+    return (f"hloscope: warning: no timings: {inspection.timing_error}",)
 
 
 def _peaks(inspection: Any, bandwidth_gbs: float | None, tflops: float | None) -> Any:

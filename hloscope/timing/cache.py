@@ -8,22 +8,22 @@ to later commands in milliseconds. An entry is keyed by what the result depends 
 profile file's path, size and modification time, the settings (`skip_first`,
 `max_executions`) and a fingerprint of the HLO it was compared with, so a new profile,
 other settings or another dump recompute it. Folders outside a run, or that cannot be
-written, are read without caching.
+written, are read without caching. The file is one of the run folder's stores
+(`hloscope.store`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hloscope.capture.run import TIMINGS_CACHE
 from hloscope.manifest import MANIFEST
+from hloscope.store import TIMINGS_CACHE, digest, file_stamps, keep, lookup
 from hloscope.timing.attribution import (
     KernelTiming,
     ModuleTiming,
@@ -46,7 +46,10 @@ __all__ = [
 ]
 
 CACHE_VERSION = 1
+"""The shape of a kept `ProfileTimings` document (part of every key)."""
 _MAX_ENTRIES = 4
+# A big GPU run's timings are tens of MB; past this the file is not read.
+_MAX_BYTES = 256 * 1024 * 1024
 
 
 def run_folder_of(path: Path) -> Path | None:
@@ -96,18 +99,6 @@ def dump_fingerprint(folder: Path | None) -> str:
     return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
 
 
-def _files_key(run: Path, files: Iterable[Path]) -> list[list[Any]]:
-    out = []
-    for f in files:
-        st = f.stat()
-        try:
-            name = f.relative_to(run).as_posix()
-        except ValueError:
-            name = str(f)
-        out.append([name, st.st_size, st.st_mtime_ns])
-    return out
-
-
 def cached_timings(
     files: Sequence[Path],
     settings: Mapping[str, Any],
@@ -136,48 +127,22 @@ def cached_timings(
         key_doc = {
             "version": CACHE_VERSION,
             "hloscope": __version__,
-            "files": _files_key(run, files),
+            "files": file_stamps(run, files),
             "settings": dict(settings),
         }
     except OSError:
         return compute()
-    key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()
+    key = digest(key_doc)
     path = run / TIMINGS_CACHE
-    entries = _read_entries(path)
-    found = entries.get(key)
+    found = lookup(path, key, _MAX_BYTES)
     if isinstance(found, dict):
         try:
             return timings_from_doc(found)
         except (KeyError, TypeError, ValueError):
             pass  # an entry of another shape: recompute it
     timings = compute()
-    entries.pop(key, None)
-    entries[key] = timings_to_doc(timings)
-    while len(entries) > _MAX_ENTRIES:
-        entries.pop(next(iter(entries)))
-    _write_entries(path, entries)
+    keep(path, key, timings_to_doc(timings), limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
     return timings
-
-
-def _read_entries(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(doc, dict) or doc.get("version") != CACHE_VERSION:
-        return {}
-    entries = doc.get("entries")
-    return dict(entries) if isinstance(entries, dict) else {}
-
-
-def _write_entries(path: Path, entries: Mapping[str, Any]) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps({"version": CACHE_VERSION, "entries": entries}), "utf-8")
-        tmp.replace(path)  # atomic: a concurrent reader sees the old file or the new one
-    except OSError:  # a read-only run folder: timings are still right, only not kept
-        with contextlib.suppress(OSError):
-            tmp.unlink()
 
 
 def profile_timings(

@@ -23,6 +23,7 @@ from typing import Any
 
 from hloscope.analysis.cost import ModuleCost
 from hloscope.analysis.kernels import COLLECTIVE_OPCODES
+from hloscope.store import PEAKS_FILE, machine_key, user_cache_dir
 
 __all__ = [
     "DEVICE_PEAKS",
@@ -133,26 +134,12 @@ def device_peaks(
     return Peaks(device or "device", bw, fl, low, "flags")
 
 
-def cache_dir() -> Path:
-    """Where per-machine probe results live (`$HLOSCOPE_CACHE_DIR`, else the XDG cache)."""
-    explicit = os.environ.get("HLOSCOPE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "hloscope"
-
-
-def machine_key() -> str:
-    """This machine: host name, processor and core count (the probe's cache key)."""
-    return f"{host.node()}|{host.processor() or host.machine()}|{os.cpu_count()}"
-
-
 def cpu_peaks(clock: Callable[[], float] = time.perf_counter) -> Peaks | None:
     """This CPU's peaks: cached, else measured now (about a second) and cached.
 
     Returns None when numpy, which the probe runs on, is not installed.
     """
-    path = cache_dir() / "peaks.json"
+    path = user_cache_dir() / PEAKS_FILE
     key = machine_key()
     cached = _read_cache(path)
     known = _peaks_of(cached[key]) if isinstance(cached.get(key), dict) else None

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from hloscope.analysis import evidence as E
 from hloscope.analysis import provenance as P
 from hloscope.analysis.fusion import analyze_module
 from hloscope.hlo.parser import parse_file, parse_module
@@ -293,3 +294,60 @@ def test_before_ops_counts_every_call_site() -> None:
         if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "call")
     )
     assert analysis.ops > sum(once.values()) - 1  # more than each computation once
+
+
+def _oracle_user_frame(proto: Any, frame_id: int) -> tuple[str, int] | None:
+    """The first frame outside the frameworks on the stack of a frame id, walking XLA's
+    own `stack_frame_index` (ids are 1-based) from the innermost frame outwards."""
+    index = proto.stack_frame_index
+    while frame_id:
+        frame = index.stack_frames[frame_id - 1]
+        where = index.file_locations[frame.file_location_id - 1]
+        file = index.file_names[where.file_name_id - 1]
+        if not any(part in file for part in E.FRAMEWORK_PATHS):
+            return file, where.line
+        frame_id = frame.parent_frame_id
+    return None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        DATA / "jax_transformer_block" / "module_0032.jit_block.before_optimizations.txt",
+        DATA / "jax_cases" / "module_0006.jit_step.cpu_after_optimizations.txt",
+    ],
+    ids=lambda p: p.parent.name,
+)
+def test_user_location_per_frame_equals_xla_stack_walk(path: Path) -> None:
+    # user_location is kept per stack frame of a module; every instruction's answer
+    # must still be its own stack's, from XLA's parse of the same text
+    proto = _proto(path)
+    expected = {
+        i.name: _oracle_user_frame(proto, i.metadata.stack_frame_id)
+        for c in proto.computations
+        for i in c.instructions
+        if i.metadata.stack_frame_id
+    }
+    assert any(v is not None for v in expected.values())
+    for _ in range(2):  # a fresh module: nothing kept from the last one answers for it
+        module = parse_file(path)
+        for _round in range(2):  # the first call computes, the second reads it back
+            for _, inst in module.instructions():
+                if inst.name not in expected:
+                    continue
+                loc, user = E.user_location(module, inst)
+                found = (loc.file, loc.line) if user and loc is not None else None
+                assert found == expected[inst.name], inst.name
+
+
+def test_frame_memo_goes_with_its_module() -> None:
+    import gc
+
+    module = parse_file(DATA / "jax_cases" / "module_0006.jit_step.before_optimizations.txt")
+    inst = next(i for _, i in module.instructions() if i.metadata and i.metadata.stack_frame_id)
+    E.user_location(module, inst)
+    key = id(module)
+    assert key in E._frame_memos
+    del module, inst
+    gc.collect()
+    assert key not in E._frame_memos

@@ -22,6 +22,7 @@ from hloscope.analysis.fusion import analyze_module
 from hloscope.capture.run import TIMINGS_CACHE, plan_dump, run_dump
 from hloscope.cli import app
 from hloscope.runs import load_run
+from hloscope.store import REPORT_CACHE
 from hloscope.timing.sources import load_profile
 from hloscope.timing.xplane import find_profiles, read_xspace
 from tests.conftest import DATA
@@ -199,6 +200,8 @@ def test_force_removes_the_earlier_profile_and_keeps_user_files(tmp_path: Path) 
     first = json.loads(runner.invoke(app, ["report", str(out), "--json"]).stdout)
     assert any(m.get("timing") for m in first["modules"])
     assert (out / TIMINGS_CACHE).is_file()  # the report kept its timings
+    # a report of a run older than a second keeps its document too; this one is younger
+    (out / REPORT_CACHE).write_text('{"version": 1, "entries": {}}')
     (out / "notes.txt").write_text("mine")
     (out / "mine").mkdir()
     args = ["dump", "--force", str(SCRIPTS / "jax_plain.py"), "-o", str(out)]
@@ -207,6 +210,7 @@ def test_force_removes_the_earlier_profile_and_keeps_user_files(tmp_path: Path) 
     said = " ".join(result.output.split())
     for name in ("dump/", "profile/", "run.json", "stdout.log", "stderr.log", TIMINGS_CACHE):
         assert name in said
+    assert REPORT_CACHE in said and not (out / REPORT_CACHE).exists()
     assert "other files there were kept" in said
     assert (out / "notes.txt").read_text() == "mine" and (out / "mine").is_dir()
     assert not (out / "profile").exists() and not (out / TIMINGS_CACHE).exists()

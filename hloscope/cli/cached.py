@@ -1,0 +1,144 @@
+"""Command output kept in the run folder: a later `report --json` of an unchanged run is
+read back instead of parsed, analysed, timed and serialised again.
+
+`cached_output` keeps what a command printed (stdout, and the warnings it gave on
+stderr) in the run folder's `.hloscope-report.json` store (`hloscope.store`), keyed by
+everything the output depends on: the command and its options, the path as given, the
+name, type, size and modification time of every file in the run folder (the dump, the
+profile, run.json, bench.json, ...), hloscope's version and its source files (an
+editable install changes without a new version), and,
+for the device roofs a CPU run's roofline uses, this machine and the state of its probe
+cache. Any change computes the output again. This module imports nothing of the
+pipeline: on a hit, no HLO is parsed and no profile read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hloscope.manifest import MANIFEST
+from hloscope.store import (
+    PEAKS_FILE,
+    REPORT_CACHE,
+    digest,
+    file_stamps,
+    keep,
+    lookup,
+    machine_key,
+    tree_stamps,
+    user_cache_dir,
+)
+
+__all__ = ["Output", "cached_output"]
+
+_VERSION = 1  # the shape of a kept entry
+_MAX_ENTRIES = 4
+# DenseNet121's report is 4 MB; a module-heavy GPU run's a few tens.
+_MAX_BYTES = 256 * 1024 * 1024
+_PACKAGE = Path(__file__).resolve().parents[1]
+_RACY_NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Output:
+    """What a command printed.
+
+    Attributes:
+        stdout: Its standard output, exactly.
+        warnings: The lines it wrote to stderr, in order.
+    """
+
+    stdout: str
+    warnings: tuple[str, ...] = ()
+
+
+def cached_output(
+    run: Path, command: str, options: Mapping[str, Any], compute: Callable[[], Output]
+) -> Output:
+    """A command's output on a run, from the run folder's cache or computed and kept.
+
+    Only a run folder (a folder holding run.json) keeps output; a bare dump folder, a
+    single file, or a folder that cannot be listed or written compute it each time.
+
+    Args:
+        run: The path the command was given.
+        command: The command (`report --json`).
+        options: Its other options (JSON values).
+        compute: Produces the output (called on a miss); its errors propagate, and
+            nothing is kept.
+
+    Returns:
+        The output; equal to `compute()`'s.
+    """
+    if not (run.is_dir() and (run / MANIFEST).is_file()):
+        return compute()
+    started = time.time_ns()
+    try:
+        files = tree_stamps(run)
+        code = file_stamps(_PACKAGE, sorted(_PACKAGE.rglob("*.py")))
+    except OSError:
+        return compute()
+    what = {"command": command, "options": dict(options), "run": str(run)}
+    path = run / REPORT_CACHE
+    found = lookup(path, _key(what, files, code), _MAX_BYTES)
+    output = _output_of(found)
+    if output is not None:
+        return output
+    output = compute()
+    try:
+        unchanged = tree_stamps(run) == files
+    except OSError:
+        unchanged = False
+    # Not kept when a file changed while computing (the output may be of either state),
+    # or so recently that a change now could leave its size and time as they are (file
+    # times are coarse: git calls such entries racy).
+    racy = any(stamp[-1] >= started - _RACY_NS for stamp in files)
+    if unchanged and not racy:
+        # keyed as computed: a first CPU roofline has probed and kept this machine's roofs
+        key = _key(what, files, code)
+        value = {"stdout": output.stdout, "warnings": list(output.warnings)}
+        keep(path, key, value, limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
+    return output
+
+
+def _key(what: Mapping[str, Any], files: Any, code: Any) -> str:
+    from hloscope import __version__
+
+    return digest(
+        {
+            "version": _VERSION,
+            "hloscope": __version__,
+            "code": code,
+            **what,
+            "files": files,
+            "peaks": _probe_stamp(),
+        }
+    )
+
+
+def _probe_stamp() -> list[Any]:
+    """This machine and its kept CPU roofs (`timing.roofline.cpu_peaks`): the roofs a
+    CPU run's roofline uses when no flag or device table gives them."""
+    path = user_cache_dir() / PEAKS_FILE
+    try:
+        st = path.stat()
+        stamp: list[Any] = [st.st_size, st.st_mtime_ns]
+    except OSError:
+        stamp = []
+    return [machine_key(), str(path), stamp]
+
+
+def _output_of(found: Any) -> Output | None:
+    """An entry as `Output`, or None when it is not of that shape."""
+    if not isinstance(found, dict):
+        return None
+    stdout, warnings = found.get("stdout"), found.get("warnings")
+    if not isinstance(stdout, str) or not isinstance(warnings, list):
+        return None
+    if not all(isinstance(w, str) for w in warnings):
+        return None
+    return Output(stdout, tuple(warnings))
