@@ -11,11 +11,17 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck pytest bench clean system-deps browser
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[tf,jax,nsys,proto,dev]'
+	$(BIN)/python -m pip install --quiet --no-deps "tf-keras==$$($(TF_RELEASE)).*"
 	touch $(STAMP)
+
+# tf-keras (for its tests) declares a dependency on `tensorflow`, which pip would install
+# beside tensorflow-cpu: take the tf-keras release of the installed TensorFlow's
+# major.minor (`2.21`), without its dependencies.
+TF_RELEASE = $(BIN)/python -c 'from importlib.metadata import version; print(*version("tensorflow-cpu").split(".")[:2], sep=".")'
 
 # Debian's graphviz provides the real `dot` renderer.
 system-deps:
