@@ -25,6 +25,7 @@ from hloscope.timing.executions import (
     Execution,
     OpEvent,
     _int,
+    measured,
     split,
 )
 from hloscope.timing.trace import DEVICE_PLANE_PREFIX, XLA_OPS_LINE, Trace, TraceEvent
@@ -38,6 +39,7 @@ __all__ = [
     "OpEvent",
     "ProfileTimings",
     "attribute",
+    "cold_problems",
     "merge_timings",
     "op_events",
     "timing_key",
@@ -475,12 +477,9 @@ def _module_timing(
     per_device: dict[str, list[OpEvent]] = defaultdict(list)
     for o in ops:
         per_device[o.device].append(o)
-    executions, skipped, split_by, wall_from = _steady(
+    executions, skipped, cold, split_by, wall_from = _steady(
         per_device, name, ctx, skip_first, max_executions
     )
-    cold = not executions and skipped > 0
-    if cold:  # ran only as warm-up: shown from those runs, marked cold, not left out
-        executions, skipped, _, _ = _steady(per_device, name, ctx, 0, skip_first)
 
     durations: dict[str, list[int]] = defaultdict(list)
     kernels_per_call: dict[str, int] = defaultdict(int)
@@ -581,20 +580,18 @@ def _steady(
     ctx: Context,
     skip_first: int,
     max_executions: int | None,
-) -> tuple[list[Execution], int, str, str]:
-    """The executions measured on every device after `skip_first` warm-up ones, how
-    many were left out, how they were told apart and where their wall time comes from."""
-    executions: list[Execution] = []
-    skipped = 0
+) -> tuple[list[Execution], int, bool, str, str]:
+    """The executions measured on every device (`measured`), how many were left out,
+    whether they are cold first runs, how they were told apart and where their wall
+    time comes from."""
+    by_device: list[list[Execution]] = []
     split_by = wall_from = ""
     for device_ops in per_device.values():
         execs, split_by, wall_from = split(device_ops, name, ctx)
-        execs.sort(key=lambda ex: ex.start_ps)
-        skipped += min(skip_first, len(execs))
-        keep = None if max_executions is None else skip_first + max_executions
-        executions.extend(execs[skip_first:keep])
+        by_device.append(sorted(execs, key=lambda ex: ex.start_ps))
+    executions, skipped, cold = measured(by_device, skip_first, max_executions)
     executions.sort(key=lambda ex: ex.start_ps)
-    return executions, skipped, split_by, wall_from
+    return executions, skipped, cold, split_by, wall_from
 
 
 def _control_self(ops: Sequence[OpEvent], control: set[int]) -> list[tuple[str, int]]:
@@ -657,15 +654,7 @@ def attribute(
     problems = list(trace.problems)
     if not ops:
         problems.append(NO_XLA_OPS)
-    cold = [k for k, t in timings if t.cold]
-    if cold:
-        problems.append(
-            f"{len(cold)} module(s) ran only {skip_first} time(s) or less, all warm-up: shown "
-            "from their cold first run, one-time costs included (--skip-first 0 counts "
-            "first runs in every module): "
-            + ", ".join(cold[:8])
-            + (" ..." if len(cold) > 8 else "")
-        )
+    problems.extend(cold_problems(timings, skip_first))
     duration = None
     if trace.start_ns is not None and trace.stop_ns is not None:
         duration = (trace.stop_ns - trace.start_ns) / 1e3
@@ -682,6 +671,18 @@ def attribute(
         platform=_one(trace.platforms.values()),
         device=_one(trace.devices.values()),
     )
+
+
+def cold_problems(timings: Iterable[tuple[str, ModuleTiming]], skip_first: int) -> list[str]:
+    """The line that names the modules shown from their cold first runs, if any."""
+    cold = [k for k, t in timings if t.cold]
+    if not cold:
+        return []
+    return [
+        f"{len(cold)} module(s) ran only {skip_first} time(s) or less, all warm-up: shown "
+        "from their cold first run, one-time costs included (--skip-first 0 counts "
+        "first runs in every module): " + ", ".join(cold[:8]) + (" ..." if len(cold) > 8 else "")
+    ]
 
 
 def _one(values: Iterable[str]) -> str | None:

@@ -14,7 +14,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from hloscope.timing.trace import (
     DEVICE_PLANE_PREFIX,
@@ -24,7 +24,7 @@ from hloscope.timing.trace import (
     Trace,
 )
 
-__all__ = ["Context", "Execution", "OpEvent", "split"]
+__all__ = ["Context", "Execution", "OpEvent", "measured", "split"]
 
 
 def _int(value: Any) -> int | None:
@@ -35,6 +35,31 @@ def _int(value: Any) -> int | None:
     if isinstance(value, str) and value.lstrip("-").isdigit():
         return int(value)
     return None
+
+
+_Run = TypeVar("_Run")
+
+
+def measured(
+    per_device: Sequence[Sequence[_Run]], skip_first: int, max_executions: int | None = None
+) -> tuple[list[_Run], int, bool]:
+    """The executions a module is timed from, given each device's in order.
+
+    The first `skip_first` on each device are left out as warm-up (autotuning, lazy
+    initialisation), and at most `max_executions` kept after them. A module that ran
+    only as warm-up on every device is not dropped: it is timed from those first runs
+    and marked cold, one-time costs included (every reader of a profile, XPlane or nsys,
+    decides it here).
+
+    Returns:
+        (executions kept, how many were left out, whether they are cold first runs).
+    """
+    keep = None if max_executions is None else skip_first + max_executions
+    kept = [run for runs in per_device for run in runs[skip_first:keep]]
+    skipped = sum(min(skip_first, len(runs)) for runs in per_device)
+    if kept or not skipped:
+        return kept, skipped, False
+    return [run for runs in per_device for run in runs[:skip_first]], 0, True
 
 
 # How executions were told apart (ModuleTiming.split_by).

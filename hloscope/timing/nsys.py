@@ -22,7 +22,13 @@ from typing import Any
 
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
 from hloscope.runs import NSYS_TRACE, is_nsys_archive
-from hloscope.timing.attribution import KernelTiming, ModuleTiming, ProfileTimings
+from hloscope.timing.attribution import (
+    KernelTiming,
+    ModuleTiming,
+    ProfileTimings,
+    cold_problems,
+)
+from hloscope.timing.executions import measured
 
 __all__ = [
     "NsysArchive",
@@ -375,16 +381,17 @@ def _busy_ns(thunks: Iterable[ThunkCall]) -> int:
     return total
 
 
-def _steady(runs: Sequence[NsysExecution], skip_first: int) -> list[NsysExecution]:
-    """Leave out the first `skip_first` executions on each thread (they include
-    autotuning and lazy initialisation)."""
+def _steady(
+    runs: Sequence[NsysExecution], skip_first: int
+) -> tuple[list[NsysExecution], int, bool]:
+    """The executions timed, with each thread as a device (`measured`): the first
+    `skip_first` on each left out (autotuning, lazy initialisation), or a module's cold
+    first runs where it ran no more; how many were left out; whether they are cold."""
     by_thread: dict[str, list[NsysExecution]] = defaultdict(list)
-    for r in runs:
+    for r in sorted(runs, key=lambda r: r.order):
         by_thread[r.thread].append(r)
-    kept = []
-    for thread_runs in by_thread.values():
-        kept.extend(sorted(thread_runs, key=lambda r: r.order)[skip_first:])
-    return sorted(kept, key=lambda r: r.order)
+    kept, skipped, cold = measured(list(by_thread.values()), skip_first)
+    return sorted(kept, key=lambda r: r.order), skipped, cold
 
 
 _NS_PER_US = 1e3
@@ -419,7 +426,8 @@ def module_timing(
 
     Args:
         runs: Executions of one module (`NsysArchive.executions` of one name and id).
-        skip_first: Executions left out on each thread as warm-up (autotuning).
+        skip_first: Executions left out on each thread as warm-up (autotuning); a
+            module that ran no more than that is timed from them, marked `cold`.
         kernel_of: `hlo_op` name -> top-level kernel name (from the HLO analysis, built
             by the caller). Ops it does not name are kept under their own name and
             listed in `unknown_ops`; without it every op is its own kernel.
@@ -436,7 +444,7 @@ def module_timing(
         raise UsageError("skip_first must be 0 or more")
     if not runs:
         raise UsageError("module_timing needs at least one execution")
-    steady = _steady(runs, skip_first)
+    steady, skipped, cold = _steady(runs, skip_first)
     n = len(steady)
     calls: dict[str, list[ThunkCall]] = defaultdict(list)
     ops: dict[str, set[str]] = defaultdict(set)
@@ -462,7 +470,7 @@ def module_timing(
         name=runs[0].module,
         program_id=runs[0].program_id,
         executions=n,
-        skipped=len(runs) - n,
+        skipped=skipped,
         total_us=_us(sum(ex.duration_ns for ex in steady)),
         kernel_us=_us(kernel_ns),
         unattributed_us=_us(unattributed),
@@ -481,6 +489,7 @@ def module_timing(
         device_ops_per_execution=sum(device_ops) / n if n else None,
         launches_by_execution=launches,
         device_ops_by_execution=device_ops,
+        cold=cold,
     )
 
 
@@ -499,7 +508,7 @@ def _module_problems(
             f"{m.kernel_us:.1f} µs, busy {m.busy_us:.1f} µs, module {m.total_us:.1f} µs"
         )
     enclosing: dict[str, int] = defaultdict(int)
-    for ex in _steady(runs, skip_first):
+    for ex in _steady(runs, skip_first)[0]:
         for op, count in ex.enclosing:
             enclosing[op] += count
     if enclosing and m.executions:
@@ -552,14 +561,7 @@ def nsys_timings(
         timings.append((key, timing))
         problems.extend(_module_problems(key, timing, runs, skip_first))
     timings.sort(key=lambda kv: (-kv[1].total_us, kv[0]))
-    warm_only = [k for k, t in timings if t.executions == 0]
-    if warm_only:
-        problems.append(
-            f"{len(warm_only)} module(s) ran only {skip_first} time(s) or less on each thread "
-            "and have no steady-state execution (pass skip_first=0 to count them): "
-            + ", ".join(warm_only[:8])
-            + (" ..." if len(warm_only) > 8 else "")
-        )
+    problems.extend(cold_problems(timings, skip_first))
     if not archive.executions:
         problems.append("no XlaModule NVTX ranges: the archive holds no XLA execution")
     return ProfileTimings(

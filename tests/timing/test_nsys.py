@@ -131,7 +131,9 @@ def test_skip_first_is_per_thread(tmp_path: Path) -> None:
     archive = read_nsys(t.write(tmp_path))
     assert module_timing(archive.executions, skip_first=1).executions == 2
     assert module_timing(archive.executions, skip_first=0).executions == 4
-    assert module_timing(archive.executions, skip_first=2).executions == 0
+    # every thread ran it only as warm-up: timed from those runs, marked cold
+    cold = module_timing(archive.executions, skip_first=2)
+    assert (cold.executions, cold.skipped, cold.cold) == (4, 0, True)
 
 
 def test_join_maps_ops_to_kernels_and_keeps_the_unmapped(tmp_path: Path) -> None:
@@ -371,3 +373,52 @@ def test_importing_the_reader_imports_no_pyarrow() -> None:
         cwd=Path(__file__).resolve().parents[2],
     )
     assert out.stdout.strip() == "False"
+
+
+def _module_ranges() -> dict[str, list[tuple[Any, Any, int]]]:
+    """(pid, tid, projected ns) of every XlaModule range, by hlo_module, read from the
+    archive's parquet here, without hloscope."""
+    import io
+    import re
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    with zipfile.ZipFile(ARCHIVE) as z:
+        member = next(n for n in z.namelist() if n.endswith("nvtx_gpu_proj_trace/trace.parquet"))
+        table = pq.read_table(io.BytesIO(z.read(member))).to_pydict()
+    out: dict[str, list[tuple[Any, Any, int]]] = defaultdict(list)
+    for name, pid, tid, ns in zip(
+        table["Name"], table["PID"], table["TID"], table["Projected Duration"], strict=True
+    ):
+        found = re.match(r"TSL:XlaModule:#(?:.*,)?hlo_module=([^,#]*)", name or "")
+        if found:
+            out[found.group(1)].append((pid, tid, int(ns or 0)))
+    return out
+
+
+def test_modules_that_ran_only_as_warm_up_are_shown_cold(
+    archive: NsysArchive, truth: dict[str, Any]
+) -> None:
+    """The truth holds the modules with an execution after each thread's first; every
+    other module ran once per thread at most. Those are timed from that cold first run
+    (as XPlane profiles are), not shown as 0 executions."""
+    ranges = _module_ranges()
+    p = nsys_timings(archive)
+    cold = {m.name: m for m in p.modules.values() if m.cold}
+    assert set(cold) == set(ranges) - set(truth) and len(cold) == 4
+    for name, m in cold.items():
+        threads = [(pid, tid) for pid, tid, _ in ranges[name]]
+        assert len(threads) == len(set(threads))  # once per thread: all warm-up
+        assert (m.executions, m.skipped) == (len(ranges[name]), 0), name
+        want = sorted(ns for _, _, ns in ranges[name])
+        assert sorted(round(us * 1e3) for us in m.execution_us) == want, name
+        assert m.total_us * 1e3 == pytest.approx(sum(want), rel=1e-12), name
+    # a module with a steady state is not cold, and its first runs stay out of it
+    for name, want in truth.items():
+        for m in (m for m in p.modules.values() if m.name == name):
+            assert not m.cold and m.skipped > 0, name
+        assert sum(m.executions for m in p.modules.values() if m.name == name) == (
+            want["executions"] - (name == "jit_add")
+        ), name
+    (line,) = [x for x in p.problems if "cold first run" in x]
+    assert line.startswith("4 module(s) ran only 1 time(s) or less, all warm-up")
+    assert "no steady-state" not in " ".join(p.problems)
