@@ -15,7 +15,9 @@ module, `XEventMetadata.metadata`) are kept as zero-copy views and never decoded
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,26 @@ def _read_bytes(p: Path) -> bytes:
         return read_regular(p, MAX_PROFILE_BYTES)  # no FIFO, no /dev/zero, bounded
     except OSError as e:
         raise ProfileReadError(f"cannot read: {e.strerror or e}", path=str(p)) from None
+
+
+# JAX's trace.json holds at most 1,000,000 events, a few hundred MB of JSON; its text,
+# once decompressed, is held to this (a small .gz can expand without bound).
+MAX_TRACE_JSON_BYTES = 1 << 30
+
+
+def _json_text(p: Path) -> bytes:
+    """A Chrome trace's JSON text, decompressed where it is gzipped, never past
+    `MAX_TRACE_JSON_BYTES`."""
+    if not p.name.endswith(".gz"):
+        return read_regular(p, MAX_TRACE_JSON_BYTES)
+    with gzip.GzipFile(fileobj=io.BytesIO(read_regular(p, MAX_PROFILE_BYTES))) as f:
+        text = f.read(MAX_TRACE_JSON_BYTES + 1)  # decompresses no more than this
+    if len(text) > MAX_TRACE_JSON_BYTES:
+        raise ProfileReadError(
+            f"decompresses to more than the {MAX_TRACE_JSON_BYTES:,} bytes allowed",
+            path=str(p),
+        )
+    return text
 
 
 def trace_from_xspace(space: XSpace, *, path: str | None = None, xla_only: bool = False) -> Trace:
@@ -236,9 +258,8 @@ def read_trace(path: Path | str, *, xla_only: bool = False) -> Trace:
         return trace_from_xspace(read_xspace(p), path=str(p), xla_only=xla_only)
     if name.endswith((".json.gz", ".json")):
         try:
-            raw = read_regular(p, MAX_PROFILE_BYTES)
-            doc = json.loads(gzip.decompress(raw) if name.endswith(".gz") else raw)
-        except (OSError, EOFError, ValueError) as e:
+            doc = json.loads(_json_text(p))
+        except (OSError, EOFError, ValueError, zlib.error) as e:
             raise ProfileReadError(f"not a Chrome trace: {e}", path=str(p)) from None
         return trace_from_json(doc, path=str(p))
     raise ProfileReadError(

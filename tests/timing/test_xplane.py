@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from hloscope.timing.xplane import (
     ProfileReadError,
@@ -156,6 +157,44 @@ def test_truncated_and_garbage_files(tmp_path: Path) -> None:
     with pytest.raises(ProfileReadError, match="traceEvents"):
         bad = tmp_path / "bad2.trace.json.gz"
         bad.write_bytes(gzip.compress(json.dumps({"x": 1}).encode()))
+        read_trace(bad)
+
+
+def test_a_gzip_bomb_is_refused_without_being_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2 MB on disk that expand to 2 GiB of zeros (128 gzip members of 16 MiB each): the
+    size cap on the file let it through; the cap on its decompressed text does not, and
+    reading it holds no more than that cap (lowered here to 1 MiB) in memory."""
+    import tracemalloc
+
+    from hloscope.cli import app
+    from hloscope.timing import xplane
+
+    bomb = tmp_path / "plugins" / "profile" / "1" / "vm.trace.json.gz"
+    bomb.parent.mkdir(parents=True)
+    bomb.write_bytes(gzip.compress(bytes(16 << 20)) * 128)
+    assert bomb.stat().st_size < 3 << 20
+    monkeypatch.setattr(xplane, "MAX_TRACE_JSON_BYTES", 1 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProfileReadError, match="decompresses to more than the 1,048,576 bytes"):
+            read_trace(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak  # the file (2 MB) and the 1 MiB cap, not 2 GiB
+    result = CliRunner().invoke(app, ["profile", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "1,048,576 bytes allowed" in result.output and result.output.count("\n") == 1
+
+
+def test_a_corrupt_gzip_stream_is_a_read_error(tmp_path: Path) -> None:
+    data = bytearray(gzip.compress(JAX_TRACE_JSON.read_bytes()))
+    data[12] = (data[12] + 0x5A) % 256  # zlib's "invalid distance too far back"
+    bad = tmp_path / "bad.trace.json.gz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ProfileReadError, match="not a Chrome trace"):
         read_trace(bad)
 
 
