@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import os
 import re
 import shutil
 import tempfile
@@ -303,16 +304,25 @@ def _load_nsys_zip(path: Path) -> Run:
     key = hashlib.sha256(f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}".encode()).hexdigest()
     folder = Path(tempfile.gettempdir()) / f"hloscope-nsys-{key[:16]}"
     dump = folder / "dump"
+    if folder.is_symlink() or (folder.exists() and not _ours(folder)):
+        # a shared temp folder: someone may have put a cache there that leads elsewhere
+        raise UsageError(f"{folder}, the cache of {path}, is a link or not yours; not read")
     if not (folder / ".complete").is_file():
         try:
             _unpack_dump(path, folder)
         except (OSError, zipfile.BadZipFile, ValueError) as e:
             raise UsageError(f"{path}: cannot unpack the nsys-jax archive's dump ({e})") from None
-    modules = scan_dump_dir(dump)
+    modules = scan_dump_dir(dump, root=folder)  # no link out of the cache
     if not modules:
         raise UsageError(f"{path}: this nsys-jax archive holds no HLO dump (no dump/ folder)")
     manifest = RunManifest(source=NSYS_SOURCE, platform=platform_of(modules))
     return Run(path, manifest, modules, dump)
+
+
+def _ours(folder: Path) -> bool:
+    """Whether this user owns a folder (always, where the system has no user ids)."""
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or folder.lstat().st_uid == getuid()
 
 
 def _unpack_dump(archive: Path, folder: Path) -> None:

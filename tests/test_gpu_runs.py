@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import tempfile
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from hloscope.cli import app
+from hloscope.errors import UsageError
 from hloscope.inspection import Inspection, inspect_run
 from hloscope.runs import load_run
 from tests.conftest import GPU
@@ -135,3 +139,27 @@ def test_reading_the_archive_imports_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_unpacked_zip_is_read_only_inside_its_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zip's dump is unpacked into a shared temp folder: a cache whose dump was made a
+    link elsewhere, or a cache that is itself a link, is not read through."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert {m.name for m in load_run(ARCHIVE).modules} >= set(truth())
+    (cache,) = (tmp_path / "tmp").glob("hloscope-nsys-*")
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(cache / "dump", elsewhere)
+    (cache / "dump").symlink_to(elsewhere)
+    with pytest.raises(UsageError, match="holds no HLO dump"):
+        load_run(ARCHIVE)
+    shutil.rmtree(cache)
+    (tmp_path / "planted" / "dump").mkdir(parents=True)
+    (tmp_path / "planted" / ".complete").touch()
+    for f in elsewhere.iterdir():
+        shutil.copy(f, tmp_path / "planted" / "dump")
+    cache.symlink_to(tmp_path / "planted")
+    with pytest.raises(UsageError, match="is a link or not yours; not read"):
+        load_run(ARCHIVE)

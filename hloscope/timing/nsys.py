@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
+from hloscope.files import inside, read_regular
 from hloscope.runs import NSYS_TRACE, is_nsys_archive
 from hloscope.timing.attribution import (
     KernelTiming,
@@ -151,14 +152,25 @@ def _parquet() -> Any:
     return pq
 
 
+# The NVTX trace of a long run reaches hundreds of MB; past this, reading fails clearly.
+MAX_MEMBER_BYTES = 2 << 30
+
+
 class _Files:
-    """The archive's files, from a folder or a zip, by path relative to its root."""
+    """The archive's files, from a folder or a zip, by path relative to its root.
+
+    In a folder, regular files only, never through a link out of it (`links_out` names
+    those left alone): an archive from elsewhere must not make hloscope read, and quote,
+    files elsewhere on this machine."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.zip: zipfile.ZipFile | None = None
+        self.links_out: list[str] = []
         if path.is_dir():
-            self.names = [str(f.relative_to(path)) for f in path.rglob("*") if f.is_file()]
+            found = [f for f in path.rglob("*") if f.is_file()]
+            self.names = [str(f.relative_to(path)) for f in found if inside(f, path)]
+            self.links_out = [str(f.relative_to(path)) for f in found if not inside(f, path)]
         elif path.is_file() and zipfile.is_zipfile(path):
             self.zip = zipfile.ZipFile(path)
             self.names = [n for n in self.zip.namelist() if not n.endswith("/")]
@@ -173,8 +185,15 @@ class _Files:
 
     def read(self, name: str) -> bytes:
         if self.zip is not None:
+            size = self.zip.getinfo(name).file_size  # what reading it yields, at most
+            if size > MAX_MEMBER_BYTES:
+                raise OSError(
+                    f"{name} is {size:,} bytes, more than the {MAX_MEMBER_BYTES:,} allowed"
+                )
             return self.zip.read(name)
-        return (self.path / name).read_bytes()
+        if not inside(self.path / name, self.path):  # made a link since it was listed
+            raise OSError(f"{name} is a link out of the archive folder; not read")
+        return read_regular(self.path / name, MAX_MEMBER_BYTES)
 
     def close(self) -> None:
         if self.zip is not None:
@@ -240,6 +259,10 @@ def read_nsys(path: Path | str) -> NsysArchive:
         raise ProfileReadError(f"cannot read the nsys-jax archive: {e}", path=str(p)) from None
     try:
         members = files.find(TRACE_MEMBER)
+        if not members and any(n.endswith(TRACE_MEMBER) for n in files.links_out):
+            raise ProfileReadError(
+                f"{TRACE_MEMBER} is a link out of the archive folder; not read", path=str(p)
+            )
         if not members:
             raise ProfileReadError(f"no {TRACE_MEMBER} in this nsys-jax archive", path=str(p))
         cols = _columns(files.read(members[0]), str(p))

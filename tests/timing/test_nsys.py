@@ -191,6 +191,57 @@ def test_folder_and_zip_read_alike(tmp_path: Path) -> None:
     assert a.executions == b.executions
 
 
+def test_an_archive_folder_is_read_only_inside_itself(tmp_path: Path) -> None:
+    """Links out of an unpacked archive are never followed: not to its trace, not to a
+    target config (whose device string would be quoted in every report)."""
+    needs("pyarrow")
+    t = _Trace()
+    _two_executions(t)
+    elsewhere = t.write(tmp_path / "elsewhere") / "nvtx_gpu_proj_trace" / "trace.parquet"
+    secret = tmp_path / "secret.pbtxt"
+    secret.write_text('device_description_str: "SECRET"\nplatform_name: "CUDA"\n')
+    folder = tmp_path / "archive"
+    (folder / "nvtx_gpu_proj_trace").mkdir(parents=True)
+    trace = folder / "nvtx_gpu_proj_trace" / "trace.parquet"
+    trace.symlink_to(elsewhere)
+    with pytest.raises(ProfileReadError, match=r"trace\.parquet is a link out of the archive"):
+        read_nsys(folder)
+    trace.unlink()
+    trace.write_bytes(elsewhere.read_bytes())
+    (folder / "dump").mkdir()
+    config = folder / "dump" / "module_0007.m.gpu_target_config.pbtxt"
+    config.symlink_to(secret)
+    a = read_nsys(folder)
+    assert (a.device, a.platform_name) == (None, None) and len(a.executions) == 2
+    # a link that stays inside the folder is read
+    config.unlink()
+    (folder / "kept.pbtxt").write_bytes(secret.read_bytes())
+    config.symlink_to(folder / "kept.pbtxt")
+    assert read_nsys(folder).device == "SECRET"
+
+
+def test_a_member_past_the_size_cap_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zip member's declared size bounds what reading it yields: past the cap (here
+    1 kB; the trace is bigger), it is refused before a byte is decompressed."""
+    needs("pyarrow")
+    from hloscope.timing import nsys
+
+    t = _Trace()
+    _two_executions(t)
+    folder = t.write(tmp_path / "archive")
+    zipped = tmp_path / "run.zip"
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(
+            folder / "nvtx_gpu_proj_trace" / "trace.parquet", "nvtx_gpu_proj_trace/trace.parquet"
+        )
+    monkeypatch.setattr(nsys, "MAX_MEMBER_BYTES", 1000)
+    for archive in (zipped, folder):
+        with pytest.raises(ProfileReadError, match="more than the 1,000 allowed"):
+            read_nsys(archive)
+
+
 def test_not_an_archive(tmp_path: Path) -> None:
     text = tmp_path / "x.txt"
     text.write_text("hello")
