@@ -294,7 +294,7 @@ def test_a_fifo_profile_does_not_hang(tmp_path: Path) -> None:
 # --- devices, pipes and unwritable outputs ----------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["report", "ops", "parse", "check", "graph", "diff"])
+@pytest.mark.parametrize("command", ["report", "ops", "parse", "check", "graph", "diff", "profile"])
 @pytest.mark.parametrize("kind", ["devnull", "fifo"])
 def test_devices_and_pipes_given_as_run_are_one_line(
     tmp_path: Path, command: str, kind: str
@@ -310,6 +310,7 @@ def test_devices_and_pipes_given_as_run_are_one_line(
     result = hloscope(command, str(path), *args.get(command, []))
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("hloscope: error:") and result.stderr.count("\n") == 1
+    assert "not a regular file" in result.stderr
 
 
 @pytest.mark.parametrize("option", ["--html", "--json"])

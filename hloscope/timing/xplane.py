@@ -280,8 +280,14 @@ def find_profile(folder: Path | str) -> Path:
     root = Path(folder)
     if root.is_file():
         return root
-    if not root.is_dir():
+    if not root.exists():
         raise ProfileReadError("no such file or folder", path=str(root))
+    if not root.is_dir():
+        raise ProfileReadError(
+            "not a regular file or a folder (a device or a pipe?); pass a run folder, a "
+            f"profiler log dir or a *{XPLANE_SUFFIX} / *{TRACE_JSON_SUFFIX} file",
+            path=str(root),
+        )
     for suffix in (XPLANE_SUFFIX, TRACE_JSON_SUFFIX):
         inner = (p for p in root.rglob(f"*{suffix}") if inside(p, root))  # no links out
         found = sorted(inner, key=lambda p: (p.parent.name, str(p)))

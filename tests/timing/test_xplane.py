@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,13 @@ def test_find_profile_errors(tmp_path: Path) -> None:
         find_profile(tmp_path)
     with pytest.raises(ProfileReadError, match="no such file"):
         find_profile(tmp_path / "missing")
+    pipes = [Path(os.devnull)]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo.xplane.pb")
+        pipes.append(tmp_path / "fifo.xplane.pb")
+    for path in pipes:  # there, but neither a file nor a folder
+        with pytest.raises(ProfileReadError, match="not a regular file or a folder"):
+            find_profile(path)
     with pytest.raises(ProfileReadError, match="unknown profile format"):
         bad = tmp_path / "x.txt"
         bad.write_text("hi")
