@@ -189,6 +189,35 @@ def test_json_printable_is_the_same_json() -> None:
 # --- reading stays inside the run folder -------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("report", "kernels by kind: custom-call:cc\\x1b[2J\\x1b]52;c;aGVsbG8="),
+        ("report", "\\u202e\\u2028 1 · kLoop 1"),
+        ("report", "\\u2028.1: cost and memory"),
+        ("ops", "alone → MatMul.2 [custom-call:cc\\x1b[2J\\x1b]52;c;aGVsbG8=\\x1b[5;5H"),
+    ],
+)
+def test_escaped_names_are_laid_out_as_shown(
+    hostile: tuple[Path, Path], command: str, shown: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an 80-column terminal rich measures, wraps and cuts the escaped text (`\\x1b`
+    takes 4 cells, ESC none): laid out raw, lines came out wider than the terminal and
+    were cropped, losing what followed a name (the kernel an op went to)."""
+    from typer.testing import CliRunner
+
+    from hloscope.cli import app
+    from hloscope.cli import inspect as cli_inspect
+
+    monkeypatch.setattr(cli_inspect, "_stdout_is_terminal", lambda: True)
+    env = {"COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}
+    result = CliRunner().invoke(app, [command, str(hostile[0])], env=env)
+    assert result.exit_code == 0, result.output
+    assert_inert(result.stdout)
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    assert shown in " ".join(result.stdout.split())
+
+
 SECRET = "TOPSECRET-do-not-print"
 
 

@@ -11,7 +11,10 @@ clipboard.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
+import itertools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -86,6 +89,9 @@ def _console(*, stderr: bool = False, **options: Any) -> Any:
     from hloscope.render.format import printable
 
     class _SafeConsole(Console):
+        def print(self, *objects: Any, **options: Any) -> None:
+            super().print(*map(_escaped, objects), **options)
+
         def render(self, renderable: Any, options: Any = None) -> Any:
             for segment in super().render(renderable, options):
                 if segment.control is None:
@@ -95,6 +101,50 @@ def _console(*, stderr: bool = False, **options: Any) -> Any:
                 yield segment
 
     return _SafeConsole(stderr=stderr, highlight=False, **options)
+
+
+def _escaped(renderable: Any) -> Any:
+    """`renderable` with its text, and that of the groups and table cells in it, escaped
+    (`printable`) before rich lays it out, so that columns are measured, wrapped and cut
+    on what will show (`\\x1b[2J` takes 7 cells, the raw sequence 3)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from hloscope.render.format import printable
+
+    if isinstance(renderable, str):
+        return printable(renderable)
+    if isinstance(renderable, Text):
+        return _escaped_text(renderable)
+    if isinstance(renderable, Group):
+        return Group(*map(_escaped, renderable.renderables), fit=renderable.fit)
+    if isinstance(renderable, Table):
+        table = copy.copy(renderable)
+        table.title = _escaped(table.title) if table.title is not None else None
+        table.columns = [
+            dataclasses.replace(c, header=_escaped(c.header), _cells=[*map(_escaped, c.cells)])
+            for c in renderable.columns
+        ]
+        return table
+    return renderable
+
+
+def _escaped_text(text: Any) -> Any:
+    """A rich `Text` escaped, its styles moved with the characters they cover."""
+    from rich.text import Span
+
+    from hloscope.render.format import printable
+
+    plain = text.plain
+    if printable(plain) is plain:
+        return text
+    pieces = [printable(c) for c in plain]
+    at = [0, *itertools.accumulate(map(len, pieces))]
+    out = text.copy()
+    out.plain = "".join(pieces)
+    out.spans = [Span(at[s.start], at[s.end], s.style) for s in text.spans]
+    return out
 
 
 def _print(renderable: Any) -> None:
