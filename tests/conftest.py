@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,23 @@ def _probe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("HLOSCOPE_CACHE_DIR", None)
     else:
         os.environ["HLOSCOPE_CACHE_DIR"] = saved
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """What hloscope keeps in the temp folder by design (`hloscope.inspect`'s runs, the
+    nsys-jax unpack cache) goes to the session's pytest folder, for this process
+    (`tempfile.tempdir`) and the commands it starts (TMPDIR): the suite leaves nothing
+    in /tmp."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    saved, saved_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = os.environ["TMPDIR"] = folder
+    yield
+    tempfile.tempdir = saved
+    if saved_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved_env
 
 
 @pytest.fixture(scope="session")

@@ -41,6 +41,7 @@ def test_inspect_jax(tmp_path: Path) -> None:
     _check(run, "jax")
     assert run.modules[0].name == "jit_layer"
     assert run.path.name.startswith("hloscope-inspect-")
+    assert tmp_path.parent in run.path.parents  # the session's temp folder, not /tmp
     # an already-jitted function, saved where asked, twice (a notebook cell re-run)
     for _ in range(2):
         saved = hloscope.inspect(jax.jit(layer), w, x, save_to=tmp_path / "saved")
