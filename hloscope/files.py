@@ -9,6 +9,7 @@ text into a report; `inside` tells the loaders which entries to leave alone.
 
 from __future__ import annotations
 
+import lzma
 import os
 import stat
 from pathlib import Path
@@ -59,3 +60,36 @@ def inside(path: str | Path, root: str | Path) -> bool:
     except (OSError, ValueError, RuntimeError):
         return False
     return real == base or base in real.parents
+
+
+def decompress_xz(data: bytes, limit: int) -> bytes:
+    """xz data decompressed to at most `limit` bytes (`lzma.decompress` has no bound, and
+    a file of kilobytes can expand to gigabytes).
+
+    Concatenated streams are read as `lzma.decompress` reads them, trailing data that is
+    not a stream ignored.
+
+    Raises:
+        lzma.LZMAError: It is not xz data, or it is truncated.
+        ValueError: It decompresses to more than `limit` bytes.
+    """
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        decompressor = lzma.LZMADecompressor()
+        try:
+            part = decompressor.decompress(data, max_length=limit + 1 - size)
+        except lzma.LZMAError:
+            if parts:
+                break  # as lzma.decompress: what follows the streams is not one
+            raise
+        size += len(part)
+        parts.append(part)
+        if size > limit or (not decompressor.eof and not decompressor.needs_input):
+            raise ValueError(f"decompresses to more than the {limit:,} bytes allowed")
+        if not decompressor.eof:
+            raise lzma.LZMAError("compressed data ended before the end-of-stream marker")
+        data = decompressor.unused_data
+        if not data:
+            break
+    return b"".join(parts)

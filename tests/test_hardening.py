@@ -421,3 +421,19 @@ def test_read_regular_reads_past_a_size_the_file_does_not_report() -> None:
     assert b"Name:" in read_regular("/proc/self/status", 1 << 20)
     with pytest.raises(OSError, match="more than the 10 bytes allowed"):
         read_regular("/proc/self/status", 10)
+
+
+def test_decompress_xz_reads_like_lzma_within_a_bound() -> None:
+    import lzma
+
+    from hloscope.files import decompress_xz
+
+    two = lzma.compress(b"a" * 10) + lzma.compress(b"b" * 10)
+    for data in (lzma.compress(b""), two, two + b"not a stream"):
+        assert decompress_xz(data, 20) == lzma.decompress(data)
+    with pytest.raises(ValueError, match="more than the 19 bytes"):
+        decompress_xz(two, 19)
+    with pytest.raises(lzma.LZMAError, match="end-of-stream"):
+        decompress_xz(lzma.compress(b"x" * 1000)[:-12], 1 << 20)
+    with pytest.raises(lzma.LZMAError):
+        decompress_xz(b"not xz at all", 1 << 20)

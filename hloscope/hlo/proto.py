@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.errors import HloParseError, MissingDependencyError
+from hloscope.files import decompress_xz
 from hloscope.hlo.lexical import parse_shape
 from hloscope.hlo.model import (
     CalledComputation,
@@ -40,7 +41,7 @@ from hloscope.hlo.model import (
     StackFrame,
 )
 from hloscope.hlo.opcodes import KNOWN_OPCODES
-from hloscope.hlo.parser import parse_file, read_dump
+from hloscope.hlo.parser import MAX_DUMP_BYTES, parse_file, read_dump
 
 __all__ = ["PROTO_SUFFIXES", "is_proto_path", "load_module_file", "parse_proto", "parse_proto_file"]
 
@@ -211,9 +212,11 @@ def parse_proto_file(path: str | Path) -> HloModule:
     data = read_dump(p, "an HLO dump")
     if p.name.endswith(".xz") or data[:6] == b"\xfd7zXZ\x00":
         try:
-            data = lzma.decompress(data)
+            data = decompress_xz(data, MAX_DUMP_BYTES)
         except lzma.LZMAError as e:
             raise HloParseError(f"not valid xz data ({e})", path=str(path)) from None
+        except ValueError as e:
+            raise HloParseError(str(e), path=str(path)) from None
     return parse_proto(data, path=str(path))
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
-from hloscope.files import inside, read_regular
+from hloscope.files import decompress_xz, inside, read_regular
 from hloscope.runs import NSYS_TRACE, is_nsys_archive
 from hloscope.timing.attribution import (
     KernelTiming,
@@ -154,6 +154,7 @@ def _parquet() -> Any:
 
 # The NVTX trace of a long run reaches hundreds of MB; past this, reading fails clearly.
 MAX_MEMBER_BYTES = 2 << 30
+_MAX_TARGET_CONFIG_BYTES = 64 << 20  # a real one is a few kilobytes
 
 
 class _Files:
@@ -217,7 +218,9 @@ def _target(files: _Files) -> tuple[str | None, str | None, str | None]:
     platform = device = runtime = None
     for name in files.find(_TARGET_CONFIG + ".xz") + files.find(_TARGET_CONFIG):
         raw = files.read(name)
-        text = (lzma.decompress(raw) if name.endswith(".xz") else raw).decode("utf-8", "replace")
+        if name.endswith(".xz"):
+            raw = decompress_xz(raw, _MAX_TARGET_CONFIG_BYTES)
+        text = raw.decode("utf-8", "replace")
         cc = re.search(r"cuda_compute_capability\s*\{([^}]*)\}", text)
         if cc:
             major = re.search(r"major:\s*(\d+)", cc.group(1))
@@ -267,7 +270,7 @@ def read_nsys(path: Path | str) -> NsysArchive:
             raise ProfileReadError(f"no {TRACE_MEMBER} in this nsys-jax archive", path=str(p))
         cols = _columns(files.read(members[0]), str(p))
         platform, device, runtime = _target(files)
-    except (OSError, zipfile.BadZipFile, lzma.LZMAError, EOFError) as e:
+    except (OSError, zipfile.BadZipFile, lzma.LZMAError, EOFError, ValueError) as e:
         raise ProfileReadError(f"cannot read the nsys-jax archive: {e}", path=str(p)) from None
     finally:
         files.close()

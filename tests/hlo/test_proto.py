@@ -236,3 +236,24 @@ def test_scalar_constants_print_as_xla_prints_them() -> None:
     want = parse_module(xla.to_string()).entry.by_name
     for n in range(len(values)):
         assert got[f"c{n}"].literal == want[f"c{n}"].literal, values[n]
+
+
+def test_an_xz_bomb_is_a_parse_error_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lzma
+    import tracemalloc
+
+    import hloscope.hlo.proto as proto
+
+    bomb = tmp_path / "module_0000.jit_f.before_optimizations.hlo.pb.xz"
+    bomb.write_bytes(lzma.compress(bytes(64 << 20)))  # 64 MiB of zeros in ~10 kB
+    monkeypatch.setattr(proto, "MAX_DUMP_BYTES", 1 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(HloParseError, match="decompresses to more than the 1,048,576"):
+            proto.parse_proto_file(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20  # the xz dictionary (8 MiB) and 1 MiB of output; not 64 MiB
