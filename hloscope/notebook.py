@@ -279,6 +279,8 @@ def _row(r: Any) -> dict[str, Any]:
         return {str(k): _cell(v) for k, v in r.items()}
     if dataclasses.is_dataclass(r) and not isinstance(r, type):
         return {f.name: _cell(getattr(r, f.name)) for f in dataclasses.fields(r)}
+    if isinstance(r, tuple) and hasattr(r, "_fields"):  # a named tuple (`Instruction`)
+        return {name: _cell(v) for name, v in zip(r._fields, r, strict=True)}
     return {"value": _cell(r)}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from sys import intern
 
 from hloscope.hlo.model import (
     INT64_MAX,
@@ -180,25 +181,18 @@ def small_int(text: str | None) -> int | None:
         return None
 
 
-def parse_metadata(raw: str, strings: dict[str, str] | None = None) -> Metadata:
-    """The `Metadata` of a `metadata={...}` value (braces included).
+def parse_metadata(raw: str) -> Metadata:
+    """The `Metadata` of a `metadata={...}` value (braces included), kept as its `text`.
 
-    Args:
-        raw: The value as printed; kept as the metadata's `text`.
-        strings: Strings seen before, to share one object among the many instructions
-            with the same op type or source file (a big module repeats them by the
-            hundred thousand); filled as it goes.
+    Op types and source files are interned: a big module repeats a few of them on every
+    instruction.
     """
     fields = metadata_fields(raw)
-    if strings is None:
-        strings = {}
     op_type, source_file = fields.get("op_type"), fields.get("source_file")
     return Metadata(
-        op_type=op_type if op_type is None else strings.setdefault(op_type, op_type),
+        op_type=None if op_type is None else intern(op_type),
         op_name=fields.get("op_name"),
-        source_file=source_file
-        if source_file is None
-        else strings.setdefault(source_file, source_file),
+        source_file=None if source_file is None else intern(source_file),
         source_line=small_int(fields.get("source_line")),
         stack_frame_id=small_int(fields.get("stack_frame_id")),
         text=raw,

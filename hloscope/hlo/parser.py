@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import gc
 import re
-from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from sys import intern
 from types import MappingProxyType
 
 from hloscope.errors import HloParseError
@@ -201,37 +201,6 @@ def _read_text(path: str | Path) -> str:
         raise HloParseError("not UTF-8 text", path=str(path), line=line, column=column) from None
 
 
-class _Lines:
-    """The lines of a text, as `split_lines` gives them, sliced out on demand.
-
-    A list of every line would hold a second copy of a text that may be hundreds of
-    megabytes; this holds where each line starts (8 bytes a line). Each line is read
-    once in order, and again only for an error message.
-    """
-
-    def __init__(self, text: str) -> None:
-        self.text = text.replace("\r\n", "\n")
-        self.starts = array("q", [0])
-        self.starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
-        if self.starts[-1] == len(self.text):
-            self.starts.pop()  # a final newline ends the last line; it starts no other
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def __getitem__(self, i: int) -> str:
-        if i < 0:
-            i += len(self.starts)
-        start = self.starts[i]
-        end = self.starts[i + 1] - 1 if i + 1 < len(self.starts) else len(self.text)
-        if end == len(self.text) and self.text.endswith("\n"):
-            end -= 1
-        return self.text[start:end]
-
-
-_NEWLINE = re.compile("\n")
-
-
 # ---------------------------------------------------------------------------------------
 # The module parser
 
@@ -241,8 +210,11 @@ class _Parser:
         self.path = path
         self.strict = strict
         self.text = text
-        self.lines = _Lines(text)
-        self.i = 0  # index of the next line to read
+        # Lines are sliced out as they are read, not split up front: a list of them
+        # would hold a second copy of a text that may be hundreds of megabytes.
+        self.lf_text = text.replace("\r\n", "\n")
+        self.at = 0  # where the next line starts in lf_text
+        self.i = 0  # lines read so far
         self.unknown_opcodes: dict[str, int] = {}
         self.unparsed: list[str] = []
         self.last_joined = 0  # first line of the last statement that spanned lines
@@ -251,9 +223,8 @@ class _Parser:
         self.parameters: list[Instruction] = []
         self.callers: list[Instruction] = []
         self.call_sites: dict[str, list[Instruction]] = {}  # computation -> its callers
-        # What instructions repeat, kept once: a big module's model is mostly strings.
+        # Identical metadata (a module repeats it by the thousand) is one object.
         self.metadata: dict[str, Metadata] = {}  # by the text of `metadata={...}`
-        self.strings: dict[str, str] = {}  # attribute keys, op types, source files
 
     # -- errors and tolerance ---------------------------------------------------------
 
@@ -276,13 +247,17 @@ class _Parser:
         Lines are joined until their brackets balance; comments are dropped. A line that
         is a whole instruction is matched once and yielded at once (the fast path).
         """
-        lines = self.lines
-        n = len(lines)
+        text = self.lf_text
+        n = len(text)
+        find = text.find
         full = FULL_INSTRUCTION.fullmatch
-        while self.i < n:
-            number = self.i + 1
-            line = lines[self.i]
-            self.i = number
+        while self.at < n:
+            end = find("\n", self.at)
+            if end < 0:
+                end = n
+            line = text[self.at : end]
+            self.at = end + 1
+            self.i = number = self.i + 1
             m = full(line)
             if m is not None:
                 yield number, line, m
@@ -302,9 +277,8 @@ class _Parser:
             depth = open_count(line)
             if (depth > 0 or line.rstrip().endswith(",")) and not _is_header(line):
                 parts = [line]
-                while (depth > 0 or parts[-1].rstrip().endswith(",")) and self.i < n:
-                    nxt = lines[self.i]
-                    self.i += 1
+                while (depth > 0 or parts[-1].rstrip().endswith(",")) and self.at < n:
+                    nxt = self.next_line()
                     if nxt.strip().startswith("//"):
                         continue
                     if "/*" in nxt:
@@ -325,10 +299,33 @@ class _Parser:
                 self.last_joined = number
             yield number, line, full(line)
 
+    def next_line(self) -> str:
+        """The next line (the loop in `statements` does the same inline, for speed)."""
+        text = self.lf_text
+        end = text.find("\n", self.at)
+        if end < 0:
+            end = len(text)
+        line = text[self.at : end]
+        self.at = end + 1
+        self.i += 1
+        return line
+
+    def line(self, number: int) -> str:
+        """Line `number` (1-based) again, for an error message: found by counting, as
+        errors are rare and lines are not kept."""
+        text = self.lf_text
+        start = 0
+        for _ in range(number - 1):
+            start = text.find("\n", start) + 1
+            if start == 0:
+                return ""
+        end = text.find("\n", start)
+        return text[start : end if end >= 0 else len(text)]
+
     # -- top level --------------------------------------------------------------------
 
     def parse(self) -> HloModule:
-        if not self.lines:
+        if not self.lf_text:
             raise self.error("empty file: expected 'HloModule <name>'", 1, 1)
         self.check_unicode(self.text)
         stream = self.statements()
@@ -363,7 +360,7 @@ class _Parser:
             self.not_understood(number, "unexpected text between computations", s)
 
         if not computations:
-            raise self.error("module has no computations", len(self.lines), 1)
+            raise self.error("module has no computations", self.i, 1)
         self.check_calls(computations)
         return HloModule(
             name=name,
@@ -435,13 +432,13 @@ class _Parser:
                 raise self.error(
                     f"computation '{comp.name}' is defined twice",
                     comp.line,
-                    self.lines[comp.line - 1].find(comp.name) + 1,
+                    self.line(comp.line).find(comp.name) + 1,
                     comp.name,
                 )
             seen.add(comp.name)
 
     def call_error(self, message: str, inst: Instruction, callee: str) -> HloParseError:
-        line = self.lines[inst.line - 1]
+        line = self.line(inst.line)
         at = line.find(callee, line.find("(")) if callee else -1
         return self.error(message, inst.line, at + 1, line.strip())
 
@@ -505,7 +502,7 @@ class _Parser:
         else:
             if self.last_joined > number:
                 # A statement with an unclosed bracket swallowed the closing '}'.
-                first = self.lines[self.last_joined - 1]
+                first = self.line(self.last_joined)
                 at, why = bracket_error(first) or (0, "unbalanced brackets")
                 raise self.error(
                     f"{why}: the statement runs on to the end of computation '{name}'",
@@ -537,7 +534,7 @@ class _Parser:
                 raise self.error(
                     f"instruction '{inst.name}' is defined twice in computation '{name}'",
                     inst.line,
-                    self.lines[inst.line - 1].find(inst.name) + 1,
+                    self.line(inst.line).find(inst.name) + 1,
                     inst.name,
                 )
             seen.add(inst.name)
@@ -556,7 +553,7 @@ class _Parser:
                 raise self.error(
                     f"parameter number {number} of computation '{name}' is {problem}",
                     inst.line,
-                    self.lines[inst.line - 1].find("parameter(") + 11,
+                    self.line(inst.line).find("parameter(") + 11,
                     inst.literal,
                 )
             seen.add(number)
@@ -574,15 +571,14 @@ class _Parser:
     def shared_keys(self, pairs: list[tuple[str, str]]) -> dict[str, str]:
         """The attributes as a dict whose keys are one object per name across the
         module (`findall` makes a new `metadata` string on every line)."""
-        strings = self.strings
-        return {strings.setdefault(k, k): v for k, v in pairs}
+        return {intern(k): v for k, v in pairs}
 
     def instruction(self, line: int, text: str, scope: Mapping[str, Instruction]) -> Instruction:
         """Parse an instruction the fast path could not match (the general, slow path)."""
         m = INSTRUCTION.match(text)
         if m is None:
             # For a statement joined from several lines, its first line says most.
-            first = self.lines[line - 1] if line == self.last_joined else text
+            first = self.line(line) if line == self.last_joined else text
             problem = bracket_error(first) or bracket_error(text)
             if problem is not None:
                 at, why = problem
@@ -647,7 +643,7 @@ class _Parser:
             if raw_md is not None and raw_md[:1] == "{":
                 metadata = self.metadata.get(raw_md)
                 if metadata is None:
-                    metadata = self.metadata[raw_md] = parse_metadata(raw_md, self.strings)
+                    metadata = self.metadata[raw_md] = parse_metadata(raw_md)
             if not CALLED_COMPUTATION_ATTRIBUTES.isdisjoint(attrs):
                 called = called_computations(attrs)
             if "index" in attrs and opcode == "get-tuple-element":
@@ -661,10 +657,10 @@ class _Parser:
             self.unknown_opcodes[opcode] = self.unknown_opcodes.get(opcode, 0) + 1
         if shape is None:
             shape = self.infer_shape(opcode, operands, scope, line, m.string)
-        inst = Instruction(
-            name, opcode, shape, operands, attributes, called, metadata,
-            is_root is not None, literal, line,
-        )  # fmt: skip
+        # Instruction(...), less the call of the named tuple's Python-level __new__.
+        root = is_root is not None
+        fields = (name, opcode, shape, operands, attributes, called, metadata, root, literal, line)
+        inst = _new_tuple(Instruction, fields)
         # Collected for the checks at the end of the computation and of the module.
         if called:
             self.callers.append(inst)
@@ -752,6 +748,8 @@ class _Parser:
             frames[k] = StackFrame(k, location, max(parent, 0))
         return frames
 
+
+_new_tuple = tuple.__new__
 
 _LITERAL_OPCODES = frozenset(
     {"constant", "parameter", "iota", "rng-get-and-update-state", "partition-id", "replica-id"}
