@@ -1,9 +1,13 @@
-"""The parsed HLO module: immutable dataclasses that every later stage reads.
+"""The parsed HLO module: immutable objects that every later stage reads.
 
 The parser (`hloscope.hlo.parser`) is the only producer of these objects; analyses and
 renderers only read them. Attributes are kept verbatim as text next to the few fields
 that are parsed (shape, operands, called computations, metadata, backend_config), so
 nothing in the input is lost even when hloscope does not understand it.
+
+They are frozen dataclasses with slots, and `Instruction` a named tuple: a model is
+about five times its text in memory (`benchmarks/scale_bench.py`), as small as the
+text it keeps verbatim allows.
 """
 
 from __future__ import annotations
