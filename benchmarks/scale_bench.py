@@ -14,22 +14,28 @@ with its default budget, `dot` included, under 10 s past the parse.
     python benchmarks/scale_bench.py [--mb 105] [--dir /tmp/hloscope-scale] [--only graph]
 
 Figures (2026-12-03, 2-core shared VM, `--mb 105`: before 106.9 MB, after 153.0 MB,
-baseline 39 MB):
+baseline 39 MB), before the model was slimmed and now:
 
-    parse before               75 s  1,519 MB  14.2x text   (target 10x: not met)
-    parse after                20 s  1,988 MB  13.0x text   (not met)
-    report before (one side)   41 s  1,447 MB  13.5x text   (not met)
-    report after (one side)    38 s  1,835 MB  12.0x text   (not met)
-    report pair               189 s  3,085 MB  11.9x the pair
-    report pair --json        197 s  4,485 MB  17.3x the pair; output 288 MB = 1.11x
-    graph before              138 s  4,253 MB  16.4x the pair; dot 0.38 s (75 nodes)
-    graph after                87 s  3,260 MB  12.5x the pair; dot 0.01 s (9 nodes)
+                               then                          now
+    parse before               75 s  1,519 MB  14.2x text    15 s    695 MB   6.5x
+    parse after                20 s  1,988 MB  13.0x text    21 s    898 MB   5.9x
+    report before (one side)   41 s  1,447 MB  13.5x text    26 s    789 MB   7.4x
+    report after (one side)    38 s  1,835 MB  12.0x text    41 s    955 MB   6.2x
+    report pair               189 s  3,085 MB  11.9x pair    81 s  2,031 MB   7.8x
+    report pair --json        197 s  4,485 MB  17.3x pair    96 s  3,525 MB  13.6x
+    graph before              138 s  4,253 MB  16.4x pair   132 s  2,975 MB  11.4x
+    graph after                87 s  3,260 MB  12.5x pair    87 s  2,036 MB   7.8x
 
-The parsed model alone is 11x its text (tracemalloc on 2 MB: parser allocations 11.2x
-kept, 13.7x peak); the analyses add about 2x. `report --json` lists every source op,
-so it is proportional to the module: 1.1x here, where each kernel holds 12 ops; a
-3,000-op fusion made 320 MB of JSON from 0.6 MB of HLO before `shares_with` was capped
-(3.4 MB after).
+Targets met: `parse` and a one-sided `report` peak at 5.9-7.4x the text (<= 10x). The
+parsed model is about 4.5x its text (tracemalloc), half of what it was: instructions
+are named tuples and the rest slotted, metadata keeps its text and parses only the five
+fields the analyses read, operand names are the defining instructions' own strings,
+repeated strings are interned, and lines are sliced from the text as they are read
+instead of split into a second copy. `report --json` lists every source op, so its
+output is proportional to what it reports (341 MB = 1.31x the pair here: each kernel
+holds 12 ops; a 3,000-op fusion made 320 MB of JSON from 0.6 MB of HLO before
+`shares_with` was capped, 3.4 MB after); its peak is the document built in memory
+before it is written. `graph` keeps `dot` at 0.38 s (75 nodes) and 0.01 s.
 """
 
 from __future__ import annotations
