@@ -63,6 +63,15 @@ class RunView:
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        # One view per module, so each module is analysed once however often it is asked
+        # for (`run.kernels()` then `run.ops()` is one analysis, not two).
+        self._views: dict[str, ModuleView] = {}
+
+    def _view(self, dump: ModuleDump) -> ModuleView:
+        view = self._views.get(dump.key)
+        if view is None:
+            view = self._views[dump.key] = ModuleView(self.run, dump)
+        return view
 
     def __repr__(self) -> str:
         return f"RunView({str(self.run.path)!r}, {len(self.run.modules)} modules)"
@@ -80,7 +89,7 @@ class RunView:
     @property
     def modules(self) -> tuple[ModuleView, ...]:
         """Every module of the run, in module-id order."""
-        return tuple(ModuleView(self.run, d) for d in self.run.modules)
+        return tuple(self._view(d) for d in self.run.modules)
 
     @functools.cached_property
     def inspection(self) -> Inspection:
@@ -100,11 +109,11 @@ class RunView:
         Raises:
             UsageError: The run holds no modules.
         """
-        return ModuleView(self.run, self.run.main())
+        return self._view(self.run.main())
 
     def module(self, pattern: str) -> ModuleView:
         """One module by key, name, id or unique part of its key (see `Run.module`)."""
-        return ModuleView(self.run, self.run.module(pattern))
+        return self._view(self.run.module(pattern))
 
     def kernels(self) -> list[Kernel]:
         """The kernels of the main module (see `main`)."""

@@ -22,3 +22,12 @@ def test_run_and_module_methods() -> None:
     page = run._repr_html_()
     assert page.startswith("<iframe") and "srcdoc=" in page
     assert kernels[0].name in kernels[0]._repr_html_()
+
+
+def test_a_module_is_analysed_once_however_often_it_is_asked_for() -> None:
+    run = hloscope.load_run(DATA / "jax_mlp")
+    assert run.main() is run.module("0030.jit_mlp")
+    assert any(m is run.main() for m in run.modules)
+    first = run.main().inspection
+    run.kernels(), run.ops(), run.module("jit_mlp").kernels()
+    assert run.main().inspection is first
