@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hloscope.files import read_regular
+from hloscope.files import inside, read_regular
 
 __all__ = [
     "PEAKS_FILE",
@@ -133,8 +133,10 @@ def tree_stamps(folder: Path, *, max_files: int = 200_000) -> list[list[Any]]:
     """`[name, file type, size, mtime_ns]` of every file under a folder (named relative
     to it), sorted: what a result computed from the folder's files depends on.
 
-    Links are followed (what a link names is what a reader reads), each folder once; a
-    broken link counts by its own stamp. The store's own files are left out.
+    Links inside the folder are followed (what a link names is what a reader reads),
+    each folder once; a link out of it, or a broken one, counts by its own stamp: the
+    readers of a run never follow those, and nothing outside it is stat'ed (a link to
+    `/` would otherwise walk the whole disk). The store's own files are left out.
 
     Raises:
         OSError: A folder cannot be listed, or it holds more than `max_files` files
@@ -150,8 +152,9 @@ def tree_stamps(folder: Path, *, max_files: int = 200_000) -> list[list[Any]]:
             for entry in entries:
                 if entry.name.startswith(_PREFIX):
                     continue
+                follow = not entry.is_symlink() or inside(entry.path, folder)
                 try:
-                    st = entry.stat()
+                    st = entry.stat(follow_symlinks=follow)
                 except OSError:
                     st = entry.stat(follow_symlinks=False)
                 name = prefix + entry.name

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -302,3 +303,24 @@ def test_a_file_changed_while_computing_keeps_nothing(run: Path) -> None:
     assert not (run / REPORT_CACHE).exists()
     assert cached_output(run, "report --json", {}, lambda: Output("again\n")).stdout == "again\n"
     assert cached_output(run, "report --json", {}, compute).stdout == "again\n"
+
+
+def test_links_out_of_the_run_folder_are_not_walked(run: Path, tmp_path: Path) -> None:
+    """A link to `/` in a run folder is stamped as a link: the key is not a walk of the
+    disk, and a change outside does not matter (no reader of the run follows it)."""
+    from hloscope.store import tree_stamps
+
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "f.txt").write_text("x", encoding="utf-8")
+    (run / "to_root").symlink_to("/")
+    (run / "to_outside").symlink_to(outside)
+    (run / "how_again").symlink_to(run / "HOW.md")  # inside: followed, as readers do
+    stamps = tree_stamps(run)
+    names = [s[0] for s in stamps]
+    assert "to_root" in names and "to_outside" in names
+    assert not any(n.startswith(("to_root/", "to_outside/")) for n in names)
+    again = next(s for s in stamps if s[0] == "how_again")
+    assert again[1:3] == [stat.S_IFREG, (run / "HOW.md").stat().st_size]
+    (outside / "deep" / "f.txt").write_text("changed", encoding="utf-8")
+    assert tree_stamps(run) == stamps
