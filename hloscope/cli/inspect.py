@@ -93,12 +93,12 @@ def report(
         _echo(line, err=True)
     peaks = _peaks(inspection, peak_bandwidth, peak_flops)
     if html is not None:
-        from hloscope.render.format import fmt_bytes
+        from hloscope.render.format import counted, fmt_bytes
         from hloscope.render.html import write_html
 
         written = write_html(inspection, html, peaks=peaks)
         size = fmt_bytes(written.stat().st_size)
-        _echo(f"wrote {written} ({size}, {len(inspection.modules)} modules)", err=True)
+        _echo(f"wrote {written} ({size}, {counted(len(inspection.modules), 'module')})", err=True)
         if not json:
             return
     if json:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from hloscope.hlo.model import Shape
 
 __all__ = [
+    "counted",
     "ellipsis",
     "fmt_bytes",
     "fmt_count",
@@ -123,6 +124,11 @@ def fmt_count(x: float | None) -> str:
     if x is None or not math.isfinite(x):
         return DASH
     return f"{x:g}" if float(x).is_integer() else f"{x:.3g}"
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 module`, `3 modules`: a count and its noun, plural unless it is one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def ellipsis(text: str, limit: int) -> str:

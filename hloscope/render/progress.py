@@ -25,6 +25,7 @@ from rich.text import Text
 from hloscope.capture.child import Sink, std_sink
 from hloscope.capture.run import DumpPlan, DumpResult, count_compiled
 from hloscope.manifest import RunManifest
+from hloscope.render.format import counted
 
 __all__ = ["DumpProgress", "is_framework_noise", "outcome"]
 
@@ -125,8 +126,7 @@ class DumpProgress:
         n = count_compiled(self.plan.dump_dir)
         verb = "stopping" if self._stopping else "running"
         text = (
-            f"{verb} {self.plan.display_name} · {elapsed:.1f} s · "
-            f"{n} module{'' if n == 1 else 's'} compiled"
+            f"{verb} {self.plan.display_name} · {elapsed:.1f} s · {counted(n, 'module')} compiled"
         )
         return text + (" (Ctrl-C again to force)" if self._stopping else "")
 
@@ -209,7 +209,7 @@ def outcome(result: DumpResult) -> RenderableType:
     """The lines after the table: how the script ended, where the run is, what next."""
     plan, run = result.plan, result.run
     n = len(run.modules)
-    modules = f"{n} module{'' if n == 1 else 's'}"
+    modules = counted(n, "module")
     where = _rel(plan.run_dir)
     parts: list[RenderableType] = []
     if result.status == "ok":

@@ -16,7 +16,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.render.format import fmt_bytes, fmt_count, fmt_seconds, fmt_us
+from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us
 from hloscope.timing.attribution import ModuleTiming, ProfileTimings
 from hloscope.timing.bench import BenchResult
 
@@ -204,7 +204,7 @@ def _module_header(key: str, m: ModuleTiming) -> Text:
         ("HloModule ", "bold"),
         (key, "bold cyan"),
         pid,
-        f"\n{source}{m.executions} execution{'' if m.executions == 1 else 's'}{warm}",
+        f"\n{source}{counted(m.executions, 'execution')}{warm}",
         *_first_run(m),
         f" (split by {m.split_by}); ",
         f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})\n",
