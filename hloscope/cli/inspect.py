@@ -222,7 +222,7 @@ def ops(
         return
     from rich.text import Text
 
-    from hloscope.render.format import short_names
+    from hloscope.render.format import counted, short_names
     from hloscope.render.text import module_heading, no_user_frames, placement_line
 
     if not shown:
@@ -232,7 +232,9 @@ def ops(
         assert m.after is not None
         kinds = {k.name: k.kind for k in m.after.kernels}
         _print_records(
-            Text.assemble(("── ", "dim"), module_heading(m), (f"  {len(placements)} ops", "dim"))
+            Text.assemble(
+                ("── ", "dim"), module_heading(m), (f"  {counted(len(placements), 'op')}", "dim")
+            )
         )
         if not placements:
             what = "runs alone" if unfused else f"matches {op!r}" if op else "in this module"
