@@ -45,9 +45,9 @@ _EXPORTS: dict[str, str | tuple[str, str]] = {
     "load_profile": "hloscope.timing.sources",
     "attribute": "hloscope.timing.attribution",
     "read_trace": "hloscope.timing.xplane",
-    "ProfileTimings": "hloscope.timing.attribution",
-    "ModuleTiming": "hloscope.timing.attribution",
-    "KernelTiming": "hloscope.timing.attribution",
+    "ProfileTimings": "hloscope.timing.results",
+    "ModuleTiming": "hloscope.timing.results",
+    "KernelTiming": "hloscope.timing.results",
     "timings_doc": "hloscope.render.timing",
     "diff_runs": "hloscope.analysis.diff",
     "diff_modules": "hloscope.analysis.diff",
@@ -111,8 +111,9 @@ if TYPE_CHECKING:
     from hloscope.render.json import diff_doc
     from hloscope.render.timing import timings_doc
     from hloscope.runs import ModuleDump, Run, is_trivial
-    from hloscope.timing.attribution import KernelTiming, ModuleTiming, ProfileTimings, attribute
+    from hloscope.timing.attribution import attribute
     from hloscope.timing.bench import BenchResult, bench
+    from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings
     from hloscope.timing.sources import load_profile, run_timings
     from hloscope.timing.xplane import read_trace
 

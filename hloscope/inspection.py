@@ -25,7 +25,7 @@ from hloscope.errors import HloscopeError, UsageError
 from hloscope.files import inside, read_regular
 from hloscope.hlo.parser import split_lines
 from hloscope.runs import Run, load_run
-from hloscope.timing.attribution import ModuleTiming, ProfileTimings, timing_key
+from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
 from hloscope.timing.sources import run_timings
 
 __all__ = ["BENCH_FILE", "Inspection", "inspect_run"]

@@ -19,7 +19,7 @@ from hloscope.inspection import Inspection
 from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
 from hloscope.render.timing import timings_doc
 from hloscope.runs import Run
-from hloscope.timing.attribution import ModuleTiming
+from hloscope.timing.results import ModuleTiming
 from hloscope.timing.roofline import Peaks
 
 SCHEMA_VERSION = 1

@@ -17,8 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us
-from hloscope.timing.attribution import ModuleTiming, ProfileTimings
 from hloscope.timing.bench import BenchResult
+from hloscope.timing.results import ModuleTiming, ProfileTimings
 
 __all__ = [
     "SCHEMA_VERSION",

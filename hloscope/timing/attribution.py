@@ -4,23 +4,20 @@ Every event that carries an `hlo_op` stat is one executed HLO instruction of the
 its `hlo_module` (or `program_id`) names: a thunk on the CPU (`/host:CPU`), a kernel on a
 device plane (`/device:GPU:N`, where one HLO op may run several kernels). Events are
 grouped into executions of their module, the first `skip_first` executions are left out
-as warm-up, and the rest is summarised per module and per kernel in frozen dataclasses.
+as warm-up, and the rest is summarised per module and per kernel (`hloscope.timing.results`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hloscope.errors import UsageError
 from hloscope.timing.executions import (
-    SPLIT_RUN_ID,
-    WALL_OPS,
     Context,
     Execution,
     OpEvent,
@@ -28,22 +25,19 @@ from hloscope.timing.executions import (
     measured,
     split,
 )
+from hloscope.timing.results import (
+    KernelTiming,
+    ModuleTiming,
+    ProfileTimings,
+    cold_problems,
+    timing_key,
+)
 from hloscope.timing.trace import DEVICE_PLANE_PREFIX, XLA_OPS_LINE, Trace, TraceEvent
 
 if TYPE_CHECKING:
     from hloscope.analysis.fusion import ModuleAnalysis
 
-__all__ = [
-    "KernelTiming",
-    "ModuleTiming",
-    "OpEvent",
-    "ProfileTimings",
-    "attribute",
-    "cold_problems",
-    "merge_timings",
-    "op_events",
-    "timing_key",
-]
+__all__ = ["DERIVED_LINES", "NO_XLA_OPS", "OpEvent", "attribute", "op_events"]
 
 # Lines the profiler's post-processing derives from the kernel lines (xprof's
 # derived_timeline); they repeat kernel time, so only "XLA Modules" is read (as
@@ -73,233 +67,6 @@ ANNOTATION_DELIMITER = "::"
 
 # Control-flow thunks (XLA names them so) enclose their body's ops instead of computing.
 _CONTROL_NAME = re.compile(r"(?:while|conditional)(?:[._-]\d+)*")
-
-
-@dataclass(frozen=True)
-class KernelTiming:
-    """Measured time of one HLO instruction of a module, over the steady-state executions.
-
-    Attributes:
-        name: The HLO instruction name (as `analyze_module(...).kernels[].name`).
-        calls: How many times it ran.
-        total_us: Sum of its durations.
-        mean_us: Mean per call.
-        median_us: Median per call.
-        min_us: Fastest call.
-        max_us: Slowest call.
-        share: Its part of the module's kernel time (0..1).
-        calls_per_execution: Calls divided by executions.
-        kernels_per_op: Most device kernels one call ran (1 on the CPU; 2 or more for
-            e.g. a cuBLAS GEMM with a split-K reduction).
-        device_kernels: Names of the device kernels it ran, when they differ from the op.
-        device_ops: Device operations (kernels, memcpys) its calls launched in all, where
-            the profile counts them (nsys: NumGPUOps of its thunk ranges); else None.
-        hlo_ops: Every name the runtime reported for it (the wrapped `all-to-all.3` of an
-            async pair, the `custom-call.220` inside a `__custom_fusion`); () when not
-            recorded.
-    """
-
-    name: str
-    calls: int
-    total_us: float
-    mean_us: float
-    median_us: float
-    min_us: float
-    max_us: float
-    share: float
-    calls_per_execution: float
-    kernels_per_op: int = 1
-    device_kernels: tuple[str, ...] = ()
-    device_ops: int | None = None
-    hlo_ops: tuple[str, ...] = ()
-
-    @classmethod
-    def of(
-        cls,
-        name: str,
-        durations: Sequence[int],
-        *,
-        per_us: float,
-        kernels_total: int,
-        executions: int,
-        **measured: Any,
-    ) -> KernelTiming:
-        """Summarise one instruction's call durations, as the profile's clock counts them.
-
-        Args:
-            name: The instruction.
-            durations: Each call's duration in the source's unit (at least one call).
-            per_us: Units per microsecond (1e6 for picoseconds, 1e3 for nanoseconds);
-                sums stay exact integers until this one division.
-            kernels_total: All kernels' time in the same executions and unit (`share`).
-            executions: Steady-state executions the calls came from.
-            **measured: The optional fields a source measures (`kernels_per_op`,
-                `device_kernels`, `device_ops`, `hlo_ops`).
-        """
-        total = sum(durations)
-        return cls(
-            name=name,
-            calls=len(durations),
-            total_us=total / per_us,
-            mean_us=total / len(durations) / per_us,
-            median_us=statistics.median(durations) / per_us,
-            min_us=min(durations) / per_us,
-            max_us=max(durations) / per_us,
-            share=total / kernels_total if kernels_total else 0.0,
-            calls_per_execution=len(durations) / executions if executions else 0.0,
-            **measured,
-        )
-
-
-@dataclass(frozen=True)
-class ModuleTiming:
-    """Measured time of one compiled module.
-
-    Attributes:
-        name: The HloModule name.
-        program_id: XLA's program id, when known.
-        executions: Steady-state executions measured (warm-up left out).
-        skipped: Executions left out as warm-up.
-        total_us: Wall time of the steady-state executions, summed (see `wall_from`).
-        kernel_us: Time inside its kernels, summed.
-        unattributed_us: Wall time when none of its kernels ran: gaps between kernels,
-            host overhead inside the execution.
-        execution_us: Wall time of each steady-state execution, in order.
-        launches_per_execution: HLO-level kernel launches (op calls) per execution, as
-            `analyze_module(...).launches` counts them.
-        kernel_launches_per_execution: Device kernels per execution (differs from the
-            above where an op runs several kernels).
-        static_launches: `analyze_module(after).launches` when the HLO was given.
-        launch_mismatch: Whether measured and static launches differ (None: no HLO).
-        kernels: Per-instruction timings, slowest total first.
-        missing_kernels: Kernels of the HLO never seen in the profile (HLO given).
-        unknown_ops: Ops seen in the profile that are not kernels of the HLO.
-        devices: Planes it ran on.
-        split_by: How executions were told apart (`run_id`, `execute event`, ...).
-        wall_from: How an execution's wall time was measured.
-        source: Where the timings come from: `xplane`, `trace.json` or `nsys`.
-        busy_us: Time when at least one of its kernels ran (the union of their
-            intervals), summed over executions; below `kernel_us` where kernels overlap
-            (async collectives beside compute). None when not measured.
-        device_ops_per_execution: Device operations per execution, where the profile
-            counts them (nsys: the module range's NumGPUOps); else None.
-        launches_by_execution: Kernel calls in each steady-state execution, in order
-            (for a median or a spread); () when not recorded.
-        device_ops_by_execution: Device operations in each execution; () when not measured.
-        cold: Whether the module ran only as warm-up (no more than `skip_first` times),
-            so that its figures come from those cold first runs: one-time costs (first
-            touches of memory, thread pools starting) are in them. `--skip-first 0`
-            counts first runs in every module.
-        control: Self time of each loop or conditional that holds kernels (`while.1`):
-            its length less the time its body's ops ran inside it. It counts as busy,
-            not as time outside any kernel, and not in `kernel_us`.
-        compile_us: How long XLA compiled it before its first run, where the capture
-            recorded it (JAX, `timing.compiles`); else None.
-    """
-
-    name: str
-    program_id: int | None
-    executions: int
-    skipped: int
-    total_us: float
-    kernel_us: float
-    unattributed_us: float
-    execution_us: tuple[float, ...]
-    launches_per_execution: float
-    kernel_launches_per_execution: float
-    static_launches: int | None
-    launch_mismatch: bool | None
-    kernels: tuple[KernelTiming, ...]
-    missing_kernels: tuple[str, ...] = ()
-    unknown_ops: tuple[str, ...] = ()
-    devices: tuple[str, ...] = ()
-    split_by: str = SPLIT_RUN_ID
-    wall_from: str = WALL_OPS
-    source: str = ""
-    busy_us: float | None = None
-    device_ops_per_execution: float | None = None
-    launches_by_execution: tuple[int, ...] = ()
-    device_ops_by_execution: tuple[int, ...] = ()
-    cold: bool = False
-    control: tuple[KernelTiming, ...] = ()
-    compile_us: float | None = None
-
-    @property
-    def mean_us(self) -> float:
-        """Mean wall time of one execution (0 without executions)."""
-        return self.total_us / self.executions if self.executions else 0.0
-
-    @property
-    def median_us(self) -> float:
-        """Median wall time of one execution (0 without executions)."""
-        return statistics.median(self.execution_us) if self.execution_us else 0.0
-
-    def kernel(self, name: str) -> KernelTiming | None:
-        """The timing of one instruction, or None when it never ran."""
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        return None
-
-
-@dataclass(frozen=True)
-class ProfileTimings:
-    """Per-module timings of one profile.
-
-    Attributes:
-        path: The profile file.
-        format: `xplane` or `trace.json`.
-        modules: Timings by module key: the HloModule name, or `name(program_id)` when
-            the profile holds several programs of that name. Most total time first.
-        skip_first: Executions left out per module as warm-up.
-        op_events: Events attributed to an HLO op.
-        hostnames: Hosts the profile came from.
-        duration_us: Length of the profiling session, when recorded.
-        problems: What was skipped or looked wrong, one line each.
-        source: Where the timings come from: `xplane`, `trace.json` or `nsys`.
-        platform: The target the profile records (`sm_90`, `TPU`), or None.
-        device: The device model it records (`NVIDIA H100 80GB HBM3`), or None.
-    """
-
-    path: str | None
-    format: str
-    modules: Mapping[str, ModuleTiming]
-    skip_first: int = 1
-    op_events: int = 0
-    hostnames: tuple[str, ...] = ()
-    duration_us: float | None = None
-    problems: tuple[str, ...] = ()
-    source: str = ""
-    platform: str | None = None
-    device: str | None = None
-
-    def for_dump(self, name: str, module_id: str | None) -> ModuleTiming | None:
-        """The timing of a dumped module: by name, or by `name(program_id)` when several
-        programs share the name (XLA's program id is the dump's module number)."""
-        found = self.modules.get(name)
-        if found is None and module_id is not None and module_id.isdigit():
-            found = self.modules.get(timing_key(name, int(module_id), True))
-        return found
-
-    def module(self, query: str) -> ModuleTiming:
-        """One module by key, by name, or by a part of its name found in one module only.
-
-        Raises:
-            UsageError: No module, or several, match.
-        """
-        if query in self.modules:
-            return self.modules[query]
-        named = [m for m in self.modules.values() if m.name == query]
-        if len(named) == 1:
-            return named[0]
-        part = named or [m for k, m in self.modules.items() if query in k]
-        if len(part) == 1:
-            return part[0]
-        keys = ", ".join(list(self.modules)[:12]) or "none"
-        if not part:
-            raise UsageError(f"no profiled module matches {query!r}; profiled: {keys}")
-        found = ", ".join(timing_key(m.name, m.program_id, True) for m in part[:12])
-        raise UsageError(f"{query!r} matches several modules ({found}); give a full name")
 
 
 # --------------------------------------------------------------------------------------
@@ -451,12 +218,6 @@ _PS_PER_US = 1e6
 
 def _us(ps: float) -> float:
     return ps / _PS_PER_US
-
-
-def timing_key(name: str, program_id: int | None, ambiguous: bool) -> str:
-    """A module's key in `ProfileTimings.modules`: its name, or `name(program_id)` when
-    the profile holds several programs of that name."""
-    return f"{name}({program_id})" if ambiguous and program_id is not None else name
 
 
 def _module_timing(
@@ -673,48 +434,7 @@ def attribute(
     )
 
 
-def cold_problems(timings: Iterable[tuple[str, ModuleTiming]], skip_first: int) -> list[str]:
-    """The line that names the modules shown from their cold first runs, if any."""
-    cold = [k for k, t in timings if t.cold]
-    if not cold:
-        return []
-    return [
-        f"{len(cold)} module(s) ran only {skip_first} time(s) or less, all warm-up: shown "
-        "from their cold first run, one-time costs included (--skip-first 0 counts "
-        "first runs in every module): " + ", ".join(cold[:8]) + (" ..." if len(cold) > 8 else "")
-    ]
-
-
 def _one(values: Iterable[str]) -> str | None:
     """The value when all are the same, else the distinct ones joined (None: none)."""
     distinct = sorted(set(values))
     return ", ".join(distinct) if distinct else None
-
-
-def merge_timings(parts: Sequence[ProfileTimings]) -> ProfileTimings:
-    """One `ProfileTimings` from the profiles of several profilers of one run (JAX's and
-    TensorFlow's, when a script compiled with both): modules side by side, most total
-    time first; figures of the profile with the most op events where they are single.
-
-    Raises:
-        ValueError: No parts.
-    """
-    if len(parts) == 1:
-        return parts[0]
-    if not parts:
-        raise ValueError("no timings to merge")
-    main = max(parts, key=lambda p: p.op_events)
-    modules: dict[str, ModuleTiming] = {}
-    for p in parts:
-        for key, m in p.modules.items():
-            modules.setdefault(key, m)
-    problems = [line for p in parts if p.op_events for line in p.problems]
-    if not main.op_events:
-        problems = list(main.problems)
-    return replace(
-        main,
-        modules=dict(sorted(modules.items(), key=lambda kv: (-kv[1].total_us, kv[0]))),
-        op_events=sum(p.op_events for p in parts),
-        problems=tuple(dict.fromkeys(problems)),
-        hostnames=tuple(dict.fromkeys(h for p in parts for h in p.hostnames)),
-    )

@@ -24,14 +24,9 @@ from typing import Any
 
 from hloscope.manifest import MANIFEST
 from hloscope.store import TIMINGS_CACHE, digest, file_stamps, keep, lookup
-from hloscope.timing.attribution import (
-    KernelTiming,
-    ModuleTiming,
-    ProfileTimings,
-    attribute,
-    merge_timings,
-)
+from hloscope.timing.attribution import attribute
 from hloscope.timing.compiles import read_compiles, with_compile_times
+from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings, merge_timings
 from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hloscope.capture.profiler import COMPILES_FILE
-from hloscope.timing.attribution import ProfileTimings
+from hloscope.timing.results import ProfileTimings
 
 __all__ = ["read_compiles", "with_compile_times"]
 

@@ -23,13 +23,8 @@ from typing import Any
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
 from hloscope.files import decompress_xz, inside, read_regular
 from hloscope.runs import NSYS_TRACE, is_nsys_archive
-from hloscope.timing.attribution import (
-    KernelTiming,
-    ModuleTiming,
-    ProfileTimings,
-    cold_problems,
-)
 from hloscope.timing.executions import measured
+from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings, cold_problems
 
 __all__ = [
     "NsysArchive",

@@ -20,15 +20,10 @@ from hloscope.errors import HloscopeError
 from hloscope.hlo.parser import parse_file
 from hloscope.runs import NSYS_SOURCE, Run, scan_dump_dir
 from hloscope.timing import nsys
-from hloscope.timing.attribution import (
-    ProfileTimings,
-    attribute,
-    merge_timings,
-    op_events,
-    timing_key,
-)
+from hloscope.timing.attribution import attribute, op_events
 from hloscope.timing.cache import cached_timings, dump_fingerprint, profile_timings, run_folder_of
 from hloscope.timing.compiles import read_compiles, with_compile_times
+from hloscope.timing.results import ProfileTimings, merge_timings, timing_key
 from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [

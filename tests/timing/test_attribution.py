@@ -13,7 +13,7 @@ from hloscope.errors import UsageError
 from hloscope.hlo.parser import parse_file
 from hloscope.inspection import inspect_run
 from hloscope.render.timing import profile_doc, timings_doc
-from hloscope.timing.attribution import ModuleTiming, attribute, op_events
+from hloscope.timing.attribution import attribute, op_events
 from hloscope.timing.executions import (
     SPLIT_EXECUTE_EVENT,
     SPLIT_LAUNCH,
@@ -24,6 +24,7 @@ from hloscope.timing.executions import (
     WALL_MODULE,
     WALL_OPS,
 )
+from hloscope.timing.results import ModuleTiming
 from hloscope.timing.sources import load_profile, static_analyses
 from hloscope.timing.xplane import Trace, TraceEvent, read_trace
 from tests.timing.helpers import (

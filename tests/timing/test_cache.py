@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from hloscope.capture.run import TIMINGS_CACHE
-from hloscope.timing.attribution import ProfileTimings, attribute
+from hloscope.timing.attribution import attribute
 from hloscope.timing.cache import (
     cached_timings,
     profile_timings,
     timings_from_doc,
     timings_to_doc,
 )
+from hloscope.timing.results import ProfileTimings
 from hloscope.timing.xplane import find_profiles, read_trace
 from tests.conftest import GPU
 from tests.timing.helpers import JAX_PROFILE, JAX_XPLANE, TF_PROFILE

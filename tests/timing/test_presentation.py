@@ -12,7 +12,8 @@ from typing import Any, cast
 from rich.console import Console
 
 from hloscope.render.timing import module_detail, timings_doc
-from hloscope.timing.attribution import ModuleTiming, attribute
+from hloscope.timing.attribution import attribute
+from hloscope.timing.results import ModuleTiming
 from hloscope.timing.xplane import Trace, TraceEvent
 
 US = 1_000_000  # picoseconds

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from hloscope.timing.attribution import NO_XLA_OPS, ProfileTimings, attribute
+from hloscope.timing.attribution import NO_XLA_OPS, attribute
+from hloscope.timing.results import ProfileTimings
 from hloscope.timing.xplane import XSpace, read_trace, read_xspace
 from tests.conftest import GPU
 
