@@ -209,7 +209,8 @@ def test_escaped_names_are_laid_out_as_shown(
     from hloscope.cli import app
     from hloscope.cli import inspect as cli_inspect
 
-    monkeypatch.setattr(cli_inspect, "_stdout_is_terminal", lambda: True)
+    for module in (sys.modules["hloscope.cli.app"], cli_inspect):  # `cli.app` is the app
+        monkeypatch.setattr(module, "_stdout_is_terminal", lambda: True)
     env = {"COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}
     result = CliRunner().invoke(app, [command, str(hostile[0])], env=env)
     assert result.exit_code == 0, result.output

@@ -151,6 +151,22 @@ def _print(renderable: Any) -> None:
     _console().print(renderable)
 
 
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _print_records(renderable: Any) -> None:
+    """Print to a terminal as `_print` does; piped, never wrap or cut a line (rich would
+    wrap at 80 columns), so that each record stays one line for grep."""
+    if _stdout_is_terminal():
+        _print(renderable)
+        return
+    _console(soft_wrap=True, width=100_000).print(renderable)
+
+
 def _print_json(doc: Any) -> None:
     sys.stdout.write(_json_text(doc))
 

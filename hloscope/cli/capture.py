@@ -11,6 +11,8 @@ from hloscope.cli.app import (
     _command,
     _console,
     _print,
+    _print_records,
+    _stdout_is_terminal,
     app,
 )
 
@@ -215,7 +217,8 @@ def dump(
             "that holds it, or install it in that Python)"
         )
     if result.run.modules:
-        _print(modules_table(analyze_run(result.run), show_all=show_all))
+        full = not _stdout_is_terminal()  # piped: whole names, one line a module
+        _print_records(modules_table(analyze_run(result.run), show_all=show_all, full_names=full))
     err.print(outcome(result), soft_wrap=True)
     if progress.hidden:
         err.print(

@@ -17,12 +17,13 @@ from hloscope.cli.app import (
     RunArgument,
     StrictOption,
     _command,
-    _console,
     _echo,
     _fail,
     _json_text,
     _print,
     _print_json,
+    _print_records,
+    _stdout_is_terminal,
     app,
 )
 
@@ -256,22 +257,6 @@ def _format(fmt: str) -> str:
     if fmt not in ("text", "tsv"):
         raise _fail(f"--format {fmt!r}: use text or tsv (or --json)", 2)
     return fmt
-
-
-def _stdout_is_terminal() -> bool:
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _print_records(renderable: Any) -> None:
-    """Print to a terminal as `_print` does; piped, never wrap or cut a line (rich would
-    wrap at 80 columns), so that each record stays one line for grep."""
-    if _stdout_is_terminal():
-        _print(renderable)
-        return
-    _console(soft_wrap=True, width=100_000).print(renderable)
 
 
 _PICTURE_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}

@@ -148,7 +148,9 @@ def test_sample_summary_matches_parsed_modules(
     assert main.before is not None and main.after is not None
     before, after = parse_file(main.before), parse_file(main.after)
     counts = analyze_module(after)
-    cells = _summary_line(dumped.result.stdout, main.module_id or "")
+    # piped (as here), each module is one line under its whole key, however long
+    cells = _summary_line(dumped.result.stdout, main.key)
+    assert cells[0] == main.key
     assert cells[1:5] == [
         f"{before.instruction_count}→{after.instruction_count}",
         f"{analyze_module(before).ops}→{counts.kernel_count}",
