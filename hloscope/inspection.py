@@ -23,7 +23,7 @@ from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.files import inside, read_regular
-from hloscope.hlo.parser import split_lines
+from hloscope.hlo.text import split_lines
 from hloscope.runs import Run, load_run
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
 from hloscope.timing.sources import run_timings

@@ -41,7 +41,8 @@ from hloscope.hlo.model import (
     StackFrame,
 )
 from hloscope.hlo.opcodes import KNOWN_OPCODES
-from hloscope.hlo.parser import MAX_DUMP_BYTES, parse_file, read_dump
+from hloscope.hlo.parser import parse_file
+from hloscope.hlo.text import MAX_DUMP_BYTES, read_dump
 
 __all__ = ["PROTO_SUFFIXES", "is_proto_path", "load_module_file", "parse_proto", "parse_proto_file"]
 

@@ -9,7 +9,8 @@ import pytest
 
 from hloscope.analysis import kernels as K
 from hloscope.analysis.fusion import analyze_module
-from hloscope.hlo.parser import parse_file, parse_module, split_modules
+from hloscope.hlo.parser import parse_file, parse_module
+from hloscope.hlo.text import split_modules
 from tests.conftest import CORPUS, dump_file
 
 HEADER = """HloModule m, is_scheduled=true

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.errors import HloParseError
-from hloscope.hlo.parser import parse_module, split_modules
+from hloscope.hlo.parser import parse_module
+from hloscope.hlo.text import split_modules
 
 _TOKEN = re.compile(r"[A-Za-z_][\w.\-]*|[0-9]+|\s+|.", re.S)
 

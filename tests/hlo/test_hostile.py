@@ -14,7 +14,8 @@ from hloscope.analysis.provenance import trace
 from hloscope.errors import HloParseError
 from hloscope.hlo.graph import call_graph, to_networkx
 from hloscope.hlo.model import load_json, unescape
-from hloscope.hlo.parser import parse_module, parse_modules, parse_shape, split_modules
+from hloscope.hlo.parser import parse_module, parse_modules, parse_shape
+from hloscope.hlo.text import split_modules
 from tests.conftest import CORPUS
 from tests.hlo.fuzzing import deadline
 

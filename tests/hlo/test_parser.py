@@ -11,7 +11,8 @@ import pytest
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.model import HloModule
-from hloscope.hlo.parser import parse_file, parse_module, parse_shape, split_modules
+from hloscope.hlo.parser import parse_file, parse_module, parse_shape
+from hloscope.hlo.text import split_modules
 from tests.conftest import CORPUS, DATA, dump_file
 
 # ---------------------------------------------------------------------------------------

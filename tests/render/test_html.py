@@ -19,7 +19,7 @@ import hloscope
 from hloscope import notebook
 from hloscope.cli import app
 from hloscope.errors import MissingDependencyError, UsageError
-from hloscope.hlo.parser import split_lines
+from hloscope.hlo.text import split_lines
 from hloscope.inspection import BENCH_FILE, inspect_run, read_bench
 from hloscope.render.display import kernel_html
 from hloscope.render.html import (
