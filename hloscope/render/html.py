@@ -567,6 +567,19 @@ def _asset(name: str) -> str:
     return (resources.files("hloscope.render") / "assets" / name).read_text(encoding="utf-8")
 
 
+# The page script's pieces in assets/report/, one job each. They share one scope, so they
+# are joined in this order inside one function; dom.js opens with the script's contract
+# (strings from HLO or user code reach the DOM as text, never as markup).
+_REPORT_JS = ("dom.js", "table.js", "diagram.js", "overview.js", "module.js", "page.js")
+
+
+def _script() -> str:
+    """roofline.js, then the report's pieces in one `(function () { ... })();`."""
+    pieces = "\n".join(_asset(f"report/{name}") for name in _REPORT_JS)
+    report = '(function () {\n  "use strict";\n\n' + pieces + "})();\n"
+    return _asset("roofline.js") + "\n" + report
+
+
 def _sha256(text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "sha256-" + base64.b64encode(digest).decode("ascii")
@@ -579,7 +592,7 @@ def _title(inspection: Inspection) -> str:
 
 
 def _page(data: Mapping[str, Any], title: str) -> str:
-    css, js = _asset("report.css"), _asset("roofline.js") + "\n" + _asset("report.js")
+    css, js = _asset("report.css"), _script()
     # The assets are ours; this guards against an edit that would end the block early.
     assert "</style" not in css.lower() and "</script" not in js.lower()
     csp = "; ".join(

@@ -1,0 +1,160 @@
+/* hloscope HTML report: the overview: the run's header, the modules table, the heaviest
+ * kernels chart and the benchmark section.
+ */
+
+  // ---------------------------------------------------------------- overview
+
+  function runHeader(ov) {
+    var run = ov.run || {};
+    var versions = run.versions && typeof run.versions === "object" ? run.versions : {};
+    var fw = run.framework ? run.framework + (versions[run.framework] ? " " + versions[run.framework] : "") : null;
+    var facts = [
+      ["script", run.script],
+      ["framework", fw],
+      ["platform", run.platform],
+      ["device", run.device],
+      ["wall time", typeof run.wall_time_s === "number" ? run.wall_time_s.toFixed(1) + " s" : null],
+      ["exit code", run.exit_code],
+      ["modules", run.modules_total],
+    ];
+    var dl = h("dl", { class: "hs-facts" });
+    facts.forEach(function (f) {
+      if (f[1] === null || f[1] === undefined || f[1] === "") return;
+      add(dl, h("div", null, h("dt", null, f[0]), h("dd", null, String(f[1]))));
+    });
+    var other = Object.keys(versions).filter(function (k) { return k !== run.framework; });
+    if (other.length) {
+      add(dl, h("div", null, h("dt", null, "versions"),
+        h("dd", null, other.map(function (k) { return k + " " + versions[k]; }).join(", "))));
+    }
+    return h("header", { class: "hs-head" },
+      h("h1", null, h("span", { class: "hs-logo" }, "hloscope"), " report"),
+      h("p", { class: "hs-path" }, String(run.path || "")),
+      dl);
+  }
+
+  /* Kernel time per execution of a module timing summary, or null. */
+  function kernelTime(t) {
+    if (!t || !t.executions) return null;
+    var us = typeof t.kernel_us === "number" ? t.kernel_us : t.total_us;
+    return typeof us === "number" ? us / t.executions : null;
+  }
+
+  function kindsCell(after, limit) {
+    if (!after || !after.kernels_by_kind) return "–";
+    var kinds = Object.keys(after.kernels_by_kind);
+    var wrap = h("span", { class: "hs-kinds" });
+    kinds.slice(0, limit).forEach(function (k) {
+      add(wrap, chip(k + " " + after.kernels_by_kind[k], "hs-kind"));
+    });
+    if (kinds.length > limit) add(wrap, h("span", { class: "hs-muted" }, " +" + (kinds.length - limit)));
+    return wrap;
+  }
+
+  function modulesTable(rows, timed, openModule) {
+    var head = ["module", "instructions before → after", "ops → kernels", "kernels by kind",
+      "launches", "ops per kernel", "ops alone"];
+    if (timed) head.push("kernel time / execution");
+    var tbody = h("tbody");
+    rows.forEach(function (m) {
+      var b = m.before, a = m.after;
+      var t = m.timing;
+      var cells = [
+        h("td", { class: "hs-mname" },
+          h("a", { href: "#hs-m-" + m.index, title: m.name, onclick: function (ev) { ev.preventDefault(); openModule(m.index, true); } },
+            shortName(m.name, 56)),
+          m.error ? h("span", { class: "hs-err", title: m.error }, " ⚠") : null),
+        h("td", { class: "hs-num" }, arrow(b && b.instructions, a && a.instructions)),
+        h("td", { class: "hs-num" }, arrow(b && b.ops, a && a.kernels)),
+        h("td", null, kindsCell(a, 4)),
+        h("td", { class: "hs-num" }, launches(a)),
+        h("td", { class: "hs-num" }, m.ops_per_kernel ? m.ops_per_kernel.toFixed(1) : "–"),
+        h("td", { class: "hs-num" }, m.alone === null || m.alone === undefined ? "–" : fmtInt(m.alone)),
+      ];
+      if (timed) cells.push(h("td", { class: "hs-num" }, fmtUs(kernelTime(t))));
+      add(tbody, h("tr", { data: { key: m.key } }, cells));
+    });
+    return h("table", { class: "hs-table hs-modules" },
+      h("thead", null, h("tr", null, head.map(function (x, i) {
+        return h("th", { class: i && i !== 3 ? "hs-num" : null, scope: "col" }, x);
+      }))), tbody);
+  }
+
+  function barChart(items, label, value, fmt, onclick) {
+    var max = 0;
+    items.forEach(function (it) { max = Math.max(max, value(it) || 0); });
+    var list = h("div", { class: "hs-bars", role: "list" });
+    items.forEach(function (it) {
+      var v = value(it) || 0;
+      var bar = h("span", { class: "hs-bar" });
+      bar.style.width = (max ? Math.max(0.5, (100 * v) / max) : 0) + "%";
+      var row = h("div", { class: "hs-barrow", role: "listitem", tabindex: onclick ? 0 : null },
+        h("span", { class: "hs-barlabel", title: label(it).title || label(it).text }, label(it).node || label(it).text),
+        h("span", { class: "hs-bartrack" }, bar),
+        h("span", { class: "hs-barvalue hs-num" }, fmt(it)));
+      if (onclick) {
+        row.addEventListener("click", function () { onclick(it); });
+        row.addEventListener("keydown", function (ev) { if (ev.key === "Enter") onclick(it); });
+      }
+      add(list, row);
+    });
+    return list;
+  }
+
+  function heaviestSection(ov, openKernel) {
+    var items = ov.heaviest || [];
+    if (!items.length) return null;
+    var several = new Set(items.map(function (k) { return k.module; })).size > 1;
+    return h("section", { class: "hs-card", id: "hs-heaviest" },
+      h("h2", null, "Heaviest kernels"),
+      h("p", { class: "hs-muted" }, "Total time over the profiled executions; click a kernel to open it."),
+      barChart(items,
+        function (k) {
+          var text = (several ? shortName(k.module, 24) + " · " : "") + k.kernel;
+          return { text: text, node: h("span", null, text, " ", chip(k.kind, "hs-kind")) };
+        },
+        function (k) { return k.total_us; },
+        function (k) { return fmtUs(k.total_us) + (k.share !== null && k.share !== undefined ? "  " + fmtPct(k.share) : ""); },
+        function (k) { openKernel(k.index, k.kernel); }));
+  }
+
+  function benchSection(bench) {
+    if (!bench) return null;
+    var sec = h("section", { class: "hs-card", id: "hs-bench" }, h("h2", null, "Eager vs XLA"));
+    if (bench.error) {
+      add(sec, h("p", { class: "hs-err" }, String(bench.error)));
+      return sec;
+    }
+    var modes = Array.isArray(bench.modes) ? bench.modes : [];
+    var facts = [bench.target, bench.framework, bench.device].filter(Boolean).map(String).join(" · ");
+    if (facts) add(sec, h("p", { class: "hs-muted" }, facts));
+    if (!modes.length) {
+      add(sec, h("p", { class: "hs-muted" }, "bench.json holds no modes"));
+      return sec;
+    }
+    var ok = modes.filter(function (m) { return typeof m.median_s === "number"; });
+    add(sec, barChart(ok,
+      function (m) { return { text: String(m.label || m.name) }; },
+      function (m) { return m.median_s; },
+      function (m) { return fmtS(m.median_s) + (typeof m.speedup === "number" ? "  ×" + m.speedup.toFixed(2) : ""); },
+      null));
+    var tbody = h("tbody");
+    modes.forEach(function (m) {
+      add(tbody, h("tr", null,
+        h("td", null, String(m.label || m.name || "?"), m.name === bench.baseline ? h("span", { class: "hs-muted" }, " (baseline)") : null),
+        h("td", { class: "hs-num" }, fmtS(m.first_call_s)),
+        h("td", { class: "hs-num" }, fmtS(m.median_s)),
+        h("td", { class: "hs-num" }, m.p10_s !== undefined ? fmtS(m.p10_s) + " – " + fmtS(m.p90_s) : "–"),
+        h("td", { class: "hs-num" }, typeof m.speedup === "number" ? "×" + m.speedup.toFixed(2) : "–"),
+        h("td", { class: "hs-num" }, typeof m.peak_memory_bytes === "number" ? fmtBytes(m.peak_memory_bytes) : "–"),
+        h("td", { class: m.error ? "hs-err" : "hs-muted" }, m.error ? String(m.error) : (m.repeats ? fmtInt(m.repeats) + " calls" : ""))));
+    });
+    add(sec, h("table", { class: "hs-table" },
+      h("thead", null, h("tr", null,
+        ["mode", "first call", "median", "p10 – p90", "speed-up", "peak memory", ""].map(function (x, i) {
+          return h("th", { class: i > 0 && i < 6 ? "hs-num" : null, scope: "col" }, x);
+        }))), tbody));
+    var notes = Array.isArray(bench.notes) ? bench.notes : [];
+    if (notes.length) add(sec, h("ul", { class: "hs-notes" }, notes.map(function (n) { return h("li", null, String(n)); })));
+    return sec;
+  }
