@@ -1,6 +1,6 @@
-/* hloscope HTML report: the roofline plot (loaded before report.js, same script block).
+/* hloscope HTML report: the roofline plot (loaded before report/*.js, same script block).
  *
- * Same contract as report.js: kernel names and figures reach the DOM as text
+ * Same contract as report/dom.js states: kernel names and figures reach the DOM as text
  * (textContent of SVG <title> and <text>, setAttribute on data-kernel), never as markup.
  */
 var HS_ROOFLINE = (function () {
