@@ -9,7 +9,6 @@ as warm-up, and the rest is summarised per module and per kernel (`hloscope.timi
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +29,7 @@ from hloscope.timing.results import (
     ModuleTiming,
     ProfileTimings,
     cold_problems,
+    launches_differ,
     timing_key,
 )
 from hloscope.timing.trace import DEVICE_PLANE_PREFIX, XLA_OPS_LINE, Trace, TraceEvent
@@ -301,7 +301,7 @@ def _module_timing(
     if static is not None:
         static_launches = static.launches
         if n:
-            mismatch = not math.isclose(per_execution, static.launches)
+            mismatch = launches_differ(per_execution, static.launches)
         static_names = {k.name for k in static.kernels}
         seen = {o.op for o in ops if id(o) not in control}
         missing = tuple(k.name for k in static.kernels if k.name not in seen)

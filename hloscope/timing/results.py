@@ -7,6 +7,7 @@ the run folder; analyses of time (`roofline`, the renderers) only read them.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -20,6 +21,7 @@ __all__ = [
     "ModuleTiming",
     "ProfileTimings",
     "cold_problems",
+    "launches_differ",
     "merge_timings",
     "timing_key",
 ]
@@ -250,6 +252,12 @@ class ProfileTimings:
             raise UsageError(f"no profiled module matches {query!r}; profiled: {keys}")
         found = ", ".join(timing_key(m.name, m.program_id, True) for m in part[:12])
         raise UsageError(f"{query!r} matches several modules ({found}); give a full name")
+
+
+def launches_differ(per_execution: float, static_launches: int) -> bool:
+    """Whether a module's measured launches per execution differ from the count its HLO
+    gives (`ModuleTiming.launch_mismatch`), whichever trace measured them."""
+    return not math.isclose(per_execution, static_launches)
 
 
 def timing_key(name: str, program_id: int | None, ambiguous: bool) -> str:

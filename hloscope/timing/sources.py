@@ -9,7 +9,6 @@ whatever measured it. This is the only module of `timing` that finds files.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from hloscope.timing import nsys
 from hloscope.timing.attribution import attribute, op_events
 from hloscope.timing.cache import cached_timings, dump_fingerprint, profile_timings, run_folder_of
 from hloscope.timing.compiles import read_compiles, with_compile_times
-from hloscope.timing.results import ProfileTimings, merge_timings, timing_key
+from hloscope.timing.results import ProfileTimings, launches_differ, merge_timings, timing_key
 from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [
@@ -133,7 +132,7 @@ def _compare_launches(
             m = replace(
                 m,
                 static_launches=analysis.launches,
-                launch_mismatch=not math.isclose(m.launches_per_execution, analysis.launches),
+                launch_mismatch=launches_differ(m.launches_per_execution, analysis.launches),
             )
         modules[key] = m
     return replace(timings, modules=modules)
