@@ -235,6 +235,11 @@ def _module_timing(
             [loop.name for loop in static.loops] + [b.conditional for b in static.branches]
         )
     control = _control_ops(ops, names)
+    # The runtime reports some kernels under another instruction's name (an async pair
+    # under the op it wraps, a `__custom_fusion` under its library call: `Kernel.hlo_ops`);
+    # their events are booked to the kernel, as the nsys source books its thunks.
+    kernel_of = {op: k.name for k in static.kernels for op in k.hlo_ops} if static else {}
+    hlo_ops: dict[str, set[str]] = defaultdict(set)
     per_device: dict[str, list[OpEvent]] = defaultdict(list)
     for o in ops:
         per_device[o.device].append(o)
@@ -259,13 +264,15 @@ def _module_timing(
             control_self[op].append(self_ps)
         calls = _calls(kernels)
         for c in calls:
-            durations[c.op].append(c.duration_ps)
-            kernels_per_call[c.op] = max(kernels_per_call[c.op], len(c.kernels))
+            kernel = kernel_of.get(c.op, c.op)
+            hlo_ops[kernel].add(c.op)
+            durations[kernel].append(c.duration_ps)
+            kernels_per_call[kernel] = max(kernels_per_call[kernel], len(c.kernels))
             if c.kernels[0].on_device and not c.kernels[0].op_line:
-                op_kernels[c.op] += len(c.kernels)
+                op_kernels[kernel] += len(c.kernels)
             for k in c.kernels:
                 if k.kernel != c.op:
-                    device_kernels[c.op].add(k.kernel)
+                    device_kernels[kernel].add(k.kernel)
         wall = ex.wall_ps if ex.wall_ps is not None else ex.span_ps
         walls.append(wall)
         kernel_ps += sum(c.duration_ps for c in calls)
@@ -289,7 +296,7 @@ def _module_timing(
                 kernels_per_op=kernels_per_call[op],
                 device_kernels=tuple(sorted(device_kernels[op])),
                 device_ops=op_kernels.get(op),
-                hlo_ops=(op,),
+                hlo_ops=tuple(sorted(hlo_ops[op])),
             )
         )
     timings.sort(key=lambda k: (-k.total_us, k.name))
@@ -302,10 +309,10 @@ def _module_timing(
         static_launches = static.launches
         if n:
             mismatch = launches_differ(per_execution, static.launches)
-        static_names = {k.name for k in static.kernels}
         seen = {o.op for o in ops if id(o) not in control}
-        missing = tuple(k.name for k in static.kernels if k.name not in seen)
-        unknown = tuple(sorted(seen - static_names))
+        booked = {kernel_of[op] for op in seen if op in kernel_of}
+        missing = tuple(k.name for k in static.kernels if k.name not in booked)
+        unknown = tuple(sorted(seen - kernel_of.keys()))
     return ModuleTiming(
         name=name,
         program_id=program_id,
