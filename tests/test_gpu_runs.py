@@ -226,3 +226,21 @@ def test_gpu_xspace_events_are_booked_to_kernels_under_their_runtime_names() -> 
     assert train.launches_per_execution == truth()["jit_train_step"]["thunks_per_execution"] == 980
     assert {"all-to-all.3", "custom-call.220"} <= {op for k in train.kernels for op in k.hlo_ops}
     assert checked >= 6 and len(static) == len(timings.modules) == 13
+
+
+def test_what_several_kernels_of_an_op_share_is_said_once() -> None:
+    """A dot_general run as six cuBLAS calls (the while loop's peeled and double-buffered
+    copies) is explained once, not six times over."""
+    (train,) = _modules("jit_train_step")
+    assert train.provenance is not None
+    several = [
+        p
+        for p in train.provenance.placements
+        if len(p.kernels) > 1 and "library call" in p.evidence
+    ]
+    assert any(
+        p.evidence == f"{len(p.kernels)} kernels are library calls (custom-call:__cublas$gemm)"
+        for p in several
+    )
+    for p in several:
+        assert p.evidence.count("library call") == 1, p.evidence

@@ -345,23 +345,42 @@ def _why_alone(kernels: Iterable[Kernel], decisions: FusionDecisions | None) -> 
     XLA's own reasons come first when its priority-fusion log names the kernel or one of
     the instructions in it.
     """
-    facts: list[str] = []
+    facts: list[str | tuple[str, str]] = []
+    # What several kernels share is said once: (singular, plural) -> the kernels' names.
+    shared: dict[tuple[str, str], list[str]] = {}
     for k in kernels:
         if decisions is not None:
             reasons = decisions.reasons([k.name, *(i.name for i in k.ops)])
             if reasons:
                 facts.append(f"XLA's fusion log: {'; '.join(reasons)}")
-        if k.library:
-            facts.append(f"{k.name} is a library call ({k.kind})")
-        elif k.cls == K.COLLECTIVE:
-            facts.append(f"{k.name} is a collective")
-        elif k.cls == K.UNFUSED:
-            facts.append(f"{k.name} is an unfused {k.opcode}")
+        kind = _kind_fact(k)
+        if kind is not None:
+            if kind not in shared:
+                facts.append(kind)
+            shared.setdefault(kind, []).append(k.name)
         if k.users > 1:
             facts.append(f"{k.users} consumers")
         if k.is_root:
             facts.append(f"it is the result of computation {k.computation}")
-    return "; ".join(dict.fromkeys(facts))
+
+    def said(fact: str | tuple[str, str]) -> str:
+        if isinstance(fact, str):
+            return fact
+        names = shared[fact]
+        return f"{names[0]} {fact[0]}" if len(names) == 1 else f"{len(names)} kernels {fact[1]}"
+
+    return "; ".join(dict.fromkeys(map(said, facts)))
+
+
+def _kind_fact(k: Kernel) -> tuple[str, str] | None:
+    """What kind of kernel runs alone, said of one and of several; None for a fusion."""
+    if k.library:
+        return f"is a library call ({k.kind})", f"are library calls ({k.kind})"
+    if k.cls == K.COLLECTIVE:
+        return "is a collective", "are collectives"
+    if k.cls == K.UNFUSED:
+        return f"is an unfused {k.opcode}", f"are unfused {k.opcode}s"
+    return None
 
 
 def _before_evidence(
