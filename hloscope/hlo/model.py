@@ -5,9 +5,9 @@ renderers only read them. Attributes are kept verbatim as text next to the few f
 that are parsed (shape, operands, called computations, metadata, backend_config), so
 nothing in the input is lost even when hloscope does not understand it.
 
-They are frozen dataclasses with slots, and `Instruction` a named tuple: a model is
-about five times its text in memory (`benchmarks/scale_bench.py`), as small as the
-text it keeps verbatim allows.
+They are frozen dataclasses, slotted where a module holds many (shapes, metadata), and
+`Instruction` is a named tuple: a model is about five times its text in memory
+(`benchmarks/scale_bench.py`), little more than the text it keeps verbatim.
 """
 
 from __future__ import annotations
