@@ -136,11 +136,15 @@ def _report_json(
         peaks = _peaks(inspection, bandwidth_gbs, tflops)
         return Output(_json_text(report_doc(inspection, peaks)), _warnings(inspection))
 
+    from hloscope.render.format import printable
+
     options = {"module": modules, "peak_bandwidth": bandwidth_gbs, "peak_tflops": tflops}
     output = cached_output(run, "report --json", options, compute)
     for line in output.warnings:
         _echo(line, err=True)
-    sys.stdout.write(output.stdout)
+    # A kept document is a file in a run folder, which anyone may have written: escaped
+    # like all else from one (a no-op on what `_json_text` made, which holds no control).
+    sys.stdout.write(printable(output.stdout))
 
 
 def _warnings(inspection: Any) -> tuple[str, ...]:

@@ -324,3 +324,17 @@ def test_links_out_of_the_run_folder_are_not_walked(run: Path, tmp_path: Path) -
     assert again[1:3] == [stat.S_IFREG, (run / "HOW.md").stat().st_size]
     (outside / "deep" / "f.txt").write_text("changed", encoding="utf-8")
     assert tree_stamps(run) == stamps
+
+
+def test_a_kept_report_with_terminal_escapes_prints_them_escaped(run: Path) -> None:
+    """The kept file is input like any other in a run folder: a forged entry cannot send
+    control sequences to the terminal (a clear screen, an OSC 52 clipboard write)."""
+    report(run, *PEAKS)
+    doc = json.loads((run / REPORT_CACHE).read_text(encoding="utf-8"))
+    for entry in doc["entries"].values():
+        entry["stdout"] = '{"x": "\x1b[2J\x1b]52;c;aGk=\x07\x9b5m"}\n'
+        entry["warnings"] = ["hloscope: warning: \x1b[31mred"]
+    (run / REPORT_CACHE).write_text(json.dumps(doc), encoding="utf-8")
+    out, err = report(run, *PEAKS)
+    assert "\\x1b[2J" in out and "\\x9b" in out and "\\x1b[31m" in err
+    assert not any(c in out + err for c in "\x1b\x07\x9b")
