@@ -23,8 +23,9 @@ Every walk is linear in the module's size (one visit per computation, no recursi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from hloscope.analysis import kernels as K
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
@@ -202,6 +203,12 @@ class ModuleAnalysis:
     def kernel_count(self) -> int:
         """Number of kernels (each counted once, however often it runs)."""
         return len(self.kernels)
+
+    @cached_property
+    def kernel_of(self) -> Mapping[str, str]:
+        """Kernel name by each name the runtime reports it under (`Kernel.hlo_ops`):
+        what a trace's `hlo_op` is booked to."""
+        return {op: k.name for k in self.kernels for op in k.hlo_ops}
 
 
 def trip_count(inst: Instruction) -> int | None:

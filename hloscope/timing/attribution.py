@@ -238,7 +238,7 @@ def _module_timing(
     # The runtime reports some kernels under another instruction's name (an async pair
     # under the op it wraps, a `__custom_fusion` under its library call: `Kernel.hlo_ops`);
     # their events are booked to the kernel, as the nsys source books its thunks.
-    kernel_of = {op: k.name for k in static.kernels for op in k.hlo_ops} if static else {}
+    kernel_of = static.kernel_of if static is not None else {}
     hlo_ops: dict[str, set[str]] = defaultdict(set)
     per_device: dict[str, list[OpEvent]] = defaultdict(list)
     for o in ops:

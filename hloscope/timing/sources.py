@@ -113,10 +113,7 @@ class NsysSource:
         return run.manifest.source == NSYS_SOURCE  # what load_run found the path to be
 
     def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
-        kernel_of = {
-            key: {op: k.name for k in analysis.kernels for op in k.hlo_ops}
-            for key, analysis in static.items()
-        }
+        kernel_of = {key: analysis.kernel_of for key, analysis in static.items()}
         timings = nsys.nsys_timings(run.path, kernel_of=kernel_of)
         return _compare_launches(timings, static)
 

@@ -54,7 +54,8 @@ def test_launches_that_vary_per_execution_are_a_distribution() -> None:
         events += [_op(f"k{i}", 1000.0 * run + 2 * i, 1, run) for i in range(n)]
     static = SimpleNamespace(
         launches=12,
-        kernels=[SimpleNamespace(name=f"k{i}", hlo_ops=(f"k{i}",)) for i in range(12)],
+        kernels=[SimpleNamespace(name=f"k{i}") for i in range(12)],
+        kernel_of={f"k{i}": f"k{i}" for i in range(12)},
         loops=[],
         branches=[],
     )
