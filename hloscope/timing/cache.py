@@ -40,7 +40,7 @@ __all__ = [
     "timings_to_doc",
 ]
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: XPlane events booked to kernels by their runtime names
 """The shape of a kept `ProfileTimings` document (part of every key)."""
 _MAX_ENTRIES = 4
 # A big GPU run's timings are tens of MB; past this the file is not read.
@@ -58,7 +58,8 @@ def run_folder_of(path: Path) -> Path | None:
 
 def static_fingerprint(static: Mapping[str, Any] | None) -> str:
     """A short digest of the after-optimization analyses timings were compared with:
-    per module key, the static launch count, kernel names, loops and conditionals."""
+    per module key, the static launch count, kernel names and the runtime names each is
+    booked under, loops and conditionals."""
     parts = []
     for key in sorted(static or {}):
         a = (static or {})[key]
@@ -67,6 +68,7 @@ def static_fingerprint(static: Mapping[str, Any] | None) -> str:
                 key,
                 a.launches,
                 [k.name for k in a.kernels],
+                sorted(a.kernel_of.items()),
                 [loop.name for loop in a.loops],
                 [b.conditional for b in a.branches],
             ]
