@@ -299,22 +299,13 @@ def module_detail(key: str, m: ModuleTiming, *, limit: int = 25) -> RenderableTy
     parts: list[RenderableType] = [_module_header(key, m)]
     if m.executions:
         parts.append(_kernel_table(m, limit))
-    if m.missing_kernels:
-        parts.append(
-            Text(
-                f"in the HLO but never seen running: {', '.join(m.missing_kernels[:10])}"
-                + (" …" if len(m.missing_kernels) > 10 else ""),
-                style="yellow",
-            )
-        )
-    if m.unknown_ops:
-        parts.append(
-            Text(
-                f"seen running but not kernels of the HLO: {', '.join(m.unknown_ops[:10])}"
-                + (" …" if len(m.unknown_ops) > 10 else ""),
-                style="yellow",
-            )
-        )
+    for what, names in (
+        ("in the HLO but never seen running", m.missing_kernels),
+        ("seen running but not kernels of the HLO", m.unknown_ops),
+    ):
+        if names:
+            more = " …" if len(names) > 10 else ""
+            parts.append(Text(f"{what}: {', '.join(names[:10])}{more}", style="yellow"))
     return Group(*parts)
 
 
