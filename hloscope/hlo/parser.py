@@ -165,17 +165,11 @@ class _Parser:
         Lines are joined until their brackets balance; comments are dropped. A line that
         is a whole instruction is matched once and yielded at once (the fast path).
         """
-        text = self.lf_text
-        n = len(text)
-        find = text.find
+        n = len(self.lf_text)
         full = FULL_INSTRUCTION.fullmatch
         while self.at < n:
-            end = find("\n", self.at)
-            if end < 0:
-                end = n
-            line = text[self.at : end]
-            self.at = end + 1
-            self.i = number = self.i + 1
+            line = self.next_line()
+            number = self.i
             m = full(line)
             if m is not None:
                 yield number, line, m
@@ -218,7 +212,7 @@ class _Parser:
             yield number, line, full(line)
 
     def next_line(self) -> str:
-        """The next line (the loop in `statements` does the same inline, for speed)."""
+        """The next line, sliced out of the text."""
         text = self.lf_text
         end = text.find("\n", self.at)
         if end < 0:
