@@ -15,9 +15,6 @@ written, are read without caching. The file is one of the run folder's stores
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,7 +70,7 @@ def static_fingerprint(static: Mapping[str, Any] | None) -> str:
                 [b.conditional for b in a.branches],
             ]
         )
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+    return digest(parts)[:16]
 
 
 def dump_fingerprint(folder: Path | None) -> str:
@@ -82,18 +79,12 @@ def dump_fingerprint(folder: Path | None) -> str:
     it. '' when there is no run or no dump folder."""
     if folder is None:
         return ""
+    dump = folder / "dump"
     try:
-        with os.scandir(folder / "dump") as found:
-            entries = sorted(
-                (e.name, e.stat().st_size, e.stat().st_mtime_ns)
-                for e in found
-                if e.name.endswith(".txt")
-            )
+        entries = file_stamps(dump, sorted(p for p in dump.iterdir() if p.name.endswith(".txt")))
     except OSError:
         return ""
-    if not entries:
-        return ""
-    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
+    return digest(entries)[:16] if entries else ""
 
 
 def cached_timings(
