@@ -12,9 +12,26 @@ from __future__ import annotations
 import lzma
 import os
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["inside", "read_regular"]
+__all__ = [
+    "MAX_EXPANSION",
+    "TooManyEntries",
+    "Walk",
+    "decompress_xz",
+    "expansion_limit",
+    "inside",
+    "read_regular",
+    "walk",
+]
+
+MAX_EXPANSION = 64
+"""How many times its own size a compressed file may decompress to. Real dumps and
+traces compress 5-20 times (the MaxText archive's HLO protos 5-17 times, JAX's
+trace.json.gz about 10); a bomb of zeros compresses thousands of times."""
+MIN_EXPANDED = 64 << 20
+"""What any compressed file may decompress to, however small it is."""
 
 
 def read_regular(path: str | Path, limit: int) -> bytes:
@@ -62,6 +79,13 @@ def inside(path: str | Path, root: str | Path) -> bool:
     return real == base or base in real.parents
 
 
+def expansion_limit(compressed: int, cap: int) -> int:
+    """The most bytes a compressed input of `compressed` bytes is decompressed to: at most
+    `MAX_EXPANSION` times its size (`MIN_EXPANDED` for small ones), never past `cap`.
+    This keeps a reader's memory a stated multiple of the file it was given."""
+    return min(cap, max(MIN_EXPANDED, MAX_EXPANSION * compressed))
+
+
 def decompress_xz(data: bytes, limit: int) -> bytes:
     """xz data decompressed to at most `limit` bytes (`lzma.decompress` has no bound, and
     a file of kilobytes can expand to gigabytes).
@@ -93,3 +117,88 @@ def decompress_xz(data: bytes, limit: int) -> bytes:
         if not data:
             break
     return b"".join(parts)
+
+
+MAX_DEPTH = 32
+"""Folder levels `walk` goes below where it starts: a profiler log dir is six deep; a
+tree nested hundreds deep is a trap (recursive walks end in RecursionError there)."""
+MAX_ENTRIES = 200_000
+"""Entries `walk` lists before it gives up (a folder given by mistake: `/`, a home)."""
+
+
+class TooManyEntries(OSError):
+    """A folder holds more entries than a search should list."""
+
+
+@dataclass
+class Walk:
+    """What `walk` found below a folder.
+
+    Attributes:
+        files: Regular files, sorted (links inside the folder followed).
+        folders: Folders, sorted, the starting one left out.
+        links_out: Links that lead out of the folder, not followed.
+        special: FIFOs, devices and sockets, left alone.
+        too_deep: Folders left unsearched below `MAX_DEPTH`.
+    """
+
+    files: list[Path] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+    links_out: list[Path] = field(default_factory=list)
+    special: list[Path] = field(default_factory=list)
+    too_deep: int = 0
+
+
+def walk(root: str | Path, *, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES) -> Walk:
+    """Every regular file and folder below `root`, without recursion.
+
+    Links are followed only where they stay inside `root`, each folder is entered once
+    (a link back up is no loop), nothing below `max_depth` levels is listed, and FIFOs,
+    devices and sockets are left out: nothing outside the folder is read or stat'ed.
+
+    Raises:
+        TooManyEntries: More than `max_entries` entries.
+    """
+    base = Path(root)
+    found = Walk()
+    try:
+        st = base.stat()
+    except OSError:
+        return found
+    seen = {(st.st_dev, st.st_ino)}
+    stack = [(base, 0)]
+    count = 0
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        count += len(entries)
+        if count > max_entries:
+            raise TooManyEntries(f"{base} holds more than {max_entries:,} files and folders")
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_symlink() and not inside(path, base):
+                found.links_out.append(path)
+                continue
+            try:
+                info = entry.stat()  # follows a link inside the folder
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if depth >= max_depth:
+                    found.too_deep += 1
+                elif (info.st_dev, info.st_ino) not in seen:
+                    seen.add((info.st_dev, info.st_ino))
+                    found.folders.append(path)
+                    stack.append((path, depth + 1))
+            elif stat.S_ISREG(info.st_mode):
+                found.files.append(path)
+            else:
+                found.special.append(path)
+    found.files.sort()
+    found.folders.sort()
+    found.links_out.sort()
+    return found
