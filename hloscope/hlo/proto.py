@@ -27,7 +27,8 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.errors import HloParseError, MissingDependencyError
-from hloscope.files import decompress_xz
+from hloscope.files import decompress_xz, expansion_limit
+from hloscope.hlo.calls import find_cycle
 from hloscope.hlo.lexical import parse_shape
 from hloscope.hlo.model import (
     CalledComputation,
@@ -203,7 +204,8 @@ def load_module_file(path: str | Path, *, strict: bool = False) -> HloModule:
 
 
 def parse_proto_file(path: str | Path) -> HloModule:
-    """Read a binary HLO dump (`*.hlo.pb`, or `*.hlo.pb.xz` compressed with xz).
+    """Read a binary HLO dump (`*.hlo.pb`, or `*.hlo.pb.xz` compressed with xz, which is
+    decompressed to at most `files.MAX_EXPANSION` times its size).
 
     Raises:
         HloParseError: The file is missing, unreadable, not xz, or not an HloProto.
@@ -213,7 +215,7 @@ def parse_proto_file(path: str | Path) -> HloModule:
     data = read_dump(p, "an HLO dump")
     if p.name.endswith(".xz") or data[:6] == b"\xfd7zXZ\x00":
         try:
-            data = decompress_xz(data, MAX_DUMP_BYTES)
+            data = decompress_xz(data, expansion_limit(len(data), MAX_DUMP_BYTES))
         except lzma.LZMAError as e:
             raise HloParseError(f"not valid xz data ({e})", path=str(path)) from None
         except ValueError as e:
@@ -324,8 +326,21 @@ class _Builder:
         self.metadata: dict[tuple[Any, ...], Metadata | None] = {}
         self.pred_ids: set[int] = set()
 
+    def error(self, message: str) -> HloParseError:
+        return HloParseError(message, path=self.path)
+
     def module(self, m: Any) -> HloModule:
-        names = {c.id: c.name for c in m.computations}
+        names: dict[int, str] = {}
+        seen: set[str] = set()
+        for c in m.computations:
+            if c.name in seen:
+                raise self.error(f"computation '{c.name}' is defined twice")
+            if c.id in names:
+                raise self.error(
+                    f"computation id {c.id} is used twice ('{names[c.id]}', '{c.name}')"
+                )
+            seen.add(c.name)
+            names[c.id] = c.name
         entry_id = m.entry_computation_id
         entry_name = m.entry_computation_name
         scheduled = m.HasField("schedule")
@@ -334,13 +349,15 @@ class _Builder:
         for c in m.computations:
             is_entry = c.id == entry_id if entry_id else c.name == entry_name
             computations.append(self.computation(c, names, is_entry, order.get(c.id)))
+        self.check_calls(computations)
         attributes: dict[str, str] = {}
         if scheduled:
             attributes["is_scheduled"] = "true"
         if m.HasField("host_program_shape"):
             ps = m.host_program_shape
-            params = ", ".join(self.shape(s).text for s in ps.parameters)
-            attributes["entry_computation_layout"] = f"{{({params})->{self.shape(ps.result).text}}}"
+            params = ", ".join(self.shape(s, "the entry layout").text for s in ps.parameters)
+            result = self.shape(ps.result, "the entry layout").text
+            attributes["entry_computation_layout"] = f"{{({params})->{result}}}"
         return HloModule(
             name=m.name,
             attributes=MappingProxyType(attributes),
@@ -350,19 +367,59 @@ class _Builder:
             path=self.path,
         )
 
+    def check_calls(self, computations: list[Computation]) -> None:
+        """No computation calls itself, directly or through others (XLA's text parser
+        cannot even write such a module; every walk of the analyses relies on it)."""
+        call_sites = {
+            c.name: [i for i in c.instructions if i.called] for c in computations if c.instructions
+        }
+        cycle = find_cycle({k: v for k, v in call_sites.items() if v})
+        if cycle is not None:
+            path, inst = cycle
+            raise self.error(
+                f"computation '{path[0]}' calls itself: {' -> '.join(path)} "
+                f"(instruction '{inst.name}')"
+            )
+
     def computation(
         self, c: Any, names: Mapping[int, str], is_entry: bool, schedule: list[int] | None
     ) -> Computation:
-        local = {i.id: i.name for i in c.instructions}
         protos = list(c.instructions)
+        local: dict[int, str] = {}
+        seen: set[str] = set()
+        for i in protos:
+            if i.name in seen:
+                raise self.error(
+                    f"instruction '{i.name}' is defined twice in computation '{c.name}'"
+                )
+            if i.id in local:
+                raise self.error(
+                    f"instruction id {i.id} is used twice in computation '{c.name}' "
+                    f"('{local[i.id]}', '{i.name}')"
+                )
+            seen.add(i.name)
+            local[i.id] = i.name
         self.pred_ids = {i.id for i in protos if i.shape.element_type == 1}  # PRED
         if schedule and len(schedule) == len(protos):
             # A scheduled module prints each computation in its schedule's order: the
             # order the runtime executes it in.
             at = {i.id: i for i in protos}
             if all(n in at for n in schedule):
-                protos = [at[n] for n in schedule]
-        instructions = tuple(self.instruction(i, local, names, i.id == c.root_id) for i in protos)
+                scheduled = [at[n] for n in schedule]
+                if _defines_before_use(scheduled, local) is None:
+                    protos = scheduled
+        problem = _defines_before_use(protos, local)
+        if problem is not None:
+            user, operand = problem
+            what = f"id {operand}" if operand not in local else f"'{local[operand]}'"
+            where = "is not in the computation" if operand not in local else "comes after it"
+            raise self.error(
+                f"operand {what} of instruction '{user}' in computation '{c.name}' {where} "
+                "(XLA writes operands first: a cycle or a broken dump)"
+            )
+        instructions = tuple(
+            self.instruction(i, local, names, i.id == c.root_id, c.name) for i in protos
+        )
         thread = c.execution_thread
         return Computation(
             name=c.name,
@@ -372,13 +429,24 @@ class _Builder:
         )
 
     def instruction(
-        self, i: Any, local: Mapping[int, str], names: Mapping[int, str], is_root: bool
+        self,
+        i: Any,
+        local: Mapping[int, str],
+        names: Mapping[int, str],
+        is_root: bool,
+        computation: str,
     ) -> Instruction:
         opcode = i.opcode
         if opcode not in KNOWN_OPCODES:
             self.unknown_opcodes[opcode] = self.unknown_opcodes.get(opcode, 0) + 1
-        operands = tuple(local.get(o, f"#{o}") for o in i.operand_ids)
-        callees = [names.get(c, f"#{c}") for c in i.called_computation_ids]
+        operands = tuple(local[o] for o in i.operand_ids)  # checked by the caller
+        missing = next((c for c in i.called_computation_ids if c not in names), None)
+        if missing is not None:
+            raise self.error(
+                f"instruction '{i.name}' in computation '{computation}' calls computation "
+                f"id {missing}, which the module does not hold"
+            )
+        callees = [names[c] for c in i.called_computation_ids]
         predicated = bool(i.operand_ids) and i.operand_ids[0] in self.pred_ids
         called = _called(opcode, callees, predicated)
         metadata = self.instruction_metadata(i) if i.HasField("metadata") else None
@@ -392,7 +460,7 @@ class _Builder:
         return Instruction(
             name=i.name,
             opcode=opcode,
-            shape=self.shape(i.shape),
+            shape=self.shape(i.shape, f"instruction '{i.name}'"),
             operands=operands,
             attributes=MappingProxyType(attributes),
             called=called,
@@ -402,11 +470,14 @@ class _Builder:
             line=0,
         )
 
-    def shape(self, s: Any) -> Shape:
+    def shape(self, s: Any, what: str) -> Shape:
         key = s.SerializeToString()
         shape = self.shapes.get(key)
         if shape is None:
-            shape = parse_shape(_shape_text(s))
+            try:
+                shape = parse_shape(_shape_text(s, 0))
+            except ValueError as e:  # a negative or overflowing dimension, a deep tuple
+                raise self.error(f"the shape of {what} is not valid: {_short(str(e))}") from None
             self.shapes[key] = shape
         return shape
 
@@ -442,11 +513,37 @@ def _metadata(
     )
 
 
-def _shape_text(s: Any) -> str:
-    """A shape as XLA's printer writes it (`f32[8,<=4]{1,0:T(8,128)S(1)}`)."""
+def _defines_before_use(protos: Sequence[Any], local: Mapping[int, str]) -> tuple[str, int] | None:
+    """`(user, operand id)` of the first operand that is not an earlier instruction of the
+    list (missing, later, or the instruction itself), or None when every one is."""
+    defined: set[int] = set()
+    for i in protos:
+        for o in i.operand_ids:
+            if o not in defined:
+                return i.name, o
+        defined.add(i.id)
+    return None
+
+
+# As the text parser (`lexical._MAX_TUPLE_DEPTH`): deeper tuples are refused.
+_MAX_TUPLE_DEPTH = 32
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shape_text(s: Any, depth: int) -> str:
+    """A shape as XLA's printer writes it (`f32[8,<=4]{1,0:T(8,128)S(1)}`).
+
+    Raises:
+        ValueError: Tuples nested deeper than the text parser reads.
+    """
     kind = _ELEMENT_TYPES.get(s.element_type, f"type{s.element_type}")
     if kind == "tuple":
-        return "(" + ", ".join(_shape_text(t) for t in s.tuple_shapes) + ")"
+        if depth >= _MAX_TUPLE_DEPTH:
+            raise ValueError(f"tuples nested more than {_MAX_TUPLE_DEPTH} deep")
+        return "(" + ", ".join(_shape_text(t, depth + 1) for t in s.tuple_shapes) + ")"
     if kind in ("token", "opaque"):
         return f"{kind}[]"
     dynamic = list(s.is_dynamic_dimension)
