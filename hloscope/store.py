@@ -5,21 +5,26 @@ Both caches of a run folder use this one store: the timings computed from a prof
 (`hloscope.timing.cache`, `.hloscope-timings.json`) and the `report --json` document
 (`hloscope.cli.cached`, `.hloscope-report.json`). A store file holds
 `{"version": STORE_VERSION, "entries": {key: value}}`, oldest entry first and at most a
-few; a key is a digest of everything its value depends on (`digest`), so a key that is
-found holds a value that is still right. The file is input hloscope did not necessarily
-write (run folders are shared): it is read with `files.read_regular` under a size cap and
-never through a link, and anything else (garbage, a FIFO, a link, a file too big) reads
-as empty, so the caller recomputes. Writes go to a temporary file renamed over the old
-one; a folder that cannot be written loses the cache, never the result.
+few. A key (`entry_key`) is a keyed hash (HMAC-SHA256, with a secret kept in the user's
+cache folder) of everything its value depends on, files by the SHA-256 of their content
+(`content_digest`, `tree_digest`), never by names, sizes and times: a key that is found
+holds a value that is still right, and a value someone else wrote (a forged file, a run
+folder from a colleague) is never found, only recomputed. The file is input hloscope did
+not necessarily write: it is read with `files.read_regular` under a size cap and never
+through a link, and anything else (garbage, a FIFO, a link, a file too big) reads as
+empty. Writes go to a temporary file renamed over the old one; a folder that cannot be
+written loses the cache, never the result.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
 import platform
+import secrets
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,12 +38,15 @@ __all__ = [
     "STORE_VERSION",
     "TIMINGS_CACHE",
     "TooManyFiles",
+    "content_digest",
     "digest",
+    "entry_key",
     "file_stamps",
     "keep",
     "lookup",
     "machine_key",
     "read_entries",
+    "tree_digest",
     "tree_stamps",
     "user_cache_dir",
 ]
@@ -57,8 +65,85 @@ _PREFIX = ".hloscope-"  # what the store files (and their temporary files) are n
 
 
 def digest(doc: Any) -> str:
-    """The key of a JSON document: a SHA-256 of it with sorted keys."""
+    """A SHA-256 of a JSON document with sorted keys (a fingerprint, not a store key:
+    see `entry_key`)."""
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+_KEY_FILE = "store.key"
+_secrets: dict[str, bytes] = {}  # by key file: read once per process
+
+
+def entry_key(doc: Any) -> str | None:
+    """The key a value computed from `doc` is kept under: an HMAC-SHA256 of the document
+    with this user's secret, so that only this user's hloscope writes keys it will find.
+    `doc` names files by their content (`content_digest`, `tree_digest`). None where no
+    secret can be kept (no writable cache folder): then nothing is cached."""
+    secret = _user_secret()
+    if secret is None:
+        return None
+    text = json.dumps(doc, sort_keys=True).encode()
+    return hmac.new(secret, text, hashlib.sha256).hexdigest()
+
+
+def _user_secret() -> bytes | None:
+    """32 random bytes in the user's cache folder, made on first use, readable by the
+    user only; None where it cannot be made, or the file found is not that."""
+    path = user_cache_dir() / _KEY_FILE
+    if str(path) in _secrets:
+        return _secrets[str(path)]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+        info = os.lstat(path)
+        getuid = getattr(os, "getuid", None)
+        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
+            return None  # a link, or readable by others: anyone could forge keys
+        if getuid is not None and info.st_uid != getuid():
+            return None
+        value = read_regular(path, 64)
+    except OSError:
+        return None
+    if len(value) != 32:
+        return None
+    _secrets[str(path)] = value
+    return value
+
+
+_CHUNK = 1 << 20
+
+
+def content_digest(path: Path, limit: int) -> str:
+    """The SHA-256 of a regular file's content, read in steps (never held whole).
+
+    The file is opened without blocking and checked to be a regular file first: a
+    FIFO or a device is refused, not read.
+
+    Raises:
+        OSError: Missing, not a regular file, over `limit` bytes, or unreadable.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if info.st_size > limit:
+            raise OSError(f"{path} is {info.st_size:,} bytes, more than the {limit:,} allowed")
+        h = hashlib.sha256()
+        size = 0
+        while chunk := f.read(_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise OSError(f"{path} is more than the {limit:,} bytes allowed")
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# Files of a run are hashed up to this size each (profiles of long GPU runs reach GBs).
+MAX_HASHED_BYTES = 16 << 30
 
 
 def read_entries(path: Path, limit: int) -> dict[str, Any]:
@@ -167,6 +252,29 @@ def tree_stamps(folder: Path, *, max_files: int = 200_000) -> list[list[Any]]:
                 if len(out) > max_files:
                     raise TooManyFiles(f"{folder} holds more than {max_files:,} files")
     out.sort()
+    return out
+
+
+def tree_digest(folder: Path, *, max_files: int = 200_000) -> list[list[Any]]:
+    """`[name, kind, SHA-256 of the content]` of every file under a folder (named
+    relative to it), sorted: what a result computed from the folder's files depends on,
+    by content, not by names, sizes and times.
+
+    As `tree_stamps`: links inside the folder are followed, each folder once; a link
+    out of it, a broken one, a FIFO or a device counts by its kind only and is never
+    opened; the store's own files are left out.
+
+    Raises:
+        OSError: A folder cannot be listed, a file cannot be read, or there are more
+            than `max_files` files (`TooManyFiles`).
+    """
+    out = []
+    for name, kind, _size, _mtime in tree_stamps(folder, max_files=max_files):
+        path = folder / name
+        if kind == stat.S_IFREG and (not path.is_symlink() or inside(path, folder)):
+            out.append([name, kind, content_digest(path, MAX_HASHED_BYTES)])
+        else:
+            out.append([name, kind, ""])
     return out
 
 

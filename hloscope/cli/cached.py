@@ -4,12 +4,13 @@ read back instead of parsed, analysed, timed and serialised again.
 `cached_output` keeps what a command printed (stdout, and the warnings it gave on
 stderr) in the run folder's `.hloscope-report.json` store (`hloscope.store`), keyed by
 everything the output depends on: the command and its options, the path as given, the
-name, type, size and modification time of every file in the run folder (the dump, the
+name, type and content (SHA-256) of every file in the run folder (the dump, the
 profile, run.json, bench.json, ...), hloscope's version and its source files (an
 editable install changes without a new version), and,
 for the device roofs a CPU run's roofline uses, this machine and the state of its probe
-cache. Any change computes the output again. This module imports nothing of the
-pipeline: on a hit, no HLO is parsed and no profile read.
+cache. Any change computes the output again; an entry this user's hloscope did not write
+is never found (`store.entry_key`). This module imports nothing of the pipeline: on a
+hit, no HLO is parsed and no profile read.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from hloscope.manifest import MANIFEST
 from hloscope.store import (
     PEAKS_FILE,
     REPORT_CACHE,
-    digest,
+    entry_key,
     file_stamps,
     keep,
     lookup,
     machine_key,
+    tree_digest,
     tree_stamps,
     user_cache_dir,
 )
@@ -79,13 +81,16 @@ def cached_output(
     started = time.time_ns()
     try:
         files = tree_stamps(run)
+        contents = tree_digest(run)
         code = file_stamps(_PACKAGE, sorted(_PACKAGE.rglob("*.py")))
     except OSError:
         return compute()
     what = {"command": command, "options": dict(options), "run": str(run)}
     path = run / REPORT_CACHE
-    found = lookup(path, _key(what, files, code), _MAX_BYTES)
-    output = _output_of(found)
+    key = _key(what, contents, code)
+    if key is None:
+        return compute()
+    output = _output_of(lookup(path, key, _MAX_BYTES))
     if output is not None:
         return output
     output = compute()
@@ -99,16 +104,17 @@ def cached_output(
     racy = any(stamp[-1] >= started - _RACY_NS for stamp in files)
     if unchanged and not racy:
         # keyed as computed: a first CPU roofline has probed and kept this machine's roofs
-        key = _key(what, files, code)
+        key = _key(what, contents, code)
         value = {"stdout": output.stdout, "warnings": list(output.warnings)}
-        keep(path, key, value, limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
+        if key is not None:
+            keep(path, key, value, limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
     return output
 
 
-def _key(what: Mapping[str, Any], files: Any, code: Any) -> str:
+def _key(what: Mapping[str, Any], files: Any, code: Any) -> str | None:
     from hloscope import __version__
 
-    return digest(
+    return entry_key(
         {
             "version": _VERSION,
             "hloscope": __version__,

@@ -5,22 +5,32 @@ Reading a profile and attributing its events takes seconds on a big model; every
 command that shows timings needs the same result. `cached_timings` computes
 `ProfileTimings` once, writes them to `<run>/.hloscope-timings.json` and hands them back
 to later commands in milliseconds. An entry is keyed by what the result depends on: each
-profile file's path, size and modification time, the settings (`skip_first`,
+profile file's path and content (SHA-256), the settings (`skip_first`,
 `max_executions`) and a fingerprint of the HLO it was compared with, so a new profile,
-other settings or another dump recompute it. Folders outside a run, or that cannot be
+other settings or another dump recompute it, and only this user's hloscope finds the
+entries it wrote (`store.entry_key`). Folders outside a run, or that cannot be
 written, are read without caching. The file is one of the run folder's stores
-(`hloscope.store`).
+(`hloscope.store`); an entry is checked as it is read back (`timings_from_doc`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from hloscope.manifest import MANIFEST
-from hloscope.store import TIMINGS_CACHE, digest, file_stamps, keep, lookup
+from hloscope.store import (
+    MAX_HASHED_BYTES,
+    TIMINGS_CACHE,
+    content_digest,
+    digest,
+    entry_key,
+    keep,
+    lookup,
+)
 from hloscope.timing.attribution import attribute
 from hloscope.timing.compiles import read_compiles, with_compile_times
 from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings, merge_timings
@@ -74,17 +84,34 @@ def static_fingerprint(static: Mapping[str, Any] | None) -> str:
 
 
 def dump_fingerprint(folder: Path | None) -> str:
-    """A short digest of the HLO dump files in a run's `dump/` folder (names, sizes and
-    modification times): what timings compared with the HLO depend on, without parsing
-    it. '' when there is no run or no dump folder."""
+    """A short digest of the HLO dump files in a run's `dump/` folder (names and
+    content): what timings compared with the HLO depend on, without parsing it. '' when
+    there is no run or no dump folder."""
     if folder is None:
         return ""
     dump = folder / "dump"
     try:
-        entries = file_stamps(dump, sorted(p for p in dump.iterdir() if p.name.endswith(".txt")))
+        files = sorted(p for p in dump.iterdir() if p.name.endswith((".txt", ".pb", ".xz")))
+        entries = [[p.name, content_digest(p, MAX_HASHED_BYTES)] for p in files]
     except OSError:
         return ""
     return digest(entries)[:16] if entries else ""
+
+
+def _content(root: Path, files: Sequence[Path]) -> list[list[str]]:
+    """`[name, SHA-256]` of each file, named relative to `root` where inside it.
+
+    Raises:
+        OSError: A file cannot be read.
+    """
+    out = []
+    for f in files:
+        try:
+            name = f.relative_to(root).as_posix()
+        except ValueError:
+            name = str(f)
+        out.append([name, content_digest(f, MAX_HASHED_BYTES)])
+    return out
 
 
 def cached_timings(
@@ -115,12 +142,14 @@ def cached_timings(
         key_doc = {
             "version": CACHE_VERSION,
             "hloscope": __version__,
-            "files": file_stamps(run, files),
+            "files": _content(run, files),
             "settings": dict(settings),
         }
     except OSError:
         return compute()
-    key = digest(key_doc)
+    key = entry_key(key_doc)
+    if key is None:
+        return compute()
     path = run / TIMINGS_CACHE
     found = lookup(path, key, _MAX_BYTES)
     if isinstance(found, dict):
@@ -208,11 +237,36 @@ def _module_from_doc(doc: Mapping[str, Any]) -> ModuleTiming:
 
 
 def timings_from_doc(doc: Mapping[str, Any]) -> ProfileTimings:
-    """`ProfileTimings` from `timings_to_doc`'s output.
+    """`ProfileTimings` from `timings_to_doc`'s output, every figure checked: counts and
+    durations are finite, non-negative numbers, as a measurement gives them.
 
     Raises:
-        KeyError, TypeError, ValueError: The document is of another shape.
+        KeyError, TypeError, ValueError: The document is of another shape, or a figure
+            is not a measurement.
     """
     fields = _tupled(ProfileTimings, doc)
     fields["modules"] = {k: _module_from_doc(m) for k, m in doc["modules"].items()}
-    return ProfileTimings(**fields)
+    timings = ProfileTimings(**fields)
+    _check_figures(timings)
+    for m in timings.modules.values():
+        _check_figures(m)
+        for k in (*m.kernels, *m.control):
+            _check_figures(k)
+    return timings
+
+
+def _check_figures(obj: Any) -> None:
+    """Every field declared a number (or a tuple of them) is one, finite and >= 0."""
+    for f in dataclasses.fields(obj):
+        kind = str(f.type)
+        if "int" not in kind and "float" not in kind:
+            continue
+        value = getattr(obj, f.name)
+        values = value if kind.startswith("tuple") and isinstance(value, tuple) else (value,)
+        for v in values:
+            if v is None and "None" in kind:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise TypeError(f"{f.name} is not a number")
+            if not math.isfinite(v) or v < 0:
+                raise ValueError(f"{f.name} = {v!r} is not a measurement")

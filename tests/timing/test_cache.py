@@ -58,10 +58,17 @@ def test_cached_timings_are_computed_once_per_profile_and_settings(tmp_path: Pat
     assert len(calls) == 1 and again == first and (run / TIMINGS_CACHE).is_file()
     cached_timings(files, {"skip_first": 0}, compute)  # other settings: computed
     assert len(calls) == 2
-    # a new profile in the same place: computed again
+    # touched, the same content: read back
     xplane = next(run.rglob("*.xplane.pb"))
     stat = xplane.stat()
     os.utime(xplane, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    cached_timings(files, {"skip_first": 1}, compute)
+    assert len(calls) == 2
+    # another profile of the same size and time in the same place: computed again
+    data = bytearray(xplane.read_bytes())
+    data[-1] ^= 1
+    xplane.write_bytes(bytes(data))
+    os.utime(xplane, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     cached_timings(files, {"skip_first": 1}, compute)
     assert len(calls) == 3
 
@@ -74,9 +81,9 @@ def test_profile_timings_equal_a_fresh_read_and_come_from_the_cache(tmp_path: Pa
     doc = json.loads((run / TIMINGS_CACHE).read_text())
     (entry,) = doc["entries"].values()
     # poison the kept figures: a second read must return them, not re-read the profile
-    entry["modules"]["jit_mlp"]["total_us"] = -1.0
+    entry["modules"]["jit_mlp"]["total_us"] = 4321.0
     (run / TIMINGS_CACHE).write_text(json.dumps(doc))
-    assert profile_timings(run, skip_first=0).modules["jit_mlp"].total_us == -1.0
+    assert profile_timings(run, skip_first=0).modules["jit_mlp"].total_us == 4321.0
     assert profile_timings(run, skip_first=1).modules["jit_mlp"].total_us > 0
 
 
