@@ -204,7 +204,7 @@ class RunManifest:
             started_at=r.text("started_at") or r.text("started") or r.text("created"),
             dump_dir=_relative(r.text("dump_dir") or "dump", where),
             logs=r.text_map("logs"),
-            profile=_plain(r.obj("profile"), where, "profile"),
+            profile=_profile(_plain(r.obj("profile"), where, "profile"), where),
             status=r.text("status"),
             exit_code=r.integer("exit_code"),
             interrupted=r.flag("interrupted"),
@@ -308,15 +308,22 @@ def _clean(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
 
 
-def _relative(path: str, where: str) -> str:
+def _relative(path: str, where: str, key: str = "dump_dir") -> str:
     """A path inside the run folder: neither absolute nor climbing out with `..`."""
     for flavour in (PurePosixPath(path), PureWindowsPath(path)):
         if flavour.is_absolute() or flavour.anchor or ".." in flavour.parts:
             raise UsageError(
-                f"{where}: dump_dir {path!r} points outside the run folder; hloscope reads "
+                f"{where}: {key} {path!r} points outside the run folder; hloscope reads "
                 "only inside it"
             )
     return path
+
+
+def _profile(doc: dict[str, Any] | None, where: str) -> dict[str, Any] | None:
+    """The profile settings, their `dir` confined to the run folder as `dump_dir` is."""
+    if doc is not None and isinstance(doc.get("dir"), str):
+        _relative(doc["dir"], where, "profile.dir")
+    return doc
 
 
 def _target(doc: Mapping[str, Any], where: str) -> Target:

@@ -315,6 +315,10 @@ def test_a_fifo_profile_does_not_hang(tmp_path: Path) -> None:
     (xplane,) = (tmp_path / "run" / "plugins").rglob("*.xplane.pb")
     xplane.unlink()
     os.mkfifo(xplane)  # opened for reading, it blocked `report` forever
+    result = hloscope("profile", str(tmp_path / "run"))  # the trace.json beside it is read
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    (trace,) = (tmp_path / "run" / "plugins").rglob("*.trace.json.gz")
+    trace.unlink()
     result = hloscope("profile", str(tmp_path / "run"))
     assert result.returncode == 2 and "not a regular file" in result.stderr
     result = hloscope("report", str(tmp_path / "run"), "--html", str(tmp_path / "p.html"))

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Protocol
 
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
-from hloscope.errors import HloscopeError
+from hloscope.errors import HloscopeError, ProfileReadError
+from hloscope.files import inside, walk
 from hloscope.hlo.parser import parse_file
 from hloscope.runs import NSYS_SOURCE, Run, scan_dump_dir
 from hloscope.timing import nsys
@@ -97,7 +98,14 @@ def _profile_folder(run: Run) -> Path | None:
         return None
     named = (run.manifest.profile or {}).get("dir")
     if run.manifest.source == "dump" and isinstance(named, str) and named:
-        return run.path / named
+        folder = run.path / named
+        if not inside(folder, run.path):  # run.json keeps it relative; a link may not be
+            raise ProfileReadError(
+                f"the profile folder {named!r} leads out of the run folder; hloscope reads "
+                "only inside it",
+                path=str(run.path),
+            )
+        return folder
     return run.path
 
 
@@ -162,8 +170,13 @@ def run_timings(
 
 
 def has_profile(folder: Path) -> bool:
-    """Whether a folder holds a profile (`*.xplane.pb` or `*.trace.json.gz`) anywhere."""
-    return any(folder.rglob("*.xplane.pb")) or any(folder.rglob("*.trace.json.gz"))
+    """Whether a folder holds a profile (`*.xplane.pb` or `*.trace.json.gz`) anywhere
+    (no deeper than `files.MAX_DEPTH`, never through a link out of it)."""
+    try:
+        files = walk(folder).files
+    except OSError:
+        return True  # too big to search: reading it says so
+    return any(p.name.endswith((".xplane.pb", ".trace.json.gz")) for p in files)
 
 
 def load_profile(
@@ -250,7 +263,10 @@ def static_analyses(
     wanted = list(dict.fromkeys(modules))
     dumps = []
     for root in _dump_roots(Path(folder)):
-        folders = [root, *(d for d in root.rglob("*") if d.is_dir())]
+        try:
+            folders = [root, *walk(root).folders]
+        except OSError:
+            folders = [root]
         dumps = [m for d in folders for m in scan_dump_dir(d) if m.after is not None]
         if dumps:
             break

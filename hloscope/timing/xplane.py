@@ -17,13 +17,14 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hloscope.errors import ProfileReadError
-from hloscope.files import inside, read_regular
+from hloscope.files import MAX_EXPANSION, Walk, expansion_limit, read_regular, walk
 from hloscope.timing import xspace_proto
 from hloscope.timing.trace import (  # re-exported: the trace is this stage's output
     DEVICE_PLANE_PREFIX,
@@ -88,20 +89,36 @@ def _read_bytes(p: Path) -> bytes:
 
 
 # JAX's trace.json holds at most 1,000,000 events, a few hundred MB of JSON; its text,
-# once decompressed, is held to this (a small .gz can expand without bound).
+# once decompressed, is held to this, and to `files.MAX_EXPANSION` times the .gz file (a
+# small .gz can expand without bound).
 MAX_TRACE_JSON_BYTES = 1 << 30
+# Python's JSON objects take up to ~16 times their text when objects and lists are at
+# least this many bytes apart; JAX's traces have one every ~100 bytes. Text denser in
+# them (a bomb of `{}`) would take more: it is refused before it is parsed.
+_MIN_BYTES_PER_CONTAINER = 16
 
 
 def _json_text(p: Path) -> bytes:
     """A Chrome trace's JSON text, decompressed where it is gzipped, never past
-    `MAX_TRACE_JSON_BYTES`."""
+    `MAX_TRACE_JSON_BYTES` nor `files.MAX_EXPANSION` times the file."""
     if not p.name.endswith(".gz"):
-        return read_regular(p, MAX_TRACE_JSON_BYTES)
-    with gzip.GzipFile(fileobj=io.BytesIO(read_regular(p, MAX_PROFILE_BYTES))) as f:
-        text = f.read(MAX_TRACE_JSON_BYTES + 1)  # decompresses no more than this
-    if len(text) > MAX_TRACE_JSON_BYTES:
+        text = read_regular(p, MAX_TRACE_JSON_BYTES)
+    else:
+        data = read_regular(p, MAX_PROFILE_BYTES)
+        limit = expansion_limit(len(data), MAX_TRACE_JSON_BYTES)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            text = f.read(limit + 1)  # decompresses no more than this
+        if len(text) > limit:
+            raise ProfileReadError(
+                f"decompresses to more than the {limit:,} bytes allowed "
+                f"({MAX_EXPANSION} times the file, at most {MAX_TRACE_JSON_BYTES:,})",
+                path=str(p),
+            )
+    containers = text.count(b"{") + text.count(b"[")
+    if containers > len(text) // _MIN_BYTES_PER_CONTAINER + 1000:
         raise ProfileReadError(
-            f"decompresses to more than the {MAX_TRACE_JSON_BYTES:,} bytes allowed",
+            f"{containers:,} JSON objects and lists in {len(text):,} bytes: not a trace a "
+            "profiler writes (too dense to read in bounded memory)",
             path=str(p),
         )
     return text
@@ -186,16 +203,42 @@ _KEY_STATS = ("hlo_op", "correlation_id")
 
 def _number(text: Any) -> Any:
     """Chrome-trace args are strings; give numbers back as numbers, as XPlane has them."""
-    if isinstance(text, str) and text.lstrip("-").isdigit():
+    if isinstance(text, str) and text.lstrip("-").isdigit() and len(text) < 20:
         return int(text)
     return text
+
+
+def _key(value: Any) -> int | str | None:
+    """A pid or tid: an integer or a string; None for anything else (a list, an object)."""
+    if isinstance(value, int | str) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _micros(value: Any) -> int | None:
+    """A `ts` or `dur` in microseconds as picoseconds; None unless a finite, non-negative
+    number (`Infinity`, `NaN`, a string, a negative duration are not times)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    ps = value * 1e6
+    return round(ps) if math.isfinite(ps) and ps >= 0 else None
+
+
+def _scalar_stats(args: Any) -> dict[str, Any]:
+    """An event's args as stats: scalars only (nested values are no stat any reader
+    uses, and would be carried along for nothing)."""
+    if not isinstance(args, dict):
+        return {}
+    return {str(k): _number(v) for k, v in args.items() if isinstance(v, str | int | float | bool)}
 
 
 def trace_from_json(doc: Mapping[str, Any], *, path: str | None = None) -> Trace:
     """A `Trace` from a Chrome-trace document (`{"traceEvents": [...]}`).
 
     Complete events (`ph: "X"`) are kept; process and thread names come from the `M`
-    metadata events; `ts`/`dur` are microseconds.
+    metadata events; `ts`/`dur` are microseconds. Events whose times are not finite,
+    non-negative numbers, or whose ids or name are of another type, are skipped and
+    counted in `problems`.
     """
     raw = doc.get("traceEvents") if isinstance(doc, Mapping) else None
     if not isinstance(raw, list):
@@ -204,38 +247,54 @@ def trace_from_json(doc: Mapping[str, Any], *, path: str | None = None) -> Trace
     threads: dict[tuple[Any, Any], str] = {}
     for e in raw:
         if isinstance(e, dict) and e.get("ph") == "M":
-            args = e.get("args") or {}
+            args = e.get("args")
+            name = args.get("name") if isinstance(args, dict) else None
+            if not isinstance(name, str):
+                continue
+            pid, tid = _key(e.get("pid")), _key(e.get("tid"))
             if e.get("name") == "process_name":
-                processes[e.get("pid")] = str(args.get("name", ""))
+                processes[pid] = name
             elif e.get("name") == "thread_name":
-                threads[(e.get("pid"), e.get("tid"))] = str(args.get("name", ""))
+                threads[(pid, tid)] = name
     events: list[TraceEvent] = []
-    skipped = 0
+    skipped = malformed = 0
     for e in raw:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
-        try:
-            start_ps = round(float(e["ts"]) * 1e6)
-            duration_ps = round(float(e.get("dur", 0.0)) * 1e6)
-        except (KeyError, TypeError, ValueError):
+        start_ps, duration_ps = _micros(e.get("ts")), _micros(e.get("dur", 0))
+        if start_ps is None or duration_ps is None:
             skipped += 1
             continue
-        pid, tid = e.get("pid"), e.get("tid")
-        args = e.get("args") or {}
-        stats = {str(k): _number(v) for k, v in args.items()} if isinstance(args, dict) else {}
+        pid, tid = _key(e.get("pid")), _key(e.get("tid"))
+        name = e.get("name", "")
+        if (
+            not isinstance(name, str)
+            or (pid is None and "pid" in e)
+            or (tid is None and "tid" in e)
+        ):
+            malformed += 1
+            continue
         events.append(
             TraceEvent(
-                str(e.get("name", "")),
+                name,
                 processes.get(pid, str(pid)),
                 threads.get((pid, tid), str(tid)),
                 tid if isinstance(tid, int) else 0,
                 start_ps,
                 duration_ps,
-                stats,
+                _scalar_stats(e.get("args")),
             )
         )
-    problems = (f"{skipped} complete events without a valid ts/dur skipped",) if skipped else ()
-    return Trace(path, "trace.json", tuple(events), problems=problems)
+    problems = []
+    if skipped:
+        problems.append(
+            f"{skipped} complete events without a finite, non-negative ts and dur skipped"
+        )
+    if malformed:
+        problems.append(
+            f"{malformed} complete events with a name, pid or tid of another type skipped"
+        )
+    return Trace(path, "trace.json", tuple(events), problems=tuple(problems))
 
 
 def read_trace(path: Path | str, *, xla_only: bool = False) -> Trace:
@@ -259,8 +318,11 @@ def read_trace(path: Path | str, *, xla_only: bool = False) -> Trace:
     if name.endswith((".json.gz", ".json")):
         try:
             doc = json.loads(_json_text(p))
+        except RecursionError:
+            raise ProfileReadError("not a Chrome trace: nested too deep", path=str(p)) from None
         except (OSError, EOFError, ValueError, zlib.error) as e:
-            raise ProfileReadError(f"not a Chrome trace: {e}", path=str(p)) from None
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+            raise ProfileReadError(f"not a Chrome trace: {reason}", path=str(p)) from None
         return trace_from_json(doc, path=str(p))
     raise ProfileReadError(
         f"unknown profile format; expected a *{XPLANE_SUFFIX} or *{TRACE_JSON_SUFFIX} file",
@@ -288,16 +350,33 @@ def find_profile(folder: Path | str) -> Path:
             f"profiler log dir or a *{XPLANE_SUFFIX} / *{TRACE_JSON_SUFFIX} file",
             path=str(root),
         )
+    found = _search(root)
+    files = [p for p in found.files if _is_profile(p)]
     for suffix in (XPLANE_SUFFIX, TRACE_JSON_SUFFIX):
-        inner = (p for p in root.rglob(f"*{suffix}") if inside(p, root))  # no links out
-        found = sorted(inner, key=lambda p: (p.parent.name, str(p)))
-        if found:
-            return found[-1]
+        named = sorted((p for p in files if p.name.endswith(suffix)), key=lambda p: (p.parent.name, str(p)))  # fmt: skip
+        if named:
+            return named[-1]
+    left = [f"{p.relative_to(root)} is not a regular file" for p in found.special if _is_profile(p)]
+    left += [f"{p.relative_to(root)} is a link out of the folder" for p in found.links_out if _is_profile(p)]  # fmt: skip
     raise ProfileReadError(
-        f"no *{XPLANE_SUFFIX} or *{TRACE_JSON_SUFFIX} below this folder; record one with "
-        "`hloscope dump --profile SCRIPT.py`",
+        f"no *{XPLANE_SUFFIX} or *{TRACE_JSON_SUFFIX} below this folder"
+        + (f" (left alone: {'; '.join(left[:3])})" if left else "")
+        + "; record one with `hloscope dump --profile SCRIPT.py`",
         path=str(root),
     )
+
+
+def _is_profile(p: Path) -> bool:
+    return p.name.endswith((XPLANE_SUFFIX, TRACE_JSON_SUFFIX))
+
+
+def _search(root: Path) -> Walk:
+    """What is below a folder: regular files, never through a link out of it, no deeper
+    than `files.MAX_DEPTH` (`files.walk`)."""
+    try:
+        return walk(root)
+    except OSError as e:
+        raise ProfileReadError(f"cannot search the folder: {e}", path=str(root)) from None
 
 
 def find_profiles(folder: Path | str) -> list[Path]:
@@ -315,12 +394,11 @@ def find_profiles(folder: Path | str) -> list[Path]:
         return [first]
     logdirs = {
         p.parents[3]
-        for suffix in (XPLANE_SUFFIX, TRACE_JSON_SUFFIX)
-        for p in root.rglob(f"*{suffix}")
-        if len(p.parents) > 3
+        for p in _search(root).files
+        if _is_profile(p)
+        and len(p.parents) > 3
         and p.parents[1].name == "profile"
         and p.parents[2].name == "plugins"
-        and inside(p, root)
     }
     if len(logdirs) <= 1:
         return [first]

@@ -43,7 +43,7 @@ def _fusion(m: Any) -> tuple[Any, Any]:
 
 
 def _self_fusion(m: Any) -> None:
-    comp, inst = _fusion(m)
+    _, inst = _fusion(m)
     called = next(c for c in m.computations if c.id == inst.called_computation_ids[0])
     inner = called.instructions[-1]
     inner.opcode = "fusion"
