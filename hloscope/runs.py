@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
+import lzma
 import os
 import re
 import shutil
 import tempfile
+import time
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,9 +25,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hloscope.errors import HloParseError, HloscopeError, UsageError
-from hloscope.files import inside, read_regular
+from hloscope.files import expansion_limit, inside, read_regular
 from hloscope.hlo.model import HloModule
 from hloscope.manifest import MANIFEST, RunManifest
+from hloscope.store import content_digest
 
 __all__ = [
     "MANIFEST",
@@ -272,7 +275,7 @@ def load_run(path: str | Path) -> Run:
 NSYS_TRACE = "nvtx_gpu_proj_trace/trace.parquet"
 """The NVTX trace an nsys-jax archive holds; with its `dump/`, the archive is a run."""
 NSYS_SOURCE = "nsys-jax"
-_MAX_ARCHIVE_MEMBER = 1024 * 1024 * 1024
+_FUSION_LOG = ".priority_fusion_dump.txt"  # analysis.fusion_log.SUFFIX (a layer above)
 
 
 def _bare_manifest(folder: Path, modules: Iterable[ModuleDump]) -> RunManifest:
@@ -299,19 +302,19 @@ def is_nsys_archive(path: str | Path) -> bool:
 
 def _load_nsys_zip(path: Path) -> Run:
     """An nsys-jax zip as a run: its `dump/` unpacked once into a cache folder keyed by
-    the archive's path, size and time (the zip itself is never changed)."""
-    info = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}".encode()).hexdigest()
-    folder = Path(tempfile.gettempdir()) / f"hloscope-nsys-{key[:16]}"
+    the archive's content (the zip itself is never changed)."""
+    try:
+        key = content_digest(path, _MAX_ARCHIVE_BYTES)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the nsys-jax archive ({e})") from None
+    folder = Path(tempfile.gettempdir()) / f"{_UNPACKED}{key[:16]}"
     dump = folder / "dump"
     if folder.is_symlink() or (folder.exists() and not _ours(folder)):
         # a shared temp folder: someone may have put a cache there that leads elsewhere
         raise UsageError(f"{folder}, the cache of {path}, is a link or not yours; not read")
     if not (folder / ".complete").is_file():
-        try:
-            _unpack_dump(path, folder)
-        except (OSError, zipfile.BadZipFile, ValueError) as e:
-            raise UsageError(f"{path}: cannot unpack the nsys-jax archive's dump ({e})") from None
+        _unpack_dump(path, folder)
+        _prune_unpacked(folder)
     modules = scan_dump_dir(dump, root=folder)  # no link out of the cache
     if not modules:
         raise UsageError(f"{path}: this nsys-jax archive holds no HLO dump (no dump/ folder)")
@@ -325,27 +328,83 @@ def _ours(folder: Path) -> bool:
     return getuid is None or folder.lstat().st_uid == getuid()
 
 
+# Unpacked dumps of archives are kept in the temp folder as `hloscope-nsys-<digest>`.
+_UNPACKED = "hloscope-nsys-"
+_KEEP_UNPACKED = 8
+_MAX_ARCHIVE_BYTES = 64 << 30
+# What the members unpacked from one archive may add up to: `files.MAX_EXPANSION` times
+# the archive (its dumps are xz inside the zip: they unpack to about its size), and
+# never past this.
+_MAX_UNPACKED_BYTES = 4 << 30
+# Members errors a damaged zip raises: encrypted (RuntimeError), a compression method
+# Python cannot read (NotImplementedError), a bad CRC or stream.
+_ZIP_ERRORS = (
+    OSError, zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError, EOFError,
+    zlib.error, lzma.LZMAError,
+)  # fmt: skip
+
+
 def _unpack_dump(archive: Path, folder: Path) -> None:
-    """Unpack the `dump/*` members of an archive, flat, by their file names only."""
+    """Unpack the `dump/*` HLO modules and fusion logs of an archive, flat, by their file
+    names only, within a size budget. A failure removes what was unpacked.
+
+    Raises:
+        UsageError: The archive cannot be read, or unpacks past its budget.
+    """
+    budget = expansion_limit(archive.stat().st_size, _MAX_UNPACKED_BYTES)
     partial = Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=folder.parent))
-    (partial / "dump").mkdir()
-    with zipfile.ZipFile(archive) as z:
-        for member in z.infolist():
-            parts = PurePosixPath(member.filename).parts
-            if member.is_dir() or len(parts) < 2 or parts[-2] != "dump":
-                continue
-            name = parts[-1]
-            if dump_file_info(name) is None or name in (".", ".."):
-                continue  # only HLO modules; no path of the member's own choosing
-            if member.file_size > _MAX_ARCHIVE_MEMBER:
-                raise ValueError(f"{member.filename} is {member.file_size:,} bytes")
-            with z.open(member) as src, (partial / "dump" / name).open("wb") as dst:
-                shutil.copyfileobj(src, dst)
-    (partial / ".complete").touch()
     try:
-        partial.rename(folder)
-    except OSError:  # another process unpacked it first
+        (partial / "dump").mkdir()
+        with zipfile.ZipFile(archive) as z:
+            for member in z.infolist():
+                parts = PurePosixPath(member.filename).parts
+                if member.is_dir() or len(parts) < 2 or parts[-2] != "dump":
+                    continue
+                name = parts[-1]
+                wanted = dump_file_info(name) is not None or name.endswith(_FUSION_LOG)
+                if not wanted or name in (".", "..") or not name.isprintable():
+                    continue  # only HLO modules; no path of the member's own choosing
+                with z.open(member) as src, (partial / "dump" / name).open("wb") as dst:
+                    budget -= _copy_within(src, dst, budget, member.filename)
+        (partial / ".complete").touch()
+        try:
+            partial.rename(folder)
+        except OSError:  # another process unpacked it first
+            shutil.rmtree(partial, ignore_errors=True)
+    except _ZIP_ERRORS as e:
         shutil.rmtree(partial, ignore_errors=True)
+        raise UsageError(f"{archive}: cannot unpack the nsys-jax archive's dump ({e})") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def _copy_within(src: Any, dst: Any, budget: int, name: str) -> int:
+    """Copy a member, counting what it really yields (not what its header says)."""
+    copied = 0
+    while chunk := src.read(1 << 20):
+        copied += len(chunk)
+        if copied > budget:
+            raise ValueError(f"{name} takes the unpacked dump past its budget")
+        dst.write(chunk)
+    return copied
+
+
+def _prune_unpacked(keep: Path) -> None:
+    """Keep the newest unpacked archives only; remove partial folders a killed process
+    left more than an hour ago."""
+    base = keep.parent
+    try:
+        mine = [p for p in base.iterdir() if p.name.startswith(_UNPACKED) and not p.is_symlink()]
+        mine = [p for p in mine if p.is_dir() and _ours(p)]
+        stamps = {p: p.stat().st_mtime for p in mine}
+    except OSError:
+        return
+    complete = sorted((p for p in mine if (p / ".complete").is_file()), key=stamps.__getitem__)
+    stale = [p for p in mine if p not in complete and stamps[p] < time.time() - 3600]
+    for p in [*complete[:-_KEEP_UNPACKED], *stale]:
+        if p != keep:
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def dump_file_info(name: str) -> tuple[str | None, str | None, str, str | None] | None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import io
 import lzma
+import math
 import re
 import zipfile
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
-from hloscope.files import decompress_xz, inside, read_regular
+from hloscope.files import decompress_xz, expansion_limit, inside, read_regular, walk
 from hloscope.runs import NSYS_TRACE, is_nsys_archive
 from hloscope.timing.executions import measured
 from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings, cold_problems
@@ -150,6 +152,13 @@ def _parquet() -> Any:
 # The NVTX trace of a long run reaches hundreds of MB; past this, reading fails clearly.
 MAX_MEMBER_BYTES = 2 << 30
 _MAX_TARGET_CONFIG_BYTES = 64 << 20  # a real one is a few kilobytes
+# Reading takes a few hundred bytes of memory per NVTX range (row). The real MaxText trace has
+# one row per 37 bytes of parquet; a trace may hold a million rows, and past that at
+# least this many bytes a row: millions of rows that compress to nothing (a bomb) are
+# refused before they are read.
+_FREE_ROWS = 1_000_000
+_MIN_BYTES_PER_ROW = 16
+_MAX_ROWS = 20_000_000
 
 
 class _Files:
@@ -157,16 +166,18 @@ class _Files:
 
     In a folder, regular files only, never through a link out of it (`links_out` names
     those left alone): an archive from elsewhere must not make hloscope read, and quote,
-    files elsewhere on this machine."""
+    files elsewhere on this machine. In a zip, a member is read only when its declared
+    size is within `MAX_MEMBER_BYTES` and `files.MAX_EXPANSION` times its compressed
+    size (the zip reader never yields more than the declared size)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.zip: zipfile.ZipFile | None = None
         self.links_out: list[str] = []
         if path.is_dir():
-            found = [f for f in path.rglob("*") if f.is_file()]
-            self.names = [str(f.relative_to(path)) for f in found if inside(f, path)]
-            self.links_out = [str(f.relative_to(path)) for f in found if not inside(f, path)]
+            found = walk(path)
+            self.names = [str(f.relative_to(path)) for f in found.files]
+            self.links_out = [str(f.relative_to(path)) for f in found.links_out]
         elif path.is_file() and zipfile.is_zipfile(path):
             self.zip = zipfile.ZipFile(path)
             self.names = [n for n in self.zip.namelist() if not n.endswith("/")]
@@ -180,13 +191,26 @@ class _Files:
         return sorted(n for n in self.names if n.endswith(suffix))
 
     def read(self, name: str) -> bytes:
+        """A member's bytes.
+
+        Raises:
+            OSError: Too big, encrypted, of an unknown compression, or damaged.
+        """
         if self.zip is not None:
-            size = self.zip.getinfo(name).file_size  # what reading it yields, at most
-            if size > MAX_MEMBER_BYTES:
+            info = self.zip.getinfo(name)
+            limit = expansion_limit(info.compress_size, MAX_MEMBER_BYTES)
+            if info.file_size > limit:
                 raise OSError(
-                    f"{name} is {size:,} bytes, more than the {MAX_MEMBER_BYTES:,} allowed"
+                    f"{name} is {info.file_size:,} bytes from {info.compress_size:,}, more "
+                    f"than the {limit:,} allowed"
                 )
-            return self.zip.read(name)
+            try:
+                return self.zip.read(name)
+            except (RuntimeError, NotImplementedError, zipfile.BadZipFile, zlib.error,
+                    lzma.LZMAError, EOFError, ValueError) as e:  # fmt: skip
+                # RuntimeError: encrypted; NotImplementedError: a compression method
+                # Python has no decoder for.
+                raise OSError(f"{name} cannot be read from the zip: {e}") from None
         if not inside(self.path / name, self.path):  # made a link since it was listed
             raise OSError(f"{name} is a link out of the archive folder; not read")
         return read_regular(self.path / name, MAX_MEMBER_BYTES)
@@ -196,15 +220,53 @@ class _Files:
             self.zip.close()
 
 
-def _columns(data: bytes, path: str) -> dict[str, list[Any]]:
+def _columns(data: bytes, path: str) -> Any:
+    """The trace's table, the rows of XLA's ranges only (module and thunk names): each
+    column checked to be of its type, the rows within the budget."""
     pq = _parquet()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     try:
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+        rows = meta.num_rows
+        budget = min(_MAX_ROWS, max(_FREE_ROWS, len(data) // _MIN_BYTES_PER_ROW))
+        if rows > budget:
+            raise ProfileReadError(
+                f"{TRACE_MEMBER}: {rows:,} rows in {len(data):,} bytes, more than the "
+                f"{budget:,} read (at most one row per {_MIN_BYTES_PER_ROW} bytes past "
+                f"{_FREE_ROWS:,} rows, and {_MAX_ROWS:,} in all)",
+                path=path,
+            )
         table = pq.read_table(io.BytesIO(data), columns=list(_COLUMNS))
+    except ProfileReadError:
+        raise
     except Exception as e:  # pyarrow raises its own ArrowInvalid, KeyError for columns
         raise ProfileReadError(
             f"{TRACE_MEMBER}: not the nsys-jax NVTX trace: {e}", path=path
         ) from None
-    return {c: table.column(c).to_pylist() for c in _COLUMNS}
+    for name in _COLUMNS:
+        kind = table.schema.field(name).type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if name == "Name":
+            good = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        else:
+            good = pa.types.is_integer(kind) or pa.types.is_floating(kind)
+        if not (good or pa.types.is_null(kind)):
+            want = "text" if name == "Name" else "numbers"
+            raise ProfileReadError(
+                f"{TRACE_MEMBER}: column {name!r} holds {kind}, not {want}", path=path
+            )
+    names = table.column("Name")
+    if not pa.types.is_null(names.type):
+        names = names.cast(pa.string())
+        xla = pc.fill_null(
+            pc.or_(pc.starts_with(names, MODULE_PREFIX), pc.starts_with(names, THUNK_PREFIX)),
+            False,
+        )
+        table = table.filter(xla)
+    return table
 
 
 def _target(files: _Files) -> tuple[str | None, str | None, str | None]:
@@ -263,60 +325,108 @@ def read_nsys(path: Path | str) -> NsysArchive:
             )
         if not members:
             raise ProfileReadError(f"no {TRACE_MEMBER} in this nsys-jax archive", path=str(p))
-        cols = _columns(files.read(members[0]), str(p))
+        table = _columns(files.read(members[0]), str(p))
         platform, device, runtime = _target(files)
     except (OSError, zipfile.BadZipFile, lzma.LZMAError, EOFError, ValueError) as e:
         raise ProfileReadError(f"cannot read the nsys-jax archive: {e}", path=str(p)) from None
     finally:
         files.close()
-    executions, problems = _executions(cols)
+    executions, problems = _executions(table)
     return NsysArchive(str(p), tuple(executions), platform, device, runtime, tuple(problems))
 
 
-@dataclass
+@dataclass(slots=True)
 class _Range:
-    name: str
+    """One module or thunk range: `label` is the module range's name, or the thunk's
+    `hlo_op` (shared by every call of the op, so a million rows hold few strings)."""
+
+    thunk: bool
+    label: str
     start: int
     duration: int
     order: float
     thread: str
     gpu_ops: int
     parent: Any
-    children: list[_Range]
+    children: list[_Range] | None = None
 
 
-def _ranges(cols: Mapping[str, list[Any]]) -> tuple[dict[Any, _Range], int]:
-    """Module and thunk ranges by (pid, range id), children linked; and how many
-    rows had no projected time."""
+def _id(value: Any) -> int | None:
+    """A PID, TID or range id as an integer; None unless a finite whole number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value)
+
+
+def _time(value: Any) -> int | None:
+    """A projected start or duration (ns), or a GPU operation count: a finite,
+    non-negative number as an integer; None otherwise (NaN, infinite, negative)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return int(value) if value >= 0 else None
+
+
+def _ranges(table: Any) -> tuple[dict[Any, _Range], int, int]:
+    """Module and thunk ranges by (pid, range id), children linked; how many rows had
+    no projected time, and how many had times or counts that are no measurement.
+
+    Read a batch of rows at a time: only the ranges stay in memory (a few hundred bytes
+    a row), not Python lists of every column."""
     out: dict[Any, _Range] = {}
-    untimed = 0
-    for i, name in enumerate(cols["Name"]):
-        if not name or not name.startswith((MODULE_PREFIX, THUNK_PREFIX)):
-            continue
-        rid = cols["RangeId"][i]
-        if rid is None:
-            continue
-        pid, tid = cols["PID"][i], cols["TID"][i]
-        start, duration = cols["Projected Start"][i], cols["Projected Duration"][i]
-        if start is None or duration is None:
-            untimed += 1
-        order = cols["Orig Start"][i]
-        parent = cols["ParentId"][i]
-        out[(pid, rid)] = _Range(
-            name,
-            int(start or 0),
-            int(duration or 0),
-            float(order if order is not None else start or 0),
-            f"pid {pid} tid {tid}",
-            int(cols["NumGPUOps"][i] or 0),
-            None if parent is None else (pid, parent),
-            [],
-        )
+    untimed = invalid = 0
+    ops: dict[str, str] = {}
+    threads: dict[tuple[Any, Any], str] = {}
+    for batch in table.to_batches(max_chunksize=1 << 16):
+        cols = {c: batch.column(c).to_pylist() for c in _COLUMNS}
+        for i, name in enumerate(cols["Name"]):
+            if not isinstance(name, str) or not name.startswith((MODULE_PREFIX, THUNK_PREFIX)):
+                continue
+            rid = _id(cols["RangeId"][i])
+            if rid is None:
+                continue
+            pid, tid = _id(cols["PID"][i]), _id(cols["TID"][i])
+            raw_start, raw_duration = cols["Projected Start"][i], cols["Projected Duration"][i]
+            start, duration = _time(raw_start), _time(raw_duration)
+            raw_ops = cols["NumGPUOps"][i]
+            gpu_ops = _time(raw_ops) if raw_ops is not None else 0
+            if raw_start is None or raw_duration is None:
+                untimed += 1
+            elif start is None or duration is None:
+                invalid += 1
+                continue
+            if gpu_ops is None:
+                invalid += 1
+                continue
+            order = cols["Orig Start"][i]
+            if not isinstance(order, int | float) or not math.isfinite(order):
+                order = start or 0
+            parent = _id(cols["ParentId"][i])
+            thunk = name.startswith(THUNK_PREFIX)
+            label = ops.setdefault(op, op) if thunk and (op := _op(name)) else name
+            thread = threads.get((pid, tid))
+            if thread is None:
+                thread = threads[(pid, tid)] = f"pid {pid} tid {tid}"
+            out[(pid, rid)] = _Range(
+                thunk,
+                label,
+                start or 0,
+                duration or 0,
+                float(order),
+                thread,
+                gpu_ops,
+                None if parent is None else (pid, parent),
+            )
     for r in out.values():
-        parent = out.get(r.parent)
-        if parent is not None:
-            parent.children.append(r)
-    return out, untimed
+        above = out.get(r.parent)
+        if above is not None and above is not r:
+            if above.children is None:
+                above.children = []
+            above.children.append(r)
+    return out, untimed, invalid
 
 
 def _op(name: str) -> str:
@@ -324,46 +434,63 @@ def _op(name: str) -> str:
     return found[-1] if found else name[len(THUNK_PREFIX) :]
 
 
+def _thunks(r: _Range) -> list[_Range]:
+    return sorted((c for c in r.children or () if c.thunk), key=lambda c: c.order)
+
+
 def _leaves(
-    r: _Range, leaves: list[ThunkCall], enclosing: list[tuple[str, int]], seen: list[int]
-) -> int:
-    """Collect the leaf thunks below r, in start order, counting every thunk range
-    reached in seen[0]; return the GPU operations of its thunk children (so a parent
-    can tell the operations it launched itself)."""
-    inner = 0
-    for c in sorted(r.children, key=lambda c: c.order):
-        if not c.name.startswith(THUNK_PREFIX):
+    root: _Range, leaves: list[ThunkCall], enclosing: list[tuple[str, int]], seen: set[int]
+) -> None:
+    """Collect the leaf thunks below a module range, in start order, each thunk range
+    once (`seen`: parent links that loop, or reach a range twice, add nothing). A thunk
+    that encloses others and launched more GPU operations than they did is recorded in
+    `enclosing`. Iterative: ranges nested thousands deep need no recursion."""
+    # Each frame: a range whose thunk children are being walked, and their operations.
+    stack: list[tuple[_Range, Any, list[int]]] = [(root, iter(_thunks(root)), [0])]
+    while stack:
+        r, children, inner = stack[-1]
+        c = next(children, None)
+        if c is None:
+            stack.pop()
+            if stack and r.gpu_ops > inner[0]:
+                enclosing.append((r.label, r.gpu_ops - inner[0]))
             continue
-        seen[0] += 1
-        inner += c.gpu_ops
-        if any(g.name.startswith(THUNK_PREFIX) for g in c.children):
-            below = _leaves(c, leaves, enclosing, seen)
-            if c.gpu_ops > below:
-                enclosing.append((_op(c.name), c.gpu_ops - below))
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        inner[0] += c.gpu_ops
+        below = _thunks(c)
+        if below:
+            stack.append((c, iter(below), [0]))
         else:
-            leaves.append(ThunkCall(_op(c.name), c.start, c.duration, c.gpu_ops))
-    return inner
+            leaves.append(ThunkCall(c.label, c.start, c.duration, c.gpu_ops))
 
 
-def _executions(cols: Mapping[str, list[Any]]) -> tuple[list[NsysExecution], list[str]]:
-    ranges, untimed = _ranges(cols)
+def _executions(table: Any) -> tuple[list[NsysExecution], list[str]]:
+    ranges, untimed, invalid = _ranges(table)
     problems = []
     if untimed:
         problems.append(f"{untimed} NVTX ranges without a projected time (no GPU work) read as 0")
+    if invalid:
+        problems.append(
+            f"{invalid} NVTX ranges with a negative or non-finite time or GPU operation "
+            "count left out"
+        )
     out = []
-    seen = [0]
+    seen: set[int] = set()
     for r in ranges.values():
-        if not r.name.startswith(MODULE_PREFIX):
+        if r.thunk:
             continue
-        module = _HLO_MODULE.search(r.name)
-        program = _PROGRAM_ID.search(r.name)
+        module = _HLO_MODULE.search(r.label)
+        program = _PROGRAM_ID.search(r.label)
         leaves: list[ThunkCall] = []
         enclosing: list[tuple[str, int]] = []
         _leaves(r, leaves, enclosing, seen)
+        program_id = int(program.group(1)) if program and len(program.group(1)) < 20 else None
         out.append(
             NsysExecution(
-                module=module.group(1) if module else r.name[len(MODULE_PREFIX) :],
-                program_id=int(program.group(1)) if program else None,
+                module=module.group(1) if module else r.label[len(MODULE_PREFIX) :],
+                program_id=program_id,
                 thread=r.thread,
                 order=r.order,
                 start_ns=r.start,
@@ -373,7 +500,7 @@ def _executions(cols: Mapping[str, list[Any]]) -> tuple[list[NsysExecution], lis
                 enclosing=tuple(enclosing),
             )
         )
-    orphans = sum(1 for r in ranges.values() if r.name.startswith(THUNK_PREFIX)) - seen[0]
+    orphans = sum(1 for r in ranges.values() if r.thunk) - len(seen)
     if orphans:
         problems.append(
             f"{orphans} thunk ranges not directly below an XlaModule range or a thunk left out"
