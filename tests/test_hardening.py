@@ -325,6 +325,60 @@ def test_a_fifo_profile_does_not_hang(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def _side_files_run(root: Path) -> dict[str, Path]:
+    """A profiled run with every file hloscope reads beside the HLO: XLA's buffer
+    assignment and memory-usage reports, a priority-fusion log, JAX's compile record."""
+    run = root / "run"
+    shutil.copytree(DATA / "jax_mlp_profile" / "hlo", run / "dump")
+    shutil.copytree(DATA / "jax_mlp_profile" / "plugins", run / "profile" / "jax" / "plugins")
+    manifest = RunManifest(source="dump", profile={"dir": "profile", "framework": "jax"})
+    (run / "run.json").write_text(manifest.dumps(), encoding="utf-8")
+    for f in (DATA / "memory_reports").glob("module_0030.jit_mlp.cpu_after_optimizations-*"):
+        shutil.copy(f, run / "dump" / f.name)
+    log = run / "dump" / "module_0030.jit_mlp.priority_fusion_dump.txt"
+    shutil.copy(DATA / "gpu_fusion_log" / "module_0004.jit_f.priority_fusion_dump.txt", log)
+    compiles = run / "profile" / "jax" / "compiles.json"
+    compiles.write_text(json.dumps({"compiles": [["jit(mlp)", 0.05]]}), encoding="utf-8")
+    return {
+        "buffer assignment": next((run / "dump").glob("*-buffer-assignment.txt")),
+        "memory usage": next((run / "dump").glob("*-memory-usage-report.txt")),
+        "fusion log": log,
+        "compile record": compiles,
+        "run": run,
+    }
+
+
+@pytest.mark.parametrize("what", ["buffer assignment", "memory usage", "fusion log", "compile record"])  # fmt: skip
+@pytest.mark.parametrize("kind", ["link out", "fifo", "/dev/zero"])
+def test_files_beside_the_dump_are_read_only_inside_the_run(
+    tmp_path: Path, what: str, kind: str
+) -> None:
+    """Issue 25: these were read through a link out of the run (and shown in `report`
+    and the page), a FIFO hung the reading, /dev/zero filled memory."""
+    files = _side_files_run(tmp_path)
+    run, target = files["run"], files[what]
+    secret = tmp_path / "secret.txt"
+    secret.write_text(
+        f"allocation 0: size 8, parameter 0:\n value: <1 {SECRET} @0> (size=8,offset=0)\n"
+        f'fusion_steps {{ producer_ineligible {{ producer_name: "x" reason: "{SECRET}" }} }}\n',
+        encoding="utf-8",
+    )
+    target.unlink()
+    if kind == "link out":
+        target.symlink_to(secret)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")
+    page = tmp_path / "page.html"
+    for args in (["report", str(run), "--html", str(page)], ["report", str(run), "--json"], ["profile", str(run)]):  # fmt: skip
+        result = hloscope(*args)
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        assert SECRET not in result.stdout + result.stderr
+    assert SECRET not in page.read_text(encoding="utf-8")
+
+
 # --- devices, pipes and unwritable outputs ----------------------------------------------
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import HloParseError
+from hloscope.files import inside, read_regular
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<close>\})|(?P<key>[A-Za-z_][\w.]*)\s*(?P<sep>:\s*|\{|:\s*\{)"
@@ -25,6 +26,14 @@ _TOKEN = re.compile(
 )
 
 SUFFIX = ".priority_fusion_dump.txt"
+# What follows the module in an after-optimization dump's name: the platform (`cpu`,
+# `sm_90_gpu`, `sm_9.0_gpu` as current XLA writes it, `gfx950_gpu`) and the format.
+_AFTER = re.compile(
+    r"\.(?:sm_\d+(?:\.\d+)?[a-z]?_|[a-z]+\d+[a-z]*_)?[a-z]+_after_optimizations"
+    r"\.(?:txt|hlo\.pb|hlo\.pb\.xz)$"
+)
+# A real log is a few MB for a big module.
+_MAX_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,18 @@ def parse_textproto(text: str, path: str | None = None) -> dict[str, list[Any]]:
 
 
 def read_decisions(path: Path) -> FusionDecisions:
-    """Read a `*.priority_fusion_dump.txt` file."""
-    doc = parse_textproto(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    """Read a `*.priority_fusion_dump.txt` file (a regular file, within a size cap).
+
+    Raises:
+        HloParseError: It cannot be read or is not protobuf text format.
+    """
+    try:
+        text = read_regular(path, _MAX_BYTES).decode("utf-8", errors="replace")
+    except OSError as e:
+        raise HloParseError(
+            f"cannot read the fusion log: {e.strerror or e}", path=str(path)
+        ) from None
+    doc = parse_textproto(text, str(path))
     ineligible: dict[str, list[str]] = {}
     fused: list[tuple[str, str, str]] = []
     kinds: dict[str, int] = {}
@@ -130,14 +149,18 @@ def read_decisions(path: Path) -> FusionDecisions:
 def find_log(after_file: Path | None) -> Path | None:
     """The priority-fusion log beside an after-optimization dump file, if XLA wrote one.
 
-    `module_0008.jit_f.sm_90_gpu_after_optimizations.txt` has its log in
-    `module_0008.jit_f.priority_fusion_dump.txt`.
+    `module_0008.jit_f.sm_90_gpu_after_optimizations.txt` (or `.sm_9.0_gpu_...`, as
+    current XLA names it, or `.hlo.pb[.xz]`) has its log in
+    `module_0008.jit_f.priority_fusion_dump.txt`. A log that is a link out of the dump
+    folder is not the dump's: it is left alone.
     """
-    if after_file is None:
+    if after_file is None or _AFTER.search(after_file.name) is None:
         return None
-    prefix = after_file.name.rsplit(".", 2)[0]
+    prefix = _AFTER.sub("", after_file.name)
     candidate = after_file.parent / (prefix + SUFFIX)
-    return candidate if candidate.is_file() else None
+    if not candidate.is_file() or not inside(candidate, after_file.parent):
+        return None
+    return candidate
 
 
 def _first(entry: Any, key: str) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hloscope.errors import HloscopeError
-from hloscope.files import read_regular
+from hloscope.files import inside, read_regular
 
 __all__ = [
     "MISSING_HINT",
@@ -172,8 +172,11 @@ def reported_total(text: str) -> int | None:
 
 
 def memory_files(after: Path) -> tuple[Path, Path]:
-    """The buffer-assignment and memory-usage files XLA writes beside `after`."""
-    stem = after.name.removesuffix(".txt")
+    """The buffer-assignment and memory-usage files XLA writes beside `after` (a text or
+    a binary dump: XLA names them after the module, not the format)."""
+    stem = after.name
+    for suffix in (".txt", ".hlo.pb.xz", ".hlo.pb"):
+        stem = stem.removesuffix(suffix)
     return after.with_name(stem + BUFFER_ASSIGNMENT), after.with_name(stem + MEMORY_USAGE)
 
 
@@ -189,6 +192,10 @@ def read_memory(after: Path) -> MemoryReport | None:
     assignment, usage = memory_files(after)
     if not assignment.is_file():
         return None
+    for path in (assignment, usage):
+        # Beside the dump or not at all: a link out of its folder is another file.
+        if path.is_symlink() and not inside(path, after.parent):
+            raise HloscopeError(f"{path}: a link out of the dump folder; not read")
     allocations = parse_buffer_assignment(_read(assignment), str(assignment))
     reported = reported_total(_read(usage)) if usage.is_file() else None
     return MemoryReport(allocations, reported, str(assignment))

@@ -13,6 +13,7 @@ TensorFlow has no such event, so its modules get none.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hloscope.capture.profiler import COMPILES_FILE
+from hloscope.files import inside, read_regular
 from hloscope.timing.results import ProfileTimings
 
 __all__ = ["read_compiles", "with_compile_times"]
@@ -30,16 +32,35 @@ def _key(name: str) -> str:
     return re.sub(r"[^0-9a-z]", "", name.lower())
 
 
+# A real record is a line per compiled module.
+_MAX_BYTES = 16 * 1024 * 1024
+
+
 def read_compiles(profiles: Iterable[Path]) -> list[tuple[str, float]]:
     """The compiles recorded beside these profile files (in each one's profiler log dir,
-    `<logdir>/plugins/profile/<time>/<host>.xplane.pb`); [] where none were."""
+    `<logdir>/plugins/profile/<time>/<host>.xplane.pb`); [] where none were, or where the
+    record is not one: not a regular file in the log dir (a FIFO, a link out of it), not
+    `[name, seconds]` pairs of a string and a finite, non-negative number."""
     out: list[tuple[str, float]] = []
     for logdir in dict.fromkeys(p.parents[3] for p in profiles if len(p.parents) > 3):
+        path = logdir / COMPILES_FILE
         try:
-            doc = json.loads((logdir / COMPILES_FILE).read_text(encoding="utf-8"))
-            out += [(str(n), float(s)) for n, s in doc["compiles"]]
-        except (OSError, ValueError, KeyError, TypeError):
+            if not inside(path, logdir):
+                continue
+            doc = json.loads(read_regular(path, _MAX_BYTES))
+            pairs = [(n, s) for n, s in doc["compiles"]]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             continue
+        good = all(
+            isinstance(n, str)
+            and isinstance(s, int | float)
+            and not isinstance(s, bool)
+            and math.isfinite(s)
+            and s >= 0
+            for n, s in pairs
+        )
+        if good:
+            out += [(n, float(s)) for n, s in pairs]
     return out
 
 

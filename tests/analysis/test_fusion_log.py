@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import zipfile
+from pathlib import Path
+
 import pytest
 
 from hloscope.analysis.fusion_log import find_log, parse_textproto, read_decisions
@@ -9,7 +13,7 @@ from hloscope.analysis.provenance import ALONE, FUSED
 from hloscope.analysis.report import analyze_run
 from hloscope.errors import HloParseError
 from hloscope.runs import load_run
-from tests.conftest import DATA
+from tests.conftest import DATA, GPU
 
 LOG = DATA / "gpu_fusion_log" / "module_0004.jit_f.priority_fusion_dump.txt"
 
@@ -46,3 +50,76 @@ def test_log_is_found_beside_the_after_dump_and_joined_to_lone_ops() -> None:
     assert "not fusible" in by["jit(f)/dot_general"].evidence
     assert "library call" in by["jit(f)/dot_general"].evidence
     assert by["jit(f)/add"].status == FUSED and by["jit(f)/add"].evidence == ""
+
+
+# --- current XLA's file names: `sm_9.0_gpu`, binary dumps (issue 25) --------------------
+
+ARCHIVE = GPU / "maxtext_fsdp4_h100.nsys-jax.zip"
+
+
+def _archive_after_names() -> list[str]:
+    if not ARCHIVE.is_file():
+        pytest.skip(f"real GPU data absent: {ARCHIVE} (see ../shared/gpu/README.md)")
+    with zipfile.ZipFile(ARCHIVE) as z:
+        return [Path(n).name for n in z.namelist() if "_after_optimizations." in n]
+
+
+def test_the_log_is_found_beside_every_after_dump_of_the_maxtext_archive(tmp_path: Path) -> None:
+    """The archive's after files are `module_0016.jit_train_step.sm_9.0_gpu_after_
+    optimizations.hlo.pb.xz`: the log beside each is `module_0016.jit_train_step.
+    priority_fusion_dump.txt`, as XLA writes it."""
+    names = _archive_after_names()
+    assert len(names) == 13 and all(".sm_9.0_gpu_after_optimizations.hlo.pb.xz" in n for n in names)
+    for name in names:
+        after = tmp_path / name
+        after.write_bytes(b"")
+        log = tmp_path / (".".join(name.split(".")[:2]) + ".priority_fusion_dump.txt")
+        log.write_text("")
+        assert find_log(after) == log
+        # a text dump of the same module names its log alike
+        text = tmp_path / name.replace(".hlo.pb.xz", ".txt")
+        assert find_log(text) == log
+
+
+def test_sm_9_0_names_join_the_reasons_as_sm_90_names_do(tmp_path: Path) -> None:
+    for f in (DATA / "gpu_fusion_log").glob("module_*"):
+        shutil.copy(f, tmp_path / f.name.replace("sm_90_gpu", "sm_9.0_gpu"))
+    run = load_run(tmp_path)
+    (dump,) = run.modules
+    assert dump.after is not None and "sm_9.0_gpu" in dump.after.name
+    (module,) = analyze_run(run).modules
+    assert module.provenance is not None
+    by = {p.op.name: p for p in module.provenance.placements}
+    assert "overly large code duplication" in by["jit(f)/transpose"].evidence
+
+
+def test_a_fusion_log_in_an_nsys_archive_is_joined(tmp_path: Path) -> None:
+    """The MaxText archive with a priority-fusion log added beside jit_multiply's dump:
+    unpacked with it, and its reason shown for the multiply that runs alone."""
+    if not ARCHIVE.is_file():
+        pytest.skip(f"real GPU data absent: {ARCHIVE} (see ../shared/gpu/README.md)")
+    pytest.importorskip("google.protobuf")
+    archive = tmp_path / "with_log.nsys-jax.zip"
+    shutil.copy(ARCHIVE, archive)
+    after = load_run(ARCHIVE).module("jit_multiply").load_after()
+    assert after is not None
+    (mul,) = [i.name for _, i in after.instructions() if i.opcode == "multiply"]
+    log = f'fusion_steps {{ producer_ineligible {{ producer_name: "{mul}" reason: "a test reason" }} }}\n'
+    with zipfile.ZipFile(archive, "a") as z:
+        z.writestr("dump/module_0035.jit_multiply.priority_fusion_dump.txt", log)
+    (module,) = analyze_run(load_run(archive), ["jit_multiply"]).modules
+    assert module.provenance is not None
+    assert any("a test reason" in p.evidence for p in module.provenance.placements)
+
+
+def test_a_log_linked_out_of_the_dump_folder_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text('fusion_steps { producer_ineligible { producer_name: "x" reason: "leak" } }')
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for f in (DATA / "gpu_fusion_log").glob("module_*"):
+        if not f.name.endswith(".priority_fusion_dump.txt"):
+            shutil.copy(f, dump / f.name)
+    (dump / LOG.name).symlink_to(outside)
+    (after,) = dump.glob("*after_optimizations.txt")
+    assert find_log(after) is None
