@@ -1,5 +1,6 @@
 """Mutations of real HLO modules and the parser's contract, shared by the fuzz test
-(tests/hlo/test_fuzz.py) and the longer run (benchmarks/fuzz_bench.py).
+(tests/hlo/test_fuzz.py) and the longer run (benchmarks/fuzz_bench.py, through
+tests/fuzz/readers.py, beside the other readers).
 
 The contract: any text gives a model or an `HloParseError` that names a line and a
 column, never another exception, and within a time bound; a model then goes through
