@@ -217,7 +217,45 @@ def read_bench(run: Run) -> dict[str, Any] | None:
         return {"error": f"{BENCH_FILE} is nested too deep"}
     except (OSError, UnicodeDecodeError, ValueError) as e:
         return {"error": f"{BENCH_FILE} is not readable: {e}"}
-    return doc if isinstance(doc, dict) else {"error": f"{BENCH_FILE} is not a JSON object"}
+    if not isinstance(doc, dict):
+        return {"error": f"{BENCH_FILE} is not a JSON object"}
+    problem = _bench_problem(doc)
+    return (
+        {"error": f"{BENCH_FILE} is not one `hloscope bench` writes: {problem}"} if problem else doc
+    )
+
+
+# bench.json's figures (render.timing.bench_doc): seconds, counts and a ratio.
+_BENCH_FIGURES = (
+    "first_call_s", "median_s", "p10_s", "p90_s", "repeats", "speedup", "peak_memory_bytes",
+)  # fmt: skip
+_BENCH_TEXTS = ("framework", "device", "target", "baseline", "error")
+
+
+def _bench_problem(doc: Mapping[str, Any]) -> str:
+    """What is wrong with a bench.json document ('' when nothing): every figure a
+    finite, non-negative number (or null), every name a string, as `bench` writes them."""
+    for key in _BENCH_TEXTS:
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            return f"{key} is not text"
+    notes = doc.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        return "notes is not a list of text"
+    modes = doc.get("modes", [])
+    if not isinstance(modes, list):
+        return "modes is not a list"
+    for i, mode in enumerate(modes):
+        if not isinstance(mode, dict):
+            return f"modes[{i}] is not an object"
+        for key in ("name", "label", "memory_note", "error"):
+            if mode.get(key) is not None and not isinstance(mode[key], str):
+                return f"modes[{i}].{key} is not text"
+        for key in _BENCH_FIGURES:
+            v = mode.get(key)
+            number = isinstance(v, int | float) and not isinstance(v, bool)
+            if v is not None and not (number and math.isfinite(v) and v >= 0):
+                return f"modes[{i}].{key} is not a finite, non-negative number"
+    return ""
 
 
 def _static(modules: Iterable[ModuleReport]) -> dict[str, ModuleAnalysis]:

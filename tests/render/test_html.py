@@ -211,6 +211,13 @@ def test_bench_json_is_read_and_a_broken_one_is_reported(tmp_path: Path) -> None
     assert bench is not None and "not readable" in bench["error"]
     (run_dir / BENCH_FILE).write_text("[1, 2]")
     assert read_bench(run) == {"error": f"{BENCH_FILE} is not a JSON object"}
+    # figures that are no measurement (issue 25): not shown as one
+    for mode in ('{"median_s": -998.0}', '{"speedup": Infinity}', '{"repeats": "many"}'):
+        (run_dir / BENCH_FILE).write_text(f'{{"modes": [{mode}]}}')
+        bench = read_bench(run)
+        assert bench is not None and "not a finite, non-negative number" in bench["error"]
+    (run_dir / BENCH_FILE).write_text('{"modes": [], "device": ["a"]}')
+    assert "device is not text" in (read_bench(run) or {})["error"]
     outside = tmp_path / "elsewhere.json"
     outside.write_text('{"secret": 1}')
     (run_dir / BENCH_FILE).unlink()
