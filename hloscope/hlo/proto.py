@@ -457,8 +457,12 @@ def _shape_text(s: Any) -> str:
         else:
             dims.append(f"<={d}" if n < len(dynamic) and dynamic[n] else str(d))
     text = f"{kind}[{','.join(dims)}]"
-    if s.dimensions and s.HasField("layout"):
-        text += "{" + _layout_text(s.layout) + "}"
+    if s.HasField("layout"):
+        layout = _layout_text(s.layout)
+        # a scalar's layout is printed only when it says more than the default: a
+        # TPU's tiles and memory space (`f32[]{:T(128)S(6)}`)
+        if s.dimensions or layout:
+            text += "{" + layout + "}"
     return text
 
 
