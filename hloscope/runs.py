@@ -209,17 +209,22 @@ class Run:
 
 
 def load_run(path: str | Path) -> Run:
-    """Load a run folder, a bare XLA dump folder, or a single HLO text file.
+    """Load a run folder, a bare XLA dump folder, a single HLO text file, an nsys-jax
+    archive, or a profile.
 
     Args:
         path: A folder with `run.json` (made by `hloscope dump` or `hloscope.inspect`), a
-            folder XLA dumped into (`--xla_dump_to`), or one `.txt`/`.hlo` module file.
+            folder XLA dumped into (`--xla_dump_to`), one `.txt`/`.hlo` module file, an
+            nsys-jax `.zip`, or an `*.xplane.pb` profile (its modules are the optimized
+            HLO the profiler recorded in it; its events are the run's timings).
 
     Returns:
         The run; modules are parsed only when asked for.
 
     Raises:
-        UsageError: The path is missing, or is a folder without HLO dumps.
+        UsageError: The path is missing, is a folder without HLO dumps, or is a profile
+            that carries no HLO.
+        ProfileReadError: An `*.xplane.pb` that is not an XSpace.
     """
     p = Path(path)
     if p.is_file() and is_nsys_archive(p):
