@@ -18,7 +18,7 @@ from rich.text import Text
 
 from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us
 from hloscope.timing.bench import BenchResult
-from hloscope.timing.results import ModuleTiming, ProfileTimings
+from hloscope.timing.results import CLOCK_DEVICE, ModuleTiming, ProfileTimings
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -56,7 +56,10 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
     `kernel_launches_per_execution` (device kernels), `device_ops_per_execution` (GPU
     operations the trace counted, or null), `static_launches` (from the HLO, or null),
     `launch_mismatch` (bool, or null without HLO), `missing_kernels`, `unknown_ops`,
-    `devices`, `split_by`, `wall_from`, `program_id`, and `kernels`: `[{name (the
+    `devices`, `split_by`, `wall_from`, `clock` (what op times were read on: `device`,
+    the device's own duration of each op as a TPU records it and XProf sums it;
+    `timeline`, each event's length on the profile's timeline; `device+timeline`),
+    `program_id`, and `kernels`: `[{name (the
     top-level HLO instruction), calls, total_us, mean_us, median_us, min_us, max_us,
     share, calls_per_execution, kernels_per_op, device_kernels, device_ops (or null),
     hlo_ops (every name the runtime reported for it)}]`, most total time first. Times
@@ -87,6 +90,7 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
         "devices": list(m.devices),
         "split_by": m.split_by,
         "wall_from": m.wall_from,
+        "clock": m.clock,
         "control": [
             {"name": k.name, "calls": k.calls, "total_us": _r(k.total_us)} for k in m.control
         ],
@@ -207,7 +211,9 @@ def _module_header(key: str, m: ModuleTiming) -> Text:
         f"\n{source}{counted(m.executions, 'execution')}{warm}",
         *_first_run(m),
         f" (split by {m.split_by}); ",
-        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})\n",
+        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})",
+        "; ops on the device's clock" if m.clock == CLOCK_DEVICE else "",
+        "\n",
         _kernel_time(m),
         f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
         _launches(m),
