@@ -40,6 +40,8 @@ __all__ = [
     "function_of",
     "run_compilations",
     "shape_string",
+    "varying_groups",
+    "varying_where",
 ]
 
 FunctionRule = Callable[[str], "tuple[str, str] | None"]
@@ -243,6 +245,29 @@ class Varying:
     values: tuple[int | str, ...]
 
 
+def varying_groups(varying: Sequence[Varying]) -> list[tuple[tuple[int, ...], Varying]]:
+    """Varying dimensions that vary alike, together: `q`, `k` and `v` all of length
+    8, 16, 24 are one group `((0, 1, 2), arg 0 dim 0)`; in the order first seen."""
+    groups: dict[tuple[int | None, tuple[int | str, ...]], list[Varying]] = {}
+    for v in varying:
+        if v.arg is None or v.dim is None:
+            groups[(None, (id(v),))] = [v]
+            continue
+        groups.setdefault((v.dim, v.values), []).append(v)
+    return [
+        (tuple(v.arg for v in members if v.arg is not None), members[0])
+        for members in groups.values()
+    ]
+
+
+def varying_where(args: Sequence[int], v: Varying) -> str:
+    """`arg 0 dim 0`, `args 0, 1, 2 dim 0`: where a group of varying dimensions is."""
+    if v.arg is None:
+        return "the number of inputs"
+    names = f"arg {args[0]}" if len(args) == 1 else "args " + ", ".join(map(str, args))
+    return names if v.dim is None else f"{names} dim {v.dim}"
+
+
 @dataclass(frozen=True)
 class FusesDifferently:
     """Compilations of one function whose kernels differ from the usual ones.
@@ -323,7 +348,8 @@ class Compilation:
     @property
     def reasons(self) -> tuple[str, ...]:
         """What the framework said about why it compiled again: each different line of
-        JAX's cache-miss explanations (`at q, now f32[16,32] and before f32[8,32]`)."""
+        JAX's cache-miss explanations (`at q, now f32[16,32] and before f32[8,32]`), in
+        the order said."""
         found: list[str] = []
         for v in self.variants:
             for line in (v.reason or "").splitlines():
@@ -468,13 +494,13 @@ def _varying(variants: Sequence[Variant]) -> tuple[Varying, ...]:
 
 def _advice(c: Compilation) -> str:
     """One line on how to compile `c` fewer times, in its framework's terms."""
+    groups = [(args, v) for args, v in varying_groups(c.varying) if v.dim is not None]
     dims = [v for v in c.varying if v.dim is not None]
-    where = (
-        f"arg {dims[0].arg} dim {dims[0].dim}"
-        + (f" (and {len(dims) - 1} more)" if len(dims) > 1 else "")
-        if dims
-        else ""
-    )
+    where_ = ""
+    if groups:
+        where_ = varying_where(*groups[0]) + (
+            f" (and {len(groups) - 1} more dimensions)" if len(groups) > 1 else ""
+        )
     other = [v for v in c.varying if v.dim is None]
     name = (
         re.sub(r"^a?_?_?inference_", "", c.function) if c.framework == "tensorflow" else c.function
@@ -482,7 +508,7 @@ def _advice(c: Compilation) -> str:
     if c.framework == "jax":
         if dims:
             return (
-                f"pad or bucket {where} to a few sizes: jax.jit compiles once per input "
+                f"pad or bucket {where_} to a few sizes: jax.jit compiles once per input "
                 "shape (one compile per bucket instead of per length)"
             )
         if other:
@@ -499,11 +525,11 @@ def _advice(c: Compilation) -> str:
         if c.function.startswith("cluster_"):
             return (
                 f"XLA auto-clustering compiles {c.function} for each input shape: pad or bucket "
-                f"{where or 'the inputs'} to a few sizes"
+                f"{where_ or 'the inputs'} to a few sizes"
             )
         if dims:
             return (
-                f"an input_signature with None for {where} (or reduce_retracing=True) traces "
+                f"an input_signature with None for {where_} (or reduce_retracing=True) traces "
                 f"{name} once, but with jit_compile=True XLA still compiles each shape: pad or "
                 "bucket that dimension to a few sizes"
             )
@@ -513,7 +539,7 @@ def _advice(c: Compilation) -> str:
             "signature with input_signature"
         )
     if dims:
-        return f"XLA compiles once per input shape: pad or bucket {where} to a few sizes"
+        return f"XLA compiles once per input shape: pad or bucket {where_} to a few sizes"
     return "XLA compiled it again with the same input shapes"
 
 

@@ -10,13 +10,20 @@ so, with its exit code and error, before anything else. The JSON pieces are the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from hloscope.analysis.compilations import Compilation, Compilations, Varying
+from hloscope.analysis.compilations import (
+    Compilation,
+    Compilations,
+    Varying,
+    varying_groups,
+    varying_where,
+)
 from hloscope.manifest import RunManifest
 from hloscope.render.format import ellipsis, fmt_seconds, fmt_share, short_name
 
@@ -130,22 +137,20 @@ def run_status_line(manifest: RunManifest, modules: int) -> Text | None:
     return line
 
 
-def _dims(v: Varying) -> str:
-    values = ", ".join(str(x) for x in v.values[:12]) + (", …" if len(v.values) > 12 else "")
-    if v.arg is None:
-        return f"inputs: {values}"
-    if v.dim is None:
-        return f"arg {v.arg}: {values}"
-    return f"arg {v.arg} dim {v.dim}: {values}"
+def _values(v: Varying) -> str:
+    shown = ", ".join(str(x) for x in v.values[:12])
+    return shown + (", …" if len(v.values) > 12 else "")
 
 
 def headline(c: Compilation) -> Text:
-    """`jit_attend compiled 6× · arg 0 dim 0: 8, 16, 24, 32, 40, 48 · 1.9 s compiling`."""
+    """`jit_attend compiled 6× · arg 0 dim 0: 8, 16, 24, 32, 40, 48 · 1.9 s compiling`
+    (inputs whose dimension varies alike are named together: `args 0, 1, 2 dim 0`)."""
     line = Text.assemble((short_name(c.function, 64), "bold cyan"), f" compiled {c.count}×")
-    for v in c.varying[:3]:
-        line.append(" · " + _dims(v))
-    if len(c.varying) > 3:
-        line.append(f" · {len(c.varying) - 3} more inputs vary")
+    groups = varying_groups(c.varying)
+    for args, v in groups[:3]:
+        line.append(f" · {varying_where(args, v)}: {_values(v)}")
+    if len(groups) > 3:
+        line.append(f" · {len(groups) - 3} more dimensions vary")
     if not c.varying and c.variants[0].inputs:
         line.append(" · same input shapes each time")
     if c.compile_s is not None:
@@ -190,10 +195,20 @@ def _differs_lines(c: Compilation) -> list[Text]:
     return out
 
 
+_JAX_AT = re.compile(r"^at (\S+), now (.+) and before (.+)$")
+
+
 def _said_lines(c: Compilation, notes: Sequence[str]) -> list[Text]:
-    said = []
-    if c.framework == "jax":
-        said = [f"JAX: {r}" for r in c.reasons[:_REASONS_LISTED]]
+    """What the framework itself said: JAX's cache-miss explanations (the inputs it
+    named, and its first example), TensorFlow's retracing warning."""
+    said: list[str] = []
+    if c.framework == "jax" and c.reasons:
+        named = [m[1] for m in map(_JAX_AT.match, c.reasons) if m is not None]
+        names = ", ".join(dict.fromkeys(named))
+        if names:
+            said.append(f"JAX: the input types changed at {names} (e.g. {c.reasons[0]})")
+        else:
+            said += [f"JAX: {r}" for r in c.reasons[:_REASONS_LISTED]]
     elif c.framework == "tensorflow":
         name = c.function.split("inference_", 1)[-1]
         said = [n for n in notes if f" calls to {name} " in n]
