@@ -11,7 +11,7 @@ so, with its exit code and error, before anything else. The JSON pieces are the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -30,6 +30,7 @@ from hloscope.render.format import ellipsis, fmt_seconds, fmt_share, short_name
 __all__ = [
     "cold_start_line",
     "compilations_doc",
+    "compilations_page_doc",
     "compilations_view",
     "module_compile_doc",
     "run_outcome",
@@ -84,6 +85,41 @@ def compilations_doc(comps: Compilations) -> list[dict[str, Any]]:
         }
         for c in comps.recompiled
     ]
+
+
+def compilations_page_doc(comps: Compilations, indices: Mapping[str, int]) -> list[dict[str, Any]]:
+    """What the HTML overview shows of each function compiled more than once: the
+    `compilations` fields, each compilation's shapes, kernels, compile time and place in
+    the page (`index`, null when not on it), those that fuse differently, what the
+    framework said, and the advice."""
+    out = []
+    for c in comps.recompiled:
+        out.append(
+            {
+                "function": c.function,
+                "count": c.count,
+                "trivial": c.trivial,
+                "compile_s": _round(c.compile_s),
+                "headline": headline(c).plain,
+                "varying": [_varying_doc(v) for v in c.varying],
+                "variants": [
+                    {
+                        "key": v.key,
+                        "compilation": v.index,
+                        "index": indices.get(v.key),
+                        "inputs": list(v.inputs),
+                        "outputs": list(v.outputs),
+                        "kernels": v.kernels,
+                        "compile_s": _round(v.compile_s),
+                    }
+                    for v in c.variants
+                ],
+                "differs": [line.plain.strip() for line in _differs_lines(c)],
+                "said": [line.plain.strip() for line in _said_lines(c, comps.notes)],
+                "advice": c.advice,
+            }
+        )
+    return out
 
 
 def run_outcome_doc(manifest: RunManifest) -> dict[str, Any]:
