@@ -185,6 +185,7 @@
       add(tbody, h("tr", null,
         h("td", null, String(m.label || m.name || "?"), m.name === bench.baseline ? h("span", { class: "hs-muted" }, " (baseline)") : null),
         h("td", { class: "hs-num" }, fmtS(m.first_call_s)),
+        h("td", { class: "hs-num" }, typeof m.compile_s === "number" ? fmtS(m.compile_s) : "–"),
         h("td", { class: "hs-num" }, fmtS(m.median_s)),
         h("td", { class: "hs-num" }, m.p10_s !== undefined ? fmtS(m.p10_s) + " – " + fmtS(m.p90_s) : "–"),
         h("td", { class: "hs-num" }, typeof m.speedup === "number" ? "×" + m.speedup.toFixed(2) : "–"),
@@ -193,8 +194,8 @@
     });
     add(sec, h("table", { class: "hs-table" },
       h("thead", null, h("tr", null,
-        ["mode", "first call", "median", "p10 – p90", "speed-up", "peak memory", ""].map(function (x, i) {
-          return h("th", { class: i > 0 && i < 6 ? "hs-num" : null, scope: "col" }, x);
+        ["mode", "first call", "compile", "median", "p10 – p90", "speed-up", "peak memory", ""].map(function (x, i) {
+          return h("th", { class: i > 0 && i < 7 ? "hs-num" : null, scope: "col" }, x);
         }))), tbody));
     var notes = Array.isArray(bench.notes) ? bench.notes : [];
     if (notes.length) add(sec, h("ul", { class: "hs-notes" }, notes.map(function (n) { return h("li", null, String(n)); })));
