@@ -31,6 +31,7 @@ __all__ = [
     "cold_start_line",
     "compilations_doc",
     "compilations_page_doc",
+    "compilations_summary",
     "compilations_view",
     "module_compile_doc",
     "run_outcome",
@@ -265,6 +266,18 @@ def compilations_view(comps: Compilations, *, show_all: bool = False) -> Rendera
     if cold is not None:
         parts.append(cold)
     return Group(*parts) if parts else None
+
+
+def compilations_summary(comps: Compilations, *, show_all: bool = False) -> RenderableType | None:
+    """One line per function compiled more than once, then the compile time against
+    the wall time (what `hloscope dump` ends with; `report` says more)."""
+    lines: list[RenderableType] = [
+        headline(c) for c in comps.recompiled if show_all or not c.trivial
+    ]
+    cold = cold_start_line(comps)
+    if cold is not None:
+        lines.append(cold)
+    return Group(*lines) if lines else None
 
 
 def cold_start_line(comps: Compilations) -> Text | None:
