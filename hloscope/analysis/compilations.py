@@ -49,6 +49,12 @@ FunctionRule = Callable[[str], "tuple[str, str] | None"]
 name is not that framework's."""
 
 _SUFFIX = re.compile(r"(\.\d+)+$")
+# `at input path [0][1], now <class '...Static'> with pytree metadata Static(val=2) and
+# before ...`: JAX's explanation of a static argument that changed
+_STATIC_CHANGE = re.compile(
+    r"^at (?:input path )?(.+?), now .*?Static\(val=(.*?)\) and before .*?Static\(val=(.*?)\)"
+)
+_ARG_PATH = re.compile(r"^\[0\]\[(\d+)\]$|^\[1\]\['(.+)'\]$")
 _JAX = re.compile(r"^(?:jit|pjit|pmap|xmap)_.+")
 _TF_FUNCTION = re.compile(r"^(a?_?_?inference_.+?)_\d+$")
 _TF_CLUSTER = re.compile(r"^cluster_\d+$")
@@ -361,6 +367,23 @@ class Compilation:
         return tuple(found)
 
     @property
+    def static_changes(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each static argument JAX said changed (its cache-miss explanations name a
+        `Static(val=...)` at an input path): `(argument, values in compile order)`, the
+        argument as `argument 1` or `argument power` where the path says which."""
+        found: dict[str, list[str]] = {}
+        for reason in self.reasons:
+            m = _STATIC_CHANGE.match(reason)
+            if m is None:
+                continue
+            path = _ARG_PATH.match(m[1])
+            where = f"argument {path[1] or path[2]}" if path else m[1]
+            values = found.setdefault(where, [m[3]])
+            if m[2] not in values:
+                values.append(m[2])
+        return tuple((where, tuple(values)) for where, values in found.items())
+
+    @property
     def advice(self) -> str:
         """One line on how to compile it fewer times, in its framework's terms."""
         return _advice(self)
@@ -506,6 +529,14 @@ def _advice(c: Compilation) -> str:
         re.sub(r"^a?_?_?inference_", "", c.function) if c.framework == "tensorflow" else c.function
     )
     if c.framework == "jax":
+        static = c.static_changes
+        if static and not dims:
+            at = ", ".join(where for where, _ in static)
+            return (
+                f"a static argument changed ({at}): jax.jit compiles once per value of a "
+                "static_argnums/static_argnames argument; if it takes many values, pass it as "
+                "an array argument instead"
+            )
         if dims:
             return (
                 f"pad or bucket {where_} to a few sizes: jax.jit compiles once per input "

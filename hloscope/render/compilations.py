@@ -242,10 +242,13 @@ def _said_lines(c: Compilation, notes: Sequence[str]) -> list[Text]:
     if c.framework == "jax" and c.reasons:
         named = [m[1] for m in map(_JAX_AT.match, c.reasons) if m is not None]
         names = ", ".join(dict.fromkeys(named))
-        if names:
+        static = c.static_changes
+        if static:
+            said += [f"JAX: static {where} took {', '.join(vs)}" for where, vs in static]
+        elif names:
             said.append(f"JAX: the input types changed at {names} (e.g. {c.reasons[0]})")
         else:
-            said += [f"JAX: {r}" for r in c.reasons[:_REASONS_LISTED]]
+            said += [f"JAX: {ellipsis(r, 200)}" for r in c.reasons[:_REASONS_LISTED]]
     elif c.framework == "tensorflow":
         name = c.function.split("inference_", 1)[-1]
         said = [n for n in notes if f" calls to {name} " in n]

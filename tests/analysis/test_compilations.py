@@ -218,3 +218,27 @@ def test_report_keeps_a_functions_compilations_together() -> None:
     assert keys == [f"00{n}.jit_attend" for n in (12, 16, 20, 24, 28, 32)]
     selected = analyze_run(load_run(JAX_RUN), ["jit_attend#1", "jit_attend(f32[64,64])"])
     assert {m.key for m in selected.modules} == {"0016.jit_attend", "0032.jit_attend"}
+
+
+def _static_reason(now: int) -> str:
+    """JAX 0.10.2's explanation of a `static_argnums=1` argument that changed, as its
+    `jax_explain_cache_misses` logged it for `samples`-style code (norm(x, power))."""
+    return (
+        "TRACING CACHE MISS at /tmp/static_args.py:10:19 (<module>):\n"
+        "  for norm defined at /tmp/static_args.py:4\n"
+        "  all previously seen cache keys differ. For the closest previous key:\n"
+        "  different input pytree:\n"
+        f"  * at input path [0][1], now <class 'jax._src.tree_util.Static'> with pytree "
+        f"metadata Static(val={now}) and before <class 'jax._src.tree_util.Static'> with "
+        "pytree metadata Static(val=1), so the pytree node metadata does not match"
+    )
+
+
+def test_a_static_argument_that_changed() -> None:
+    variants = tuple(
+        C.Variant(f"000{i}.jit_norm", i, ("f32[1000]",), ("f32[]",), reason=reason)
+        for i, reason in enumerate([None, _static_reason(2), _static_reason(3)])
+    )
+    c = C.Compilation("jit_norm", "jax", variants)
+    assert c.static_changes == (("argument 1", ("1", "2", "3")),)
+    assert c.advice.startswith("a static argument changed (argument 1): jax.jit compiles once")
