@@ -519,9 +519,9 @@ def _advice(c: Compilation) -> str:
     """One line on how to compile `c` fewer times, in its framework's terms."""
     groups = [(args, v) for args, v in varying_groups(c.varying) if v.dim is not None]
     dims = [v for v in c.varying if v.dim is not None]
-    where_ = ""
+    place = ""
     if groups:
-        where_ = varying_where(*groups[0]) + (
+        place = varying_where(*groups[0]) + (
             f" (and {len(groups) - 1} more dimensions)" if len(groups) > 1 else ""
         )
     other = [v for v in c.varying if v.dim is None]
@@ -539,7 +539,7 @@ def _advice(c: Compilation) -> str:
             )
         if dims:
             return (
-                f"pad or bucket {where_} to a few sizes: jax.jit compiles once per input "
+                f"pad or bucket {place} to a few sizes: jax.jit compiles once per input "
                 "shape (one compile per bucket instead of per length)"
             )
         if other:
@@ -556,11 +556,11 @@ def _advice(c: Compilation) -> str:
         if c.function.startswith("cluster_"):
             return (
                 f"XLA auto-clustering compiles {c.function} for each input shape: pad or bucket "
-                f"{where_ or 'the inputs'} to a few sizes"
+                f"{place or 'the inputs'} to a few sizes"
             )
         if dims:
             return (
-                f"an input_signature with None for {where_} (or reduce_retracing=True) traces "
+                f"an input_signature with None for {place} (or reduce_retracing=True) traces "
                 f"{name} once, but with jit_compile=True XLA still compiles each shape: pad or "
                 "bucket that dimension to a few sizes"
             )
@@ -570,7 +570,7 @@ def _advice(c: Compilation) -> str:
             "signature with input_signature"
         )
     if dims:
-        return f"XLA compiles once per input shape: pad or bucket {where_} to a few sizes"
+        return f"XLA compiles once per input shape: pad or bucket {place} to a few sizes"
     return "XLA compiled it again with the same input shapes"
 
 
