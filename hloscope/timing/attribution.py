@@ -16,6 +16,7 @@ time.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import defaultdict
@@ -442,15 +443,13 @@ def _without_ops(
     )
 
 
-def _has_ops(
-    key: tuple[str, int | None], by_module: Mapping[tuple[str, int | None], object]
-) -> bool:
+def _has_ops(key: tuple[str, int | None], programs: Mapping[str, set[int | None]]) -> bool:
     """Whether a module of the `XLA Modules` line ran op events: the same name and
-    program id, or the same name where either side does not know its program id."""
+    program id, or the same name where either side does not know its program id.
+    `programs` holds the program ids that ran ops, by module name."""
     name, program_id = key
-    return any(
-        n == name and (p == program_id or p is None or program_id is None) for n, p in by_module
-    )
+    ran = programs.get(name)
+    return ran is not None and (program_id is None or program_id in ran or None in ran)
 
 
 def _module_events(ctx: Context) -> dict[tuple[str, int | None], dict[str, list[tuple[int, int]]]]:
@@ -489,21 +488,47 @@ def _control_self(ops: Sequence[OpEvent], control: set[int]) -> list[tuple[str, 
     """Self time of each control-flow event of one execution: its length less the time
     any other op of the execution ran inside it (its body's kernels and nested loops,
     on any thread). What remains is the loop's own work: evaluating its condition on
-    the host, starting each iteration."""
-    out = []
-    for c in (o for o in ops if id(o) in control):
-        inside = [
-            replace(
-                o,
-                start_ps=max(o.start_ps, c.start_ps),
-                end_ps=min(o.end_ps, c.end_ps),
-                device_ps=None,  # clipped to the loop's span on the timeline
-            )
-            for o in ops
-            if o is not c and o.end_ps > c.start_ps and o.start_ps < c.end_ps
-        ]
-        out.append((c.op, max(0, c.duration_ps - _busy_ps(inside))))
-    return out
+    the host, starting each iteration.
+
+    Inside a loop's span the loop itself always runs, so another op runs exactly where
+    two or more ops do: one sweep over the execution's timeline answers every loop in
+    O(log n), not a pass over all ops per loop (quadratic in a loop-heavy profile)."""
+    loops = [o for o in ops if id(o) in control]
+    if not loops:
+        return []
+    overlap = _Overlap(ops)
+    return [(c.op, max(0, c.duration_ps - overlap.within(c.start_ps, c.end_ps))) for c in loops]
+
+
+class _Overlap:
+    """How long two or more of a set of intervals overlap, within any window."""
+
+    def __init__(self, ops: Sequence[OpEvent]) -> None:
+        edges: dict[int, int] = defaultdict(int)
+        for o in ops:
+            if o.end_ps > o.start_ps:
+                edges[o.start_ps] += 1
+                edges[o.end_ps] -= 1
+        self.at = sorted(edges)  # boundaries; depth[i] holds on [at[i], at[i + 1])
+        self.deep = [False] * len(self.at)
+        self.before = [0] * len(self.at)  # overlap time before at[i]
+        depth = total = 0
+        for i, t in enumerate(self.at):
+            if i:
+                total += (t - self.at[i - 1]) if self.deep[i - 1] else 0
+            self.before[i] = total
+            depth += edges[t]
+            self.deep[i] = depth >= 2
+
+    def _until(self, t: int) -> int:
+        i = bisect.bisect_right(self.at, t) - 1
+        if i < 0:
+            return 0
+        return self.before[i] + ((t - self.at[i]) if self.deep[i] else 0)
+
+    def within(self, start: int, end: int) -> int:
+        """Overlap time (two or more intervals) inside [start, end)."""
+        return self._until(end) - self._until(start) if end > start else 0
 
 
 def attribute(
@@ -536,7 +561,10 @@ def attribute(
     for name, _ in by_module:
         names[name] += 1
     ctx = Context(trace)
-    idle = {k: v for k, v in _module_events(ctx).items() if not _has_ops(k, by_module)}
+    programs: dict[str, set[int | None]] = defaultdict(set)
+    for name, program_id in by_module:
+        programs[name].add(program_id)
+    idle = {k: v for k, v in _module_events(ctx).items() if not _has_ops(k, programs)}
     for name, _ in idle:
         names[name] += 1
     timings: list[tuple[str, ModuleTiming]] = []

@@ -183,6 +183,12 @@ class Context:
         for table in (self.execute, self.module_events, self.gpu_modules):
             for spans in table.values():
                 spans.sort(key=lambda s: (s.start_ps, -s.end_ps))
+        # The `XLA Modules` spans of each module on each plane (kept sorted): looked up
+        # once per module, so a profile of many modules is not read once per module.
+        self.module_spans: dict[tuple[str, str], list[_Span]] = defaultdict(list)
+        for plane, spans in self.module_events.items():
+            for s in spans:
+                self.module_spans[(plane, s.module or "")].append(s)
 
 
 def _split_program(name: str) -> tuple[str, int] | None:
@@ -233,7 +239,7 @@ def split(ops: list[OpEvent], module: str, ctx: Context) -> tuple[list[Execution
     device = ops[0].device
     spans = ctx.module_events.get(device)
     if spans:
-        mine = [s for s in spans if s.module == module] or spans
+        mine = ctx.module_spans.get((device, module)) or spans
         found = {id(o): _containing(mine, o.start_ps) for o in ops}
         if all(found.values()):
             return _by_span(ops, found), SPLIT_MODULE_EVENT, WALL_MODULE

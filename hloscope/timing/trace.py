@@ -159,10 +159,14 @@ class TraceParts:
         problems = [f"profiler error: {e}" for e in errors]
         if self.aggregated:
             problems.append(f"{self.aggregated} aggregated events (no timestamps) skipped")
+        events = tuple(e for e in self.events if e.duration_ps >= 0)
+        if len(events) < len(self.events):
+            # A profiler writes no negative duration; such an event is no measurement.
+            problems.append(f"{len(self.events) - len(events)} events of negative duration skipped")
         return Trace(
             path,
             "xplane",
-            tuple(self.events),
+            events,
             self.programs,
             tuple(hostnames),
             self.start_ns,

@@ -4,6 +4,7 @@ profile and small hand-made traces."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from hloscope.timing.executions import (
     WALL_EXECUTE,
     WALL_MODULE,
     WALL_OPS,
+    OpEvent,
 )
 from hloscope.timing.results import ModuleTiming
 from hloscope.timing.sources import load_profile, static_analyses
@@ -413,3 +415,35 @@ def test_a_device_duration_that_is_no_duration_falls_back_to_the_timeline(bad: o
     assert m.clock == "device+timeline"
     assert {k.name: k.total_us for k in m.kernels} == {"a": 30.0, "b": 5.0}
     assert all(math.isfinite(x) and x >= 0 for x in (m.kernel_us, m.busy_us or 0.0))
+
+
+def test_control_self_time_equals_the_pairwise_definition() -> None:
+    """The sweep that times every loop at once (issue 25: a loop-heavy profile was
+    quadratic) gives what clipping every other op to each loop gives."""
+    import random
+
+    from hloscope.timing.attribution import _busy_ps, _control_self
+
+    rng = random.Random(25)
+    for _ in range(200):
+        ops = []
+        for i in range(rng.randint(1, 12)):
+            start = rng.randint(0, 60)
+            ops.append(_op(f"op{i}", start, start + rng.choice([0, 1, 5, 20, 60])))
+        control = {id(o) for o in ops if rng.random() < 0.4}
+        want = []
+        for c in (o for o in ops if id(o) in control):
+            inside = [
+                replace(o, start_ps=max(o.start_ps, c.start_ps), end_ps=min(o.end_ps, c.end_ps))
+                for o in ops
+                if o is not c and o.end_ps > c.start_ps and o.start_ps < c.end_ps
+            ]
+            want.append((c.op, max(0, c.duration_ps - _busy_ps(inside))))
+        assert _control_self(ops, control) == want
+
+
+def _op(name: str, start: int, end: int) -> OpEvent:
+    return OpEvent(
+        module="m", program_id=None, op=name, kernel=name, device="/host:CPU", line="l",
+        line_id=0, start_ps=start, end_ps=end,
+    )  # fmt: skip
