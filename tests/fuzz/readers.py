@@ -137,13 +137,19 @@ def check_timings(timings: Any) -> None:
         _check_number("profile duration_us", timings.duration_us)
 
 
+@functools.cache
+def _numeric_fields(cls: type) -> tuple[str, ...]:
+    return tuple(
+        f.name for f in dataclasses.fields(cls) if "int" in str(f.type) or "float" in str(f.type)
+    )
+
+
 def _check_numbers(where: str, obj: Any) -> None:
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        values = value if isinstance(value, tuple) else (value,)
-        for v in values:
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                _check_number(f"{where} {f.name}", v)
+    for name in _numeric_fields(type(obj)):
+        value = getattr(obj, name)
+        for v in value if isinstance(value, tuple) else (value,):
+            if v is not None and not isinstance(v, bool):
+                _check_number(f"{where} {name}", v)
 
 
 def _check_number(where: str, v: float) -> None:
@@ -383,20 +389,89 @@ def _xspace_seeds() -> list[bytes]:
     return seeds
 
 
+def _xspace_events(tree: list[Field]) -> list[Field]:
+    """The XEvent messages of a decoded XSpace (planes 1 > lines 3 > events 4)."""
+    return [
+        e
+        for plane in tree
+        if plane.number == 1
+        for line in _sub(plane, 3)
+        if isinstance(line.value, list)
+        for e in _sub(line, 4)
+        if isinstance(e.value, list)
+    ]
+
+
+def _mutate_xspace_times(data: bytes, rng: random.Random) -> bytes:
+    """Times no profiler writes: negative or 2^63 durations and offsets, a line's
+    timestamp negative or huge."""
+    tree = parse_message(data, max_depth=6)
+    if not tree:
+        return mutate_bytes(data, rng)
+    events = _xspace_events(tree)
+    for e in rng.sample(events, min(len(events), rng.choice([1, 5, 100]))):
+        number = rng.choice([2, 3])  # offset_ps, duration_ps
+        e.value[:] = [f for f in e.value if f.number != number]
+        e.value.append(Field(number, VARINT, rng.choice([-1, -(10**12), 2**63 - 1, -(2**63)])))
+    if rng.random() < 0.3:
+        for plane in tree:
+            for line in _sub(plane, 3):
+                if isinstance(line.value, list):
+                    line.value[:] = [f for f in line.value if f.number != 3]
+                    line.value.append(Field(3, VARINT, rng.choice([-(2**62), 2**62])))
+    return encode_message(tree)
+
+
 def make_xspace(rng: random.Random, folder: Path) -> Path:
-    data = rng.choice(_xspace_seeds())
-    data = mutate_proto(data, rng) if rng.random() < 0.9 else mutate_bytes(data, rng)
+    """A mutated real XSpace; or one of many modules (50,000), of loops nested in
+    loops, of times no profiler writes."""
+    from tests.fuzz.xspace_build import tpu_xspace
+
+    roll = rng.random()
+    if roll < 0.06:
+        data = tpu_xspace(rng.choice([2000, 50_000]), executions=2, ops=3)
+    elif roll < 0.1:
+        data = tpu_xspace(rng.choice([200, 2000]), executions=2, ops=30, control=True)
+    else:
+        data = rng.choice(_xspace_seeds())
+        if roll < 0.25:
+            data = _mutate_xspace_times(data, rng)
+        elif roll < 0.9:
+            data = mutate_proto(data, rng)
+        else:
+            data = mutate_bytes(data, rng)
     path = folder / "host.xplane.pb"
     path.write_bytes(data)
     return path
 
 
 def check_xspace(path: Path) -> None:
+    """The profile read for timing (both decoders) and as a run (its embedded HLO through
+    the report): each step reads it or refuses it cleanly."""
+    from hloscope.inspection import inspect_run
     from hloscope.timing.attribution import attribute
     from hloscope.timing.xplane import read_trace
 
-    check_timings(attribute(read_trace(path, xla_only=True)))
-    check_timings(attribute(read_trace(path)))
+    def timed(xla_only: bool) -> None:
+        check_timings(attribute(read_trace(path, xla_only=xla_only)))
+
+    def as_run() -> None:
+        inspection = inspect_run(path)
+        if inspection.timings is not None:
+            check_timings(inspection.timings)
+        raise_if_not_clean(inspection.timing_error)
+
+    errors: list[HloscopeError] = []
+    steps = [lambda: timed(True)]
+    if path.stat().st_size < 4 << 20:  # one command reads a big one once: time that alone
+        steps += [lambda: timed(False), as_run]
+    for step in steps:
+        try:
+            step()
+        except HloscopeError as e:
+            errors.append(e)
+    if len(errors) == len(steps):
+        raise errors[0]
 
 
 # --------------------------------------------------------------------------------------
