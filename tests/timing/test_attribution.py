@@ -429,7 +429,7 @@ def test_control_self_time_equals_the_pairwise_definition() -> None:
         ops = []
         for i in range(rng.randint(1, 12)):
             start = rng.randint(0, 60)
-            ops.append(_op(f"op{i}", start, start + rng.choice([0, 1, 5, 20, 60])))
+            ops.append(_interval(f"op{i}", start, start + rng.choice([0, 1, 5, 20, 60])))
         control = {id(o) for o in ops if rng.random() < 0.4}
         want = []
         for c in (o for o in ops if id(o) in control):
@@ -442,7 +442,7 @@ def test_control_self_time_equals_the_pairwise_definition() -> None:
         assert _control_self(ops, control) == want
 
 
-def _op(name: str, start: int, end: int) -> OpEvent:
+def _interval(name: str, start: int, end: int) -> OpEvent:
     return OpEvent(
         module="m", program_id=None, op=name, kernel=name, device="/host:CPU", line="l",
         line_id=0, start_ps=start, end_ps=end,
