@@ -157,6 +157,7 @@ class _Malformed(Exception):
 
 
 _U64 = 1 << 64
+_U64_MASK = _U64 - 1
 _I64_MAX = (1 << 63) - 1
 _DOUBLE = struct.Struct("<d")
 
@@ -173,7 +174,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            return result, pos
+            return result & _U64_MASK, pos  # protobuf keeps the low 64 bits of ten bytes
         shift += 7
         if shift > 63:
             raise _Malformed("varint longer than 10 bytes", pos)
