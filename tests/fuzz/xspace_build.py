@@ -133,7 +133,7 @@ def cpu_xspace(events: int, *, modules: int = 1, ops: int = 10) -> bytes:
     stat_meta += [_stat_metadata(op_ref[o], f"fusion.{o}") for o in range(ops)]
     stat_meta += [_stat_metadata(module_ref[m], f"jit_f{m}") for m in range(modules)]
     event_meta = [_event_metadata(1 + o, f"fusion.{o}") for o in range(ops)]
-    pieces = []
+    body = bytearray()  # ten million events: appended in place, never a list of pieces
     t = 1_000_000
     run = 0
     done = 0
@@ -144,24 +144,25 @@ def cpu_xspace(events: int, *, modules: int = 1, ops: int = 10) -> bytes:
                 _stat_ref(1, op_ref[o]), _stat_ref(2, module_ref[m]),
                 _stat_int(3, m), _stat_int(4, run + 1),
             ]  # fmt: skip
-            pieces.append(_event(1 + o, t, 900, stats))
+            body += _event(1 + o, t, 900, stats)
             t += 1000
             done += 1
         run += 1
         t += 5000
-    plane = (
-        _int(1, 1)
-        + _len(2, b"/host:CPU")
-        + b"".join(_line(7, "tf_XLAPjRtCpuClient/7", pieces))
-        + b"".join(event_meta)
-        + b"".join(stat_meta)
+    line = _int(1, 7) + _len(2, b"tf_XLAPjRtCpuClient/7") + _int(3, 0)
+    plane = bytearray(_int(1, 1) + _len(2, b"/host:CPU"))
+    plane += _key(3, 2) + encode_varint(len(line) + len(body)) + line
+    plane += body
+    del body
+    plane += b"".join(event_meta) + b"".join(stat_meta)
+    host = _int(1, 2) + _len(2, b"/host:metadata") + b"".join(
+        _event_metadata(1 + m, f"jit_f{m}({m})") for m in range(modules)
     )
-    host = (
-        _int(1, 2)
-        + _len(2, b"/host:metadata")
-        + b"".join(_event_metadata(1 + m, f"jit_f{m}({m})") for m in range(modules))
-    )
-    return _len(1, plane) + _len(1, host)
+    out = bytearray(_key(1, 2) + encode_varint(len(plane)))
+    out += plane
+    del plane
+    out += _len(1, host)
+    return bytes(out)
 
 
 def write(path: Path, data: bytes) -> Path:
