@@ -7,9 +7,10 @@ Both caches of a run folder use this one store: the timings computed from a prof
 `{"version": STORE_VERSION, "entries": {key: value}}`, oldest entry first and at most a
 few. A key (`entry_key`) is a keyed hash (HMAC-SHA256, with a secret kept in the user's
 cache folder) of everything its value depends on, files by the SHA-256 of their content
-(`content_digest`, `tree_digest`), never by names, sizes and times: a key that is found
-holds a value that is still right, and a value someone else wrote (a forged file, a run
-folder from a colleague) is never found, only recomputed. The file is input hloscope did
+(`content_digest`, `tree_digest`), never by names, sizes and times, and each value is
+signed with its key: a key that is found holds a value that is still right, and a value
+someone else wrote or edited (a forged file, a run folder from a colleague) is never
+found, only recomputed. The file is input hloscope did
 not necessarily write: it is read with `files.read_regular` under a size cap and never
 through a link, and anything else (garbage, a FIFO, a link, a file too big) reads as
 empty. Writes go to a temporary file renamed over the old one; a folder that cannot be
@@ -51,8 +52,9 @@ __all__ = [
     "user_cache_dir",
 ]
 
-STORE_VERSION = 1
-"""The layout of a store file; a file of another version reads as empty."""
+STORE_VERSION = 2
+"""The layout of a store file; a file of another version reads as empty. 2: each entry
+is `{"value": ..., "mac": ...}`, the value signed with its key (`_seal`)."""
 
 TIMINGS_CACHE = ".hloscope-timings.json"
 """Timings computed from a run's profile (`hloscope.timing.cache`)."""
@@ -162,20 +164,40 @@ def read_entries(path: Path, limit: int) -> dict[str, Any]:
 
 
 def lookup(path: Path, key: str, limit: int) -> Any | None:
-    """The value kept under `key` in a store file, or None."""
-    return read_entries(path, limit).get(key)
+    """The value kept under `key` in a store file, or None, also when its signature does
+    not match: a value edited in place under a key it did not earn is never returned."""
+    entry = read_entries(path, limit).get(key)
+    if not isinstance(entry, dict) or "value" not in entry:
+        return None
+    seal = _seal(key, entry["value"])
+    if seal is None or not hmac.compare_digest(str(entry.get("mac", "")), seal):
+        return None
+    return entry["value"]
+
+
+def _seal(key: str, value: Any) -> str | None:
+    """An HMAC of a key and the value kept under it, with this user's secret."""
+    secret = _user_secret()
+    if secret is None:
+        return None
+    text = key.encode() + b"\0" + json.dumps(value, sort_keys=True).encode()
+    return hmac.new(secret, text, hashlib.sha256).hexdigest()
 
 
 def keep(path: Path, key: str, value: Any, *, limit: int, max_entries: int) -> None:
-    """Keep `value` under `key` as the newest entry of a store file.
+    """Keep `value` under `key` as the newest entry of a store file, signed.
 
     The oldest entries go when there are more than `max_entries`, or while the file
     would be bigger than `limit` (a value alone over it is not kept). Atomic: a reader
-    sees the old file or the new one. An unwritable folder keeps nothing, silently.
+    sees the old file or the new one. An unwritable folder, or no secret to sign with,
+    keeps nothing, silently.
     """
+    seal = _seal(key, value)
+    if seal is None:
+        return
     entries = read_entries(path, limit)
     entries.pop(key, None)
-    entries[key] = value
+    entries[key] = {"value": value, "mac": seal}
     while len(entries) > max_entries:
         entries.pop(next(iter(entries)))
     text = json.dumps({"version": STORE_VERSION, "entries": entries})

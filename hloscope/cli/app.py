@@ -42,6 +42,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int) -> typer.Exit:
+    message = " ".join(message.splitlines())  # one line, whatever a library said
     _echo(f"hloscope: error: {message}", err=True)
     return typer.Exit(code)
 

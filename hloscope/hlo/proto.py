@@ -282,7 +282,7 @@ def parse_proto(data: bytes, path: str | None = None) -> HloModule:
         try:
             candidate = decode()
         except Exception as e:  # protobuf's DecodeError, or a bad UTF-8 string field
-            error = str(e) or type(e).__name__
+            error = " ".join(str(e).split()) or type(e).__name__  # one line
             continue
         if candidate.computations:
             module = candidate

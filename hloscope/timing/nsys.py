@@ -210,7 +210,7 @@ class _Files:
                     lzma.LZMAError, EOFError, ValueError) as e:  # fmt: skip
                 # RuntimeError: encrypted; NotImplementedError: a compression method
                 # Python has no decoder for.
-                raise OSError(f"{name} cannot be read from the zip: {e}") from None
+                raise OSError(f"{name} cannot be read from the zip: {_line(e)}") from None
         if not inside(self.path / name, self.path):  # made a link since it was listed
             raise OSError(f"{name} is a link out of the archive folder; not read")
         return read_regular(self.path / name, MAX_MEMBER_BYTES)
@@ -218,6 +218,11 @@ class _Files:
     def close(self) -> None:
         if self.zip is not None:
             self.zip.close()
+
+
+def _line(error: BaseException) -> str:
+    """A library's error text on one line (pyarrow's messages hold line breaks)."""
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def _columns(data: bytes, path: str) -> Any:
@@ -243,7 +248,7 @@ def _columns(data: bytes, path: str) -> Any:
         raise
     except Exception as e:  # pyarrow raises its own ArrowInvalid, KeyError for columns
         raise ProfileReadError(
-            f"{TRACE_MEMBER}: not the nsys-jax NVTX trace: {e}", path=path
+            f"{TRACE_MEMBER}: not the nsys-jax NVTX trace: {_line(e)}", path=path
         ) from None
     for name in _COLUMNS:
         kind = table.schema.field(name).type

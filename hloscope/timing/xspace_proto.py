@@ -264,5 +264,6 @@ def trace_from_bytes(data: bytes, *, path: str | None = None, xla_only: bool = T
             parts.add_device(p.name, plane_stats)
             parts.aggregated += _plane_events(p, parts.events, xla_only)
     except DecodeError as e:
-        raise ProfileReadError(f"not an XSpace profile: {e}", path=path) from None
+        reason = " ".join(str(e).split())  # one line
+        raise ProfileReadError(f"not an XSpace profile: {reason}", path=path) from None
     return parts.trace(path, lists[2], lists[4])

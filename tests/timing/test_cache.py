@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.capture.run import TIMINGS_CACHE
+from hloscope.store import keep
 from hloscope.timing.attribution import attribute
 from hloscope.timing.cache import (
     cached_timings,
@@ -79,11 +80,20 @@ def test_profile_timings_equal_a_fresh_read_and_come_from_the_cache(tmp_path: Pa
     first = profile_timings(run, skip_first=0)
     assert first.modules == fresh.modules
     doc = json.loads((run / TIMINGS_CACHE).read_text())
-    (entry,) = doc["entries"].values()
-    # poison the kept figures: a second read must return them, not re-read the profile
-    entry["modules"]["jit_mlp"]["total_us"] = 4321.0
-    (run / TIMINGS_CACHE).write_text(json.dumps(doc))
+    ((key, entry),) = doc["entries"].items()
+    # poison the kept figures (kept as hloscope keeps them, signed): a second read must
+    # return them, not re-read the profile
+    value = entry["value"]
+    value["modules"]["jit_mlp"]["total_us"] = 4321.0
+    keep(run / TIMINGS_CACHE, key, value, limit=1 << 30, max_entries=4)
     assert profile_timings(run, skip_first=0).modules["jit_mlp"].total_us == 4321.0
+    # the same figure edited in place, unsigned (a forger's edit): computed again
+    entry["value"]["modules"]["jit_mlp"]["total_us"] = 999.0
+    (run / TIMINGS_CACHE).write_text(json.dumps(doc))
+    assert (
+        profile_timings(run, skip_first=0).modules["jit_mlp"].total_us
+        == first.modules["jit_mlp"].total_us
+    )
     assert profile_timings(run, skip_first=1).modules["jit_mlp"].total_us > 0
 
 

@@ -27,7 +27,7 @@ from hloscope.capture import run as capture_run
 from hloscope.capture.run import plan_dump
 from hloscope.cli import app
 from hloscope.cli.cached import _MAX_BYTES
-from hloscope.store import PEAKS_FILE, REPORT_CACHE, TIMINGS_CACHE, user_cache_dir
+from hloscope.store import PEAKS_FILE, REPORT_CACHE, TIMINGS_CACHE, keep, user_cache_dir
 from tests.timing.helpers import JAX_PROFILE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,15 +76,16 @@ def fresh(path: Path, *options: str) -> str:
 
 
 def entries(path: Path) -> dict[str, dict[str, object]]:
-    return json.loads((path / REPORT_CACHE).read_text(encoding="utf-8"))["entries"]
-
-
-def poison(path: Path) -> None:
-    """Make every kept report print POISON: only a read-back shows it."""
     doc = json.loads((path / REPORT_CACHE).read_text(encoding="utf-8"))
-    for entry in doc["entries"].values():
-        entry["stdout"] = POISON
-    (path / REPORT_CACHE).write_text(json.dumps(doc), encoding="utf-8")
+    return {key: entry["value"] for key, entry in doc["entries"].items()}
+
+
+def poison(path: Path, stdout: str = POISON, warnings: tuple[str, ...] = ()) -> None:
+    """Make every kept report print POISON, kept as hloscope keeps (signed with this
+    user's secret): only a read-back shows it."""
+    for key in entries(path):
+        value = {"stdout": stdout, "warnings": list(warnings)}
+        keep(path / REPORT_CACHE, key, value, limit=_MAX_BYTES, max_entries=4)
 
 
 def touch(path: Path) -> None:
@@ -335,11 +336,25 @@ def test_a_kept_report_with_terminal_escapes_prints_them_escaped(run: Path) -> N
     """The kept file is input like any other in a run folder: a forged entry cannot send
     control sequences to the terminal (a clear screen, an OSC 52 clipboard write)."""
     report(run, *PEAKS)
-    doc = json.loads((run / REPORT_CACHE).read_text(encoding="utf-8"))
-    for entry in doc["entries"].values():
-        entry["stdout"] = '{"x": "\x1b[2J\x1b]52;c;aGk=\x07\x9b5m"}\n'
-        entry["warnings"] = ["hloscope: warning: \x1b[31mred"]
-    (run / REPORT_CACHE).write_text(json.dumps(doc), encoding="utf-8")
+    poison(run, '{"x": "\x1b[2J\x1b]52;c;aGk=\x07\x9b5m"}\n', ("hloscope: warning: \x1b[31mred",))
     out, err = report(run, *PEAKS)
     assert "\\x1b[2J" in out and "\\x9b" in out and "\\x1b[31m" in err
     assert not any(c in out + err for c in "\x1b\x07\x9b")
+
+
+def test_a_kept_report_edited_in_place_is_computed_again(run: Path) -> None:
+    """Issue 25: a forged entry (the right key, another value) is never shown; nor is
+    one kept by another user (another secret), as in a run folder copied from them."""
+    expected = fresh(run, *PEAKS)
+    report(run, *PEAKS)
+    doc = json.loads((run / REPORT_CACHE).read_text(encoding="utf-8"))
+    for entry in doc["entries"].values():
+        entry["value"]["stdout"] = POISON  # the signature no longer matches
+    (run / REPORT_CACHE).write_text(json.dumps(doc), encoding="utf-8")
+    assert report(run, *PEAKS)[0] == expected
+    poison(run)
+    assert report(run, *PEAKS)[0] == POISON
+    other = run.parent / "other-user-cache"
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("HLOSCOPE_CACHE_DIR", str(other))  # another user: another secret
+        assert report(run, *PEAKS)[0] == expected
