@@ -657,17 +657,22 @@ def _valid_positions(n_in: int, n_kernel: int, n_out: int, w: Mapping[str, int])
 def _window(text: str) -> list[dict[str, int]]:
     """`window={size=3x3 stride=2x2 pad=0_1x0_1 ...}` as one dict per dimension."""
     fields = dict(re.findall(r"(\w+)=([\w-]+)", text))
-    sizes = [int(s) for s in fields.get("size", "").split("x") if s]
+    sizes = [int(s) for s in fields.get("size", "").split("x") if _INTEGER.fullmatch(s)]
     out: list[dict[str, int]] = [{"size": s} for s in sizes]
     for key in ("stride", "lhs_dilate", "rhs_dilate"):
         for i, v in enumerate(fields.get(key, "").split("x")):
-            if v and i < len(out):
+            if _INTEGER.fullmatch(v) and i < len(out):
                 out[i][key] = int(v)
     for i, pad in enumerate(fields.get("pad", "").split("x")):
-        if pad and i < len(out):
-            lo, _, hi = pad.partition("_")
+        lo, _, hi = pad.partition("_")
+        if _INTEGER.fullmatch(lo) and _INTEGER.fullmatch(hi or "0") and i < len(out):
             out[i]["pad_lo"], out[i]["pad_hi"] = int(lo), int(hi or 0)
     return out
+
+
+_INTEGER = re.compile(
+    r"-?[0-9]{1,18}"
+)  # what a window field holds; text that is not one is left out
 
 
 def _is_bitcast_transpose(inst: Instruction, comp: Computation) -> bool:
@@ -677,6 +682,9 @@ def _is_bitcast_transpose(inst: Instruction, comp: Computation) -> bool:
     perm = _ints(inst.attributes.get("dimensions", ""))
     if src.layout is None or inst.shape.layout is None or len(perm) != len(src.dimensions):
         return False
+    rank = range(len(src.dimensions))
+    if sorted(perm) != list(rank) or not set(src.layout.minor_to_major) <= set(rank):
+        return False  # not a permutation, or a layout of another rank: no bitcast
     out_phys = [perm[d] for d in inst.shape.layout.minor_to_major if d < len(perm)]
     big = [d for d in src.layout.minor_to_major if src.dimensions[d] > 1]
     return [d for d in out_phys if src.dimensions[d] > 1] == big
