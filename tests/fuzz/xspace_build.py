@@ -155,8 +155,10 @@ def cpu_xspace(events: int, *, modules: int = 1, ops: int = 10) -> bytes:
     plane += body
     del body
     plane += b"".join(event_meta) + b"".join(stat_meta)
-    host = _int(1, 2) + _len(2, b"/host:metadata") + b"".join(
-        _event_metadata(1 + m, f"jit_f{m}({m})") for m in range(modules)
+    host = (
+        _int(1, 2)
+        + _len(2, b"/host:metadata")
+        + b"".join(_event_metadata(1 + m, f"jit_f{m}({m})") for m in range(modules))
     )
     out = bytearray(_key(1, 2) + encode_varint(len(plane)))
     out += plane
