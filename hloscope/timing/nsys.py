@@ -152,11 +152,11 @@ def _parquet() -> Any:
 # The NVTX trace of a long run reaches hundreds of MB; past this, reading fails clearly.
 MAX_MEMBER_BYTES = 2 << 30
 _MAX_TARGET_CONFIG_BYTES = 64 << 20  # a real one is a few kilobytes
-# Reading takes a few hundred bytes of memory per NVTX range (row). The real MaxText trace has
-# one row per 37 bytes of parquet; a trace may hold a million rows, and past that at
-# least this many bytes a row: millions of rows that compress to nothing (a bomb) are
-# refused before they are read.
-_FREE_ROWS = 1_000_000
+# Reading takes a few hundred bytes of memory per NVTX range (row). The real MaxText
+# trace has one row per 37 bytes of parquet; any trace may hold 250,000 rows, and past
+# that at least 16 bytes a row: millions of rows that compress to nothing (a bomb) are
+# refused before they are read, and memory stays ~40 times the parquet.
+_FREE_ROWS = 250_000
 _MIN_BYTES_PER_ROW = 16
 _MAX_ROWS = 20_000_000
 

@@ -928,19 +928,34 @@ def _hostile_entries(run: Path, where: Path, rng: random.Random) -> None:
 _CACHE_FILES = (".hloscope-timings.json", ".hloscope-report.json")
 
 
+def _json(path: Path) -> Any:
+    """A JSON file's document, or None (an earlier edit may have made it anything)."""
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
 def _forge(run: Path, rng: random.Random) -> None:
     """Change the kept caches' values under their keys: what a forger would do."""
     for name in _CACHE_FILES:
         path = run / name
         if not path.is_file() or rng.random() < 0.3:
             continue
-        doc = json.loads(path.read_text())
-        for value in doc.get("entries", {}).values():
+        doc = _json(path)
+        if not isinstance(doc, dict) or not isinstance(doc.get("entries"), dict):
+            continue
+        for entry in doc["entries"].values():
+            value = entry.get("value", entry) if isinstance(entry, dict) else None
+            if not isinstance(value, dict):
+                continue
             if "stdout" in value:
                 value["stdout"] = FORGED_REPORT + "\n"
-            for m in value.get("modules", {}).values():
-                m["executions"] = FORGED_EXECUTIONS
-                m["total_us"] = -998.0
+            modules = value.get("modules")
+            for m in modules.values() if isinstance(modules, dict) else ():
+                if isinstance(m, dict):
+                    m["executions"] = FORGED_EXECUTIONS
+                    m["total_us"] = -998.0
         path.write_text(json.dumps(doc))
 
 
@@ -982,13 +997,14 @@ def make_run(rng: random.Random, folder: Path) -> Path:
             jsons = [p for p in _tree(run) if p.name.endswith(".json") and p.is_file()]
             jsons.append(run / "run.json")
             path = rng.choice(jsons)
-            try:
-                doc = json.loads(path.read_text())
-            except (OSError, ValueError):
+            doc = _json(path)
+            if doc is None:
                 continue
             write_json(path, mutate_json(doc, rng), gz=False)
         elif kind == 2:  # profile.dir / dump_dir pointing elsewhere
-            doc = json.loads((run / "run.json").read_text())
+            doc = _json(run / "run.json")
+            if not isinstance(doc, dict):
+                continue
             where = rng.choice([str(_outside() / "profile"), "/", "..", "../..", "/etc",
                                 "profile/../../..", "dump", "", 7, None])  # fmt: skip
             if rng.random() < 0.7:

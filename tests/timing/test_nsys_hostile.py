@@ -123,7 +123,7 @@ def test_parent_links_in_a_cycle_end(tmp_path: Path) -> None:
 
 def test_a_row_bomb_is_refused_before_it_is_read(tmp_path: Path) -> None:
     """Three million rows that zstd packs into a few MB: past the budget of one row per
-    16 bytes beyond the first million."""
+    16 bytes beyond the first 250,000."""
     needs("pyarrow")
     import numpy as np
     import pyarrow as pa
