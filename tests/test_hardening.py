@@ -496,3 +496,34 @@ def test_decompress_xz_reads_like_lzma_within_a_bound() -> None:
         decompress_xz(lzma.compress(b"x" * 1000)[:-12], 1 << 20)
     with pytest.raises(lzma.LZMAError):
         decompress_xz(b"not xz at all", 1 << 20)
+
+
+def test_walk_stays_inside_and_needs_no_recursion(tmp_path: Path) -> None:
+    """files.walk (issue 25): links out are listed, not followed; a link back up is
+    entered once; FIFOs are left alone; nothing below MAX_DEPTH; no RecursionError at
+    1,200 levels (rglob and os.walk recurse per level)."""
+    from hloscope.files import MAX_DEPTH, walk
+
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "f.txt").write_text("x")
+    (root / "a" / "up").symlink_to(root)  # a loop
+    (root / "out").symlink_to(tmp_path)  # a link out
+    os.mkfifo(root / "pipe")
+    deep = root / "deep"
+    deep.mkdir()
+    chain = [deep]
+    for _ in range(1200):
+        chain.append(chain[-1] / "d")
+        chain[-1].mkdir()
+    (chain[-1] / "hidden.txt").write_text("x")
+    try:
+        found = walk(root)
+    finally:
+        (chain[-1] / "hidden.txt").unlink()
+        for folder in reversed(chain):
+            folder.rmdir()
+    assert found.files == [root / "a" / "f.txt"]
+    assert found.links_out == [root / "out"]
+    assert found.special == [root / "pipe"]
+    assert found.too_deep == 1 and len(found.folders) == 1 + MAX_DEPTH  # a, and 32 levels
