@@ -113,13 +113,13 @@ class Inspection:
         return self.module_timings.get(key)
 
     def kernel_times(self, key: str) -> dict[str, float] | None:
-        """µs per steady-state execution of each kernel of a module, or None when the
-        module was not measured. Per execution, so that runs profiled for different
-        numbers of steps compare."""
+        """µs per steady-state execution of each kernel of a module on one device, or
+        None when the module was not measured. Per execution, so that runs profiled for
+        different numbers of steps compare."""
         t = self.module_timings.get(key)
         if t is None:
             return None
-        per = t.executions or 1
+        per = t.device_executions or 1
         return {k.name: k.total_us / per for k in t.kernels if math.isfinite(k.total_us)}
 
     def all_kernel_times(self) -> dict[str, dict[str, float]]:
