@@ -16,6 +16,7 @@ from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.parallel import parallel_doc
 from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
 from hloscope.render.timing import timings_doc
 from hloscope.runs import Run
@@ -156,6 +157,7 @@ def module_doc(
         "kernels": kernels,
         "provenance": [placement_doc(p) for p in m.provenance.placements] if m.provenance else [],
         "kernels_by_line": dict(m.provenance.kernels_by_line) if m.provenance else {},
+        "parallel": parallel_doc(m),
         "error": m.error or None,
     }
     if timing is not None:
@@ -195,7 +197,9 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     in the user's code, else what the dump records), `user_frame`, `status`
     (fused/alone/folded/dead/free/merged/removed), `kernels` (those doing its work),
     `shares_with` (the first 20), `shares_with_count`, `bytes`, `evidence`, `inferred` (`[{kernel, how}]`, for an op no
-    kernel does the work of), `merged_with`), `kernels_by_line`, and `timing` when the run was profiled
+    kernel does the work of), `merged_with`), `kernels_by_line`, `parallel` (devices and
+    collectives, `hloscope.render.parallel.parallel_doc`; null for one device), and
+    `timing` when the run was profiled
     (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
     median_us, min_us, max_us, share}]`); `cost`, `memory` and `roofline` as

@@ -21,6 +21,7 @@ from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
 from hloscope.render.format import fmt_bytes, short_name, short_names
 from hloscope.render.json import run_doc
+from hloscope.render.parallel import parallel_lines
 from hloscope.render.timing import module_detail
 
 
@@ -164,6 +165,7 @@ def module_details(m: ModuleReport, *, top: int = 8, full_names: bool = False) -
         if a.branches:
             line += " (conditional: costliest branch counted)"
         parts.append(Text(line))
+        parts.extend(parallel_lines(m))
     if m.provenance is not None:
         unfused = m.provenance.unfused()[:top]
         if unfused:
