@@ -25,6 +25,7 @@ from hloscope.errors import HloscopeError, UsageError
 from hloscope.files import inside, read_regular
 from hloscope.hlo.text import split_lines
 from hloscope.runs import Run, load_run
+from hloscope.timing.helpers import weigh_helpers
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
 from hloscope.timing.sources import run_timings
 
@@ -176,6 +177,7 @@ def inspect_run(
             t = profile.for_dump(m.name, m.module_id)
             if t is not None:
                 joined[m.key] = t
+    report = weigh_helpers(report, joined)  # a costly helper is not folded away
     return Inspection(
         report=report,
         timings=profile,

@@ -19,10 +19,12 @@ from hloscope.analysis.provenance import Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
-from hloscope.render.format import fmt_bytes, short_name, short_names
+from hloscope.render.format import fmt_bytes, fmt_us, short_name, short_names
 from hloscope.render.json import run_doc
 from hloscope.render.parallel import parallel_lines
 from hloscope.render.timing import module_detail
+from hloscope.timing.helpers import folded_time
+from hloscope.timing.results import ModuleTiming
 
 
 def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableType:
@@ -93,13 +95,18 @@ def run_header(report: RunReport) -> Text:
 
 
 def modules_table(
-    report: RunReport, *, show_all: bool = False, full_names: bool = False
+    report: RunReport,
+    *,
+    show_all: bool = False,
+    full_names: bool = False,
+    timings: Mapping[str, ModuleTiming] | None = None,
 ) -> RenderableType:
     """One row per module, biggest first: instructions before → after, ops before →
     kernels after, fusion kernels, launches per execution, and ops per kernel.
 
     The same table ends `hloscope dump` and starts `hloscope report`. Trivial helper
-    modules are folded into one line unless `show_all`. Module keys are cut to fit a
+    modules are folded into one line unless `show_all`; with `timings` (by module key)
+    the line says how much of the measured time they hold. Module keys are cut to fit a
     terminal, different keys kept different, unless `full_names` (output to a pipe).
     """
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
@@ -133,10 +140,13 @@ def modules_table(
     names = Counter(short_name(m.name, 30) for m in hidden)
     listed = ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in names.most_common(4))
     more = "" if len(names) <= 4 else ", …"
+    held = folded_time(report, timings or {})
+    measured = f", {fmt_us(held[0])} measured ({100 * held[1]:.1f}% of the time)" if held else ""
     note = Text(
         f"+ {len(hidden)} trivial helper modules ({listed}{more}), "
         f"{sum(m.size for m in hidden)} instructions, "
-        f"{sum(m.after.kernel_count for m in hidden if m.after)} kernels; --all lists them",
+        f"{sum(m.after.kernel_count for m in hidden if m.after)} kernels{measured}; "
+        "--all lists them",
         style="dim",
     )
     return Group(table, note)
@@ -216,7 +226,9 @@ def report_view(
     report = inspection.report
     parts: list[RenderableType] = [
         run_header(report),
-        modules_table(report, show_all=show_all, full_names=full_names),
+        modules_table(
+            report, show_all=show_all, full_names=full_names, timings=inspection.module_timings
+        ),
     ]
     for m in report.modules if show_all else report.main:
         parts.append(module_details(m, full_names=full_names))

@@ -28,10 +28,13 @@ FOLDER = DATA / "jax_four_devices_profile"
 SHARDED = ("jit_dense", "jit_row_parallel_partial", "jit__fun", "jit_gather")
 
 
-def _raw(path: Path, skip_first: int = 1) -> dict[str, dict[int, dict[str, Any]]]:
-    """Per module, per `device_ordinal`: steady executions (each device's `run_id`s in
-    order, the first `skip_first` left out), their summed span, and each `hlo_op`'s
-    calls and summed duration, from the raw planes and events."""
+def _raw(
+    path: Path, skip_first: int = 1, *, programs: bool = False
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """Per module (`name(program_id)` with `programs`), per `device_ordinal`: steady
+    executions (each device's `run_id`s in order, the first `skip_first` left out),
+    their summed span, and each `hlo_op`'s calls and summed duration, from the raw
+    planes and events."""
     space = read_xspace(path)
     events: dict[tuple[str, int], dict[int, list[tuple[str, int, int]]]] = defaultdict(
         lambda: defaultdict(list)
@@ -49,7 +52,10 @@ def _raw(path: Path, skip_first: int = 1) -> dict[str, dict[int, dict[str, Any]]
                 if "hlo_op" not in stats or "hlo_module" not in stats:
                     continue
                 start = base + ev.offset_ps
-                key = (str(stats["hlo_module"]), int(stats["device_ordinal"]))
+                module = str(stats["hlo_module"])
+                if programs:
+                    module += f"({stats['program_id']})"
+                key = (module, int(stats["device_ordinal"]))
                 events[key][int(stats["run_id"])].append(
                     (str(stats["hlo_op"]), start, start + ev.duration_ps)
                 )
