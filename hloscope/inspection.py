@@ -28,6 +28,7 @@ from hloscope.runs import Run, load_run
 from hloscope.timing.helpers import weigh_helpers
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
 from hloscope.timing.sources import run_timings
+from hloscope.timing.xla_coverage import XlaCoverage, xla_coverage
 
 __all__ = ["BENCH_FILE", "Inspection", "inspect_run"]
 
@@ -58,6 +59,9 @@ class Inspection:
             filled only when asked for (the HTML page shows kernels' HLO).
         memory: Each module's planned memory (XLA's buffer-assignment files), by module
             key; a module whose dump lacks them is absent, an unreadable one is its error.
+        xla_coverage: For TensorFlow, which of its ops ran inside XLA and which outside
+            (auto-clustering, or XLA functions among plain ops); None where that does
+            not apply.
     """
 
     report: RunReport
@@ -67,6 +71,7 @@ class Inspection:
     bench: Mapping[str, Any] | None = None
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
+    xla_coverage: XlaCoverage | None = None
     # cost() results by module key, filled on first use
     _costs: dict[str, ModuleCost | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -178,6 +183,10 @@ def inspect_run(
             if t is not None:
                 joined[m.key] = t
     report = weigh_helpers(report, joined)  # a costly helper is not folded away
+    skip = (loaded.manifest.profile or {}).get("skip_first", 1)
+    coverage = xla_coverage(
+        loaded, report, skip_first=skip if isinstance(skip, int) else 1, profiled=timings
+    )
     return Inspection(
         report=report,
         timings=profile,
@@ -186,6 +195,7 @@ def inspect_run(
         bench=read_bench(loaded) if bench else None,
         sources=_sources(report.modules) if sources else {},
         memory=_memory(report.modules),
+        xla_coverage=coverage,
     )
 
 

@@ -16,6 +16,7 @@ from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.coverage import coverage_doc
 from hloscope.render.parallel import parallel_doc
 from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
 from hloscope.render.timing import timings_doc
@@ -187,7 +188,9 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     """The `hloscope report --json` document.
 
     Schema (version 1): `schema_version`; `run` (path, script, framework, versions,
-    platform, device, exit_code, wall_time_s); `modules`: one object per module, biggest
+    platform, device, exit_code, wall_time_s); `xla_coverage` (TensorFlow: which of its
+    ops ran in XLA and which outside, `hloscope.render.coverage.coverage_doc`; null
+    where that does not apply); `modules`: one object per module, biggest
     first, with `key`, `name` (HloModule name), `platform`, `trivial`,
     `before` {`instructions`, `ops`}, `after` {`instructions` (all, fused computations
     included), `kernels`, `kernels_by_kind`, `fusions` (fusion instructions outside
@@ -212,6 +215,7 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run_doc(inspection.run),
+        "xla_coverage": coverage_doc(inspection.xla_coverage, inspection.modules),
         "modules": [
             module_doc(
                 m,

@@ -19,6 +19,7 @@ from hloscope.analysis.provenance import Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.coverage import cluster_line, coverage_view
 from hloscope.render.format import fmt_bytes, fmt_us, short_name, short_names
 from hloscope.render.json import run_doc
 from hloscope.render.parallel import parallel_lines
@@ -229,9 +230,13 @@ def report_view(
         modules_table(
             report, show_all=show_all, full_names=full_names, timings=inspection.module_timings
         ),
+        coverage_view(inspection.xla_coverage, report.modules),
     ]
     for m in report.modules if show_all else report.main:
         parts.append(module_details(m, full_names=full_names))
+        cluster = cluster_line(inspection.xla_coverage, m)
+        if cluster is not None:
+            parts.append(cluster)
         timing = inspection.timing(m.key)
         if timing is not None:
             parts.append(module_detail(short_name(m.key, 60), timing, limit=10))
