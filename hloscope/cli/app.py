@@ -189,7 +189,10 @@ StrictOption = Annotated[
 RunArgument = Annotated[
     Path,
     typer.Argument(
-        help="A run folder (from `hloscope dump`), a bare XLA dump folder, or one HLO file.",
+        help=(
+            "A run folder (from `hloscope dump`), a bare XLA dump folder, one HLO file, an "
+            "nsys-jax archive, or a profile (*.xplane.pb: the HLO it carries is the run)."
+        ),
         show_default=False,
     ),
 ]

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us
 from hloscope.timing.bench import BenchResult
-from hloscope.timing.results import ModuleTiming, ProfileTimings
+from hloscope.timing.results import CLOCK_DEVICE, ModuleTiming, ProfileTimings
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -78,12 +78,15 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
     that ran it), `per_device` (`[{device, executions, total_us, kernel_us}]`, each
     device's sums; `[]` on one device), `spread` (`{slowest, ratio}`: the device whose
     executions took longest and its wall over the median device's; null on one
-    device), `split_by`, `wall_from`, `program_id`, and `kernels`: `[{name (the
-    top-level HLO instruction), calls (per device), total_us (per device), mean_us,
-    median_us, min_us, max_us (per call), share, calls_per_execution, kernels_per_op,
-    device_kernels, device_ops (per device, or null), hlo_ops (every name the runtime
-    reported for it), device_count, spread (`{slowest, ratio}` or null)}]`, most total
-    time first. Times are microseconds, rounded to nanoseconds.
+    device), `split_by`, `wall_from`, `clock` (what op times were read on: `device`,
+    the device's own duration of each op as a TPU records it and XProf sums it;
+    `timeline`, each event's length on the profile's timeline; `device+timeline`),
+    `program_id`, and `kernels`: `[{name (the top-level HLO instruction), calls (per
+    device), total_us (per device), mean_us, median_us, min_us, max_us (per call),
+    share, calls_per_execution, kernels_per_op, device_kernels, device_ops (per device,
+    or null), hlo_ops (every name the runtime reported for it), device_count, spread
+    (`{slowest, ratio}` or null)}]`, most total time first. Times are microseconds,
+    rounded to nanoseconds.
     """
     return {
         "name": m.name,
@@ -121,6 +124,7 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
         "spread": _spread_doc(m.spread, m.slowest_device),
         "split_by": m.split_by,
         "wall_from": m.wall_from,
+        "clock": m.clock,
         "control": [
             {"name": k.name, "calls": _count(k.calls), "total_us": _r(k.total_us)}
             for k in m.control
@@ -247,7 +251,9 @@ def _module_header(key: str, m: ModuleTiming) -> Text:
         f"\n{source}{runs}{warm}",
         *_first_run(m),
         f" (split by {m.split_by}); ",
-        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})\n",
+        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})",
+        "; ops on the device's clock" if m.clock == CLOCK_DEVICE else "",
+        "\n",
         "per device: " if m.device_count > 1 else "",
         _kernel_time(m),
         f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
