@@ -184,9 +184,8 @@ def inspect_run(
                 joined[m.key] = t
     report = weigh_helpers(report, joined)  # a costly helper is not folded away
     skip = (loaded.manifest.profile or {}).get("skip_first", 1)
-    coverage = xla_coverage(
-        loaded, report, skip_first=skip if isinstance(skip, int) else 1, profiled=timings
-    )
+    skip = skip if isinstance(skip, int) else 1
+    coverage = xla_coverage(loaded, report, joined, skip_first=skip, profiled=timings)
     return Inspection(
         report=report,
         timings=profile,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hloscope.analysis.report import ModuleReport, RunReport
@@ -29,6 +29,7 @@ from hloscope.analysis.tf_graphs import (
 from hloscope.capture.tf_graphs import GRAPHS_SUBDIR
 from hloscope.errors import HloscopeError
 from hloscope.runs import Run
+from hloscope.timing.results import ModuleTiming
 from hloscope.timing.sources import profile_folder
 from hloscope.timing.trace import Trace
 from hloscope.timing.xplane import find_profiles, read_trace
@@ -37,8 +38,9 @@ __all__ = ["OutsideOp", "XlaCoverage", "tf_op_times", "xla_coverage"]
 
 # A TensorFlow executor's event per op kernel run: `<node name>:<op type>`.
 _OP_EVENT = re.compile(r"(?P<name>[^:\s][^:]*):(?P<type>[A-Za-z_][A-Za-z0-9_]*)")
-# Ops that only call a function whose own ops are events of their own.
-_CALLS = re.compile(r"__.*|.*PartitionedCall")
+# Ops that only call a function whose own ops are events of their own, and the
+# transfers graph partitioning adds between devices.
+_CALLS = re.compile(r"__.*|.*PartitionedCall|_Send|_Recv|_HostSend|_HostRecv")
 # The nodes BuildXlaOps adds around a cluster launch (`cluster_0_1/xla_run`).
 _LAUNCH_SCOPE = re.compile(r"cluster_\d+(?:_\d+)?/")
 _XLA_RUNS = XLA_LAUNCH_OPS - {"_XlaCompile", "_XlaMerge"}  # launches that run a cluster
@@ -78,8 +80,8 @@ class XlaCoverage:
             launch ops left out on both sides).
         outside: The ops outside, most time first.
         time_outside_us: Their summed time in the profile (None: not profiled).
-        time_in_xla_us: The summed time of the cluster launches that ran XLA
-            (`_XlaRun`, `XlaLaunch`) in the same calls (None: not profiled).
+        time_in_xla_us: The measured wall time of the XLA modules' steady executions
+            (else of the `_XlaRun`/`XlaLaunch` launches); None when not profiled.
     """
 
     source: str
@@ -125,7 +127,7 @@ def tf_op_times(traces: Iterable[Trace], skip_first: int = 1) -> _Times:
     for trace in traces:
         for e in trace.events:
             m = _OP_EVENT.fullmatch(e.name)
-            if m is None or e.line == "python" or "hlo_op" in e.stats:
+            if m is None or "hlo_op" in e.stats:
                 continue
             by_op[m.group("name")].append((e.start_ps, e.duration_ps, m.group("type")))
     times = _Times({}, {}, {})
@@ -160,7 +162,12 @@ def _is_tensorflow(run: Run, modules: Sequence[ModuleReport]) -> bool:
 
 
 def xla_coverage(
-    run: Run, report: RunReport, *, skip_first: int = 1, profiled: bool = True
+    run: Run,
+    report: RunReport,
+    timings: Mapping[str, ModuleTiming] | None = None,
+    *,
+    skip_first: int = 1,
+    profiled: bool = True,
 ) -> XlaCoverage | None:
     """Which TensorFlow ops of a run ran inside XLA and which outside; None where that
     does not apply (not TensorFlow, or no op of it ran outside XLA as far as its
@@ -168,7 +175,9 @@ def xla_coverage(
 
     Args:
         run: The run (its `tf_graphs/` folder and its profile).
-        report: The run's report (the cluster modules, when there are no graph dumps).
+        report: The run's report (the XLA modules, when there are no graph dumps).
+        timings: The modules' measured timings, by module key: their steady executions'
+            wall time is the time in XLA (else the `_XlaRun`/`XlaLaunch` launch events).
         skip_first: Calls of each op left out as warm-up in the profile's times.
         profiled: Read the profile's times (False: counts only).
     """
@@ -177,12 +186,15 @@ def xla_coverage(
     functions = read_graph_dumps(run.path / GRAPHS_SUBDIR) if run.path.is_dir() else ()
     traces = _profile_traces(run) if profiled else []
     times = tf_op_times(traces, skip_first) if traces else None
+    xla_us = sum(t.total_us for t in (timings or {}).values())
+    if times is not None and not xla_us:
+        xla_us = _xla_ps(times) / _PS_PER_US
     ops: list[tuple[TfOp, str | None]]
     if functions:
         ops = [(o, f.name) for f in functions for o in f.outside]
         in_xla = sum(f.ops_in_xla for f in functions)
         source = "graph dumps"
-    elif times is not None and _xla_ps(times) > 0:
+    elif times is not None and xla_us > 0:
         ops = [
             (TfOp(n, t), None)
             for n, t in sorted(times.types.items())
@@ -190,11 +202,7 @@ def xla_coverage(
             and not _CALLS.fullmatch(t)
             and not _LAUNCH_SCOPE.match(n)
         ]
-        in_xla = sum(
-            len(m.provenance.placements)
-            for m in report.modules
-            if m.name.startswith("cluster_") and m.provenance is not None
-        )
+        in_xla = sum(len(m.provenance.placements) for m in report.modules if m.provenance)
         source = "profile"
     else:
         return None
@@ -214,5 +222,5 @@ def xla_coverage(
     time_out = time_in = None
     if times is not None:
         time_out = sum(o.time_us or 0.0 for o in outside)
-        time_in = _xla_ps(times) / _PS_PER_US
+        time_in = xla_us
     return XlaCoverage(source, functions, in_xla, len(outside), outside, time_out, time_in)
