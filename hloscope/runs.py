@@ -38,6 +38,7 @@ __all__ = [
     "is_trivial",
     "is_xspace",
     "load_run",
+    "module_header",
     "read_manifest",
     "scan_dump_dir",
 ]
@@ -524,6 +525,24 @@ def is_trivial(module: ModuleDump) -> bool:
     except HloscopeError:  # unreadable modules are shown, not hidden
         return False
     return parsed is not None and parsed.instruction_count <= _TRIVIAL_INSTRUCTIONS
+
+
+def module_header(module: ModuleDump) -> str:
+    """The text after the module's name on its `HloModule` line (its attributes, such as
+    `entry_computation_layout={...}`), read from the head of its before-optimization file
+    (else its after file) without parsing the module; "" when unreadable or binary."""
+    for path in (module.before, module.after):
+        if path is None or not path.name.endswith(".txt"):
+            continue
+        try:
+            with path.open("rb") as f:
+                head = f.read(_HEAD_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        m = _HEADER.search(head)
+        if m is not None:
+            return m[2]
+    return ""
 
 
 def platform_of(modules: Iterable[ModuleDump]) -> str | None:

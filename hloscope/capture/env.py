@@ -21,14 +21,20 @@ _TF_PREFIXES = ("a_inference_", "cluster_", "tf_")
 _JAX_PREFIXES = ("jit_", "pjit_", "xmap_", "pmap_")
 
 
-def framework_of_run(versions: Mapping[str, Any], modules: Iterable[ModuleDump] = ()) -> str | None:
-    """`"tensorflow"`, `"jax"`, `"tensorflow+jax"` or None.
+def framework_of_run(
+    versions: Mapping[str, Any],
+    modules: Iterable[ModuleDump] = (),
+    used: Iterable[str] = (),
+) -> str | None:
+    """`"tensorflow"`, `"jax"`, `"jax+tensorflow"` or None: what the script compiled with.
 
     Args:
         versions: Imported packages and their versions (from the child report).
-        modules: The run's modules; their names decide when both or neither framework
-            was reported (TensorFlow names its modules `a_inference_*`/`cluster_*`,
-            JAX `jit_*`).
+        modules: The run's modules; their names tell (TensorFlow names its modules
+            `a_inference_*`/`cluster_*`, JAX `jit_*`).
+        used: The frameworks the child saw the script trace or compile with (its compile
+            watch). With the module names, they decide; what was merely imported
+            (TensorFlow imports JAX) counts only when nothing else tells.
     """
     names = [m.name for m in modules]
     by_name = {
@@ -37,7 +43,7 @@ def framework_of_run(versions: Mapping[str, Any], modules: Iterable[ModuleDump] 
         if any(n.startswith(prefixes) for n in names)
     }
     imported = {fw for fw in ("tensorflow", "jax") if fw in versions}
-    found = (imported & by_name) or by_name or imported
+    found = (by_name | set(used)) & {"tensorflow", "jax"} or imported
     if not found:
         return None
     return "+".join(sorted(found))

@@ -15,12 +15,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hloscope.errors import UsageError
-from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest
+from hloscope.manifest import MANIFEST, Compile, ModuleEntry, RunManifest
 from hloscope.runs import Run, load_run, read_manifest
 
 __all__ = ["Captured", "framework_of_call", "inspect"]
@@ -39,12 +39,14 @@ class Captured:
         before: HLO text before optimization.
         after: HLO text after optimization.
         platform: What it was compiled for (`cpu`, `sm_90`, ...).
+        compile: The compile as the framework timed it, where it says (JAX).
     """
 
     framework: str
     before: str
     after: str
     platform: str
+    compile: Compile | None = None
 
 
 def inspect(
@@ -176,6 +178,18 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
     before.write_text(captured.before, encoding="utf-8")
     after.write_text(captured.after, encoding="utf-8")
     info = framework_info()
+    key = f"0000.{module_name}"
+    compiles = (replace(captured.compile, module=key),) if captured.compile else ()
+    notes = (
+        ()
+        if compiles
+        else (
+            "TensorFlow reports XLA's compile time only in its log, not to the process: "
+            "`hloscope dump` records it",
+        )
+        if captured.framework == "tensorflow"
+        else ("JAX compiled nothing here: this process had compiled the function before",)
+    )
     manifest = RunManifest(
         source="inspect",
         function=getattr(fn, "__qualname__", None) or type(fn).__name__,
@@ -186,9 +200,11 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
         device=detect_device(captured.platform, info["devices"]),
         devices=tuple(info["devices"]),
         dump_dir=_DUMP_SUBDIR,
+        compiles=compiles,
+        compile_notes=notes,
         modules=(
             ModuleEntry(
-                key=f"0000.{module_name}",
+                key=key,
                 name=module_name,
                 id="0000",
                 platform=captured.platform,

@@ -16,6 +16,7 @@ from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.compilations import compilations_doc, module_compile_doc, run_outcome_doc
 from hloscope.render.coverage import coverage_doc
 from hloscope.render.parallel import parallel_doc
 from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
@@ -181,6 +182,7 @@ def run_doc(run: Run) -> dict[str, Any]:
         "device": man.device,
         "exit_code": man.exit_code,
         "wall_time_s": man.wall_time_s,
+        **run_outcome_doc(man),
     }
 
 
@@ -188,10 +190,12 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     """The `hloscope report --json` document.
 
     Schema (version 1): `schema_version`; `run` (path, script, framework, versions,
-    platform, device, exit_code, wall_time_s); `xla_coverage` (TensorFlow: which of its
-    ops ran in XLA and which outside, `hloscope.render.coverage.coverage_doc`; null
-    where that does not apply); `modules`: one object per module, biggest
-    first, with `key`, `name` (HloModule name), `platform`, `trivial`,
+    platform, device, exit_code, wall_time_s, status, error, compile_s); `xla_coverage`
+    (TensorFlow: which of its ops ran in XLA and which outside,
+    `hloscope.render.coverage.coverage_doc`; null where that does not apply); `modules`: one
+    object per module, biggest first (a function's compilations together, in compile
+    order), with `key`, `name` (HloModule name), `function`, `compilation`, `inputs`,
+    `outputs`, `compile_s`, `platform`, `trivial`,
     `before` {`instructions`, `ops`}, `after` {`instructions` (all, fused computations
     included), `kernels`, `kernels_by_kind`, `fusions` (fusion instructions outside
     fused computations), `launches` (per execution), `launches_exact`, `loops`,
@@ -206,7 +210,8 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
     median_us, min_us, max_us, share}]`); `cost`, `memory` and `roofline` as
-    `hloscope.render.roofline` documents them (README.md, "JSON").
+    `hloscope.render.roofline` documents them (README.md, "JSON"); `compilations`: every
+    function compiled more than once (`render.compilations.compilations_doc`).
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
@@ -220,10 +225,12 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
             module_doc(
                 m,
                 timing=_timing_doc(inspection.timing(m.key)),
-                extra=roofline_keys(inspection, m.key, peaks),
+                extra=module_compile_doc(inspection.compilations, m.key)
+                | roofline_keys(inspection, m.key, peaks),
             )
             for m in inspection.modules
         ],
+        "compilations": compilations_doc(inspection.compilations),
     }
 
 

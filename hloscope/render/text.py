@@ -19,6 +19,7 @@ from hloscope.analysis.provenance import Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.compilations import compilations_view, run_status_line
 from hloscope.render.coverage import cluster_line, coverage_view
 from hloscope.render.format import fmt_bytes, fmt_us, short_name, short_names
 from hloscope.render.json import run_doc
@@ -225,13 +226,23 @@ def report_view(
         full_names: Print names in full (for a pipe) instead of cut to fit a terminal.
     """
     report = inspection.report
-    parts: list[RenderableType] = [
-        run_header(report),
-        modules_table(
-            report, show_all=show_all, full_names=full_names, timings=inspection.module_timings
-        ),
-        coverage_view(inspection.xla_coverage, report.modules),
-    ]
+    parts: list[RenderableType] = [run_header(report)]
+    status = run_status_line(report.run.manifest, len(report.run.modules))
+    if status is not None:  # a failed run says so before whatever it dumped
+        parts.append(status)
+    if report.modules:
+        parts.append(
+            modules_table(
+                report,
+                show_all=show_all,
+                full_names=full_names,
+                timings=inspection.module_timings,
+            )
+        )
+    parts.append(coverage_view(inspection.xla_coverage, report.modules))
+    compiled = compilations_view(inspection.compilations, show_all=show_all)
+    if compiled is not None:
+        parts.append(compiled)
     for m in report.modules if show_all else report.main:
         parts.append(module_details(m, full_names=full_names))
         cluster = cluster_line(inspection.xla_coverage, m)

@@ -176,9 +176,11 @@ def bench_doc(r: BenchResult) -> dict[str, Any]:
     """The `hloscope bench --json` document, also saved as a run's `bench.json`.
 
     Schema: `schema_version`, `framework`, `device`, `target`, `baseline`, `notes`, and
-    `modes`: `[{name, label, first_call_s, median_s, p10_s, p90_s, repeats, speedup,
-    peak_memory_bytes, memory_note, error}]`, the baseline first. Seconds, rounded to
-    nanoseconds; `speedup` is baseline median / mode median.
+    `modes`: `[{name, label, first_call_s, compile_s, median_s, p10_s, p90_s, repeats,
+    speedup, peak_memory_bytes, memory_note, error}]`, the baseline first. Seconds,
+    rounded to nanoseconds; `speedup` is baseline median / mode median; `compile_s` is
+    the part of the first call the framework says it spent compiling (JAX's compile
+    events), null where it does not say.
     """
     return {
         "schema_version": SCHEMA_VERSION,
@@ -192,6 +194,7 @@ def bench_doc(r: BenchResult) -> dict[str, Any]:
                 "name": m.name,
                 "label": m.label,
                 "first_call_s": _r(m.first_call_s, 9),
+                "compile_s": _r(m.compile_s, 9),
                 "median_s": _r(m.median_s, 9),
                 "p10_s": _r(m.p10_s, 9),
                 "p90_s": _r(m.p90_s, 9),
@@ -462,15 +465,16 @@ def bench_table(r: BenchResult) -> RenderableType:
         ("eager vs XLA", "bold"),
         f"  {r.framework} on {r.device}",
         f"  ({r.target})" if r.target else "",
-        f"\nfirst: the cold first call; speed-up: median of {r.baseline} / median of the mode",
+        f"\nfirst: the cold first call; compile: the part of it the framework says was "
+        f"compiling; speed-up: median of {r.baseline} / median of the mode",
     )
     table = Table(box=None, pad_edge=False)
     table.add_column("mode", overflow="fold")
-    for name in ("first", "median", "p10", "p90", "runs", "speed-up", "peak mem"):
+    for name in ("first", "compile", "median", "p10", "p90", "runs", "speed-up", "peak mem"):
         table.add_column(name, justify="right", no_wrap=True)
     for m in r.modes:
         if m.error:
-            table.add_row(m.label, Text(f"failed: {m.error}", style="red"), *[""] * 6)
+            table.add_row(m.label, Text(f"failed: {m.error}", style="red"), *[""] * 7)
             continue
         speed = Text("–")
         if m.speedup is not None:
@@ -479,6 +483,7 @@ def bench_table(r: BenchResult) -> RenderableType:
         table.add_row(
             m.label,
             fmt_seconds(m.first_call_s),
+            fmt_seconds(m.compile_s),
             fmt_seconds(m.median_s),
             fmt_seconds(m.p10_s),
             fmt_seconds(m.p90_s),
