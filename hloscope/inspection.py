@@ -26,8 +26,10 @@ from hloscope.errors import HloscopeError, UsageError
 from hloscope.files import inside, read_regular
 from hloscope.hlo.text import split_lines
 from hloscope.runs import Run, load_run
+from hloscope.timing.helpers import weigh_helpers
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
 from hloscope.timing.sources import run_timings
+from hloscope.timing.xla_coverage import XlaCoverage, xla_coverage
 
 __all__ = ["BENCH_FILE", "Inspection", "inspect_run"]
 
@@ -60,6 +62,9 @@ class Inspection:
             key; a module whose dump lacks them is absent, an unreadable one is its error.
         compilations: The run's modules grouped by the function they compile, with
             shapes and compile times (the functions of the selected modules).
+        xla_coverage: For TensorFlow, which of its ops ran inside XLA and which outside
+            (auto-clustering, or XLA functions among plain ops); None where that does
+            not apply.
     """
 
     report: RunReport
@@ -70,6 +75,7 @@ class Inspection:
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
     compilations: Compilations = field(default_factory=Compilations)
+    xla_coverage: XlaCoverage | None = None
     # cost() results by module key, filled on first use
     _costs: dict[str, ModuleCost | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -117,13 +123,13 @@ class Inspection:
         return self.module_timings.get(key)
 
     def kernel_times(self, key: str) -> dict[str, float] | None:
-        """µs per steady-state execution of each kernel of a module, or None when the
-        module was not measured. Per execution, so that runs profiled for different
-        numbers of steps compare."""
+        """µs per steady-state execution of each kernel of a module on one device, or
+        None when the module was not measured. Per execution, so that runs profiled for
+        different numbers of steps compare."""
         t = self.module_timings.get(key)
         if t is None:
             return None
-        per = t.executions or 1
+        per = t.device_executions or 1
         return {k.name: k.total_us / per for k in t.kernels if math.isfinite(k.total_us)}
 
     def all_kernel_times(self) -> dict[str, dict[str, float]]:
@@ -182,6 +188,10 @@ def inspect_run(
             t = profile.for_dump(m.name, m.module_id)
             if t is not None:
                 joined[m.key] = t
+    report = weigh_helpers(report, joined)  # a costly helper is not folded away
+    skip = (loaded.manifest.profile or {}).get("skip_first", 1)
+    skip = skip if isinstance(skip, int) else 1
+    coverage = xla_coverage(loaded, report, joined, skip_first=skip, profiled=timings)
     return Inspection(
         report=report,
         timings=profile,
@@ -191,6 +201,7 @@ def inspect_run(
         sources=_sources(report.modules) if sources else {},
         memory=_memory(report.modules),
         compilations=run_compilations(loaded, report.modules, shapes_of=selected),
+        xla_coverage=coverage,
     )
 
 

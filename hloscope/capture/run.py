@@ -37,6 +37,7 @@ from hloscope.capture.compiles import record_compiles
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.capture.folder import choose_run_dir, release_run_dir
+from hloscope.capture.tf_graphs import GRAPHS_SUBDIR, graph_dump_env, keep_read_stage
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
 from hloscope.runs import Run, load_run
@@ -64,7 +65,7 @@ PROFILE_SUBDIR = "profile"
 PROFILE_ENV = "HLOSCOPE_PROFILE"
 # What a run folder holds that hloscope wrote: all `--force` removes. The caches
 # (`hloscope.store`): timings computed from the profile, `report --json` documents.
-_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR)
+_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR)
 _OWN_FILES = (
     MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE,
     REPORT_CACHE,
@@ -264,6 +265,7 @@ def plan_dump(
         # TensorFlow logs each XLA compile and its time (`capture.compiles` reads it)
         "TF_CPP_VMODULE": tf_vmodule(env.get("TF_CPP_VMODULE")),
     }
+    env_set.update(graph_dump_env(env, run_dir))  # what TensorFlow auto-clusters
     profile_plan = None
     if profile:
         try:
@@ -419,6 +421,7 @@ def run_dump(
     interrupted = stopped_by is not None
     exit_code = returncode if returncode >= 0 else 128 - returncode
     child = _read_child_report(report_path)
+    keep_read_stage(plan.run_dir / GRAPHS_SUBDIR)
     if child.get("error") == "module-not-found":
         if not plan.replace:  # nothing ran: leave no empty run folder behind
             shutil.rmtree(plan.run_dir, ignore_errors=True)
@@ -454,6 +457,7 @@ def run_dump(
         platform=platform,
         device=detect_device(platform, devices),
         devices=tuple(devices),
+        framework_env=_text_map(child.get("environment")),
         exception=child.get("exception"),
         xla_errors=xla_errors,
         modules=tuple(_module_entry(m, plan.run_dir) for m in run.modules),
@@ -667,6 +671,13 @@ def _base_manifest(plan: DumpPlan, started_at: _dt.datetime) -> RunManifest:
         logs={"stdout": STDOUT_LOG, "stderr": STDERR_LOG},
         profile=dict(plan.profile) if plan.profile is not None else None,
     )
+
+
+def _text_map(value: Any) -> dict[str, str]:
+    """The child's name -> text mapping (its environment), anything else left out."""
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _module_entry(module: Any, run_dir: Path) -> ModuleEntry:

@@ -59,9 +59,34 @@ def framework_info() -> dict[str, Any]:
     return {
         "versions": versions,
         "devices": devices,
+        "environment": framework_env(),
         "executable": sys.executable,
         "machine": platform.machine(),
         "system": platform.system(),
+    }
+
+
+# Environment variables that steer XLA and the frameworks, recorded as the script left
+# them (a script may set XLA_FLAGS or TF_XLA_FLAGS itself before importing a framework).
+ENV_PREFIXES = ("XLA_", "TF_", "JAX_", "KERAS_", "PJRT_", "TPU_", "LIBTPU_", "NCCL_", "PT_XLA")
+ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "API_KEY")
+# Terraform's variables share the TF_ prefix; they say nothing about TensorFlow.
+_TERRAFORM = (
+    "TF_CLI_", "TF_VAR_", "TF_LOG", "TF_INPUT", "TF_DATA_DIR", "TF_WORKSPACE",
+    "TF_IN_AUTOMATION", "TF_REGISTRY_", "TF_PLUGIN_", "TF_TOKEN_", "TF_APPEND_USER_AGENT",
+    "TF_IGNORE", "TF_STATE_",
+)  # fmt: skip
+
+
+def framework_env() -> dict[str, str]:
+    """The XLA- and framework-related environment variables this process has now."""
+    return {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if (name.startswith(ENV_PREFIXES) or name in ENV_NAMES)
+        and not name.startswith(_TERRAFORM)
+        and not any(word in name.upper() for word in _SECRET_WORDS)
     }
 
 

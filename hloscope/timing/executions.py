@@ -20,6 +20,7 @@ from hloscope.timing.trace import (
     DEVICE_PLANE_PREFIX,
     EXECUTE_EVENT_SUFFIXES,
     GPU_MODULE_SUFFIX,
+    HOST_PLANE,
     XLA_MODULES_LINE,
     Trace,
 )
@@ -94,6 +95,9 @@ class OpEvent:
         on_device: Whether it is on a device plane.
         op_line: Whether it comes from an `XLA Ops` line (one event per op call, never
             merged with the next one).
+        ordinal: The XLA device it ran for, where a host event says (`device_ordinal`:
+            XLA's CPU devices, `--xla_force_host_platform_device_count`); None when not
+            recorded (-1).
         device_ps: Its duration on the device's own clock, where the event records one
             (a TPU op's `device_duration_ps`); None on the CPU and GPU, whose events
             are timed on the profile's timeline alone.
@@ -112,12 +116,24 @@ class OpEvent:
     correlation_id: int | None = None
     on_device: bool = False
     op_line: bool = False
+    ordinal: int | None = None
     device_ps: int | None = None
 
     @property
     def duration_ps(self) -> int:
         """Duration on the timeline, picoseconds."""
         return self.end_ps - self.start_ps
+
+    @property
+    def device_name(self) -> str:
+        """The device it ran on: its device plane, else the XLA CPU device its
+        `device_ordinal` names (`/device:CPU:1`: every CPU device's thunks share the
+        `/host:CPU` plane), else its plane."""
+        if self.on_device or self.ordinal is None:
+            return self.device
+        if self.device == HOST_PLANE:
+            return f"{DEVICE_PLANE_PREFIX}CPU:{self.ordinal}"
+        return f"{self.device} device {self.ordinal}"
 
     @property
     def op_ps(self) -> int:

@@ -80,8 +80,18 @@
         facts.push(["busy / execution (kernels overlap)", per(timing.busy_us)]);
       }
       facts.push(["wall / execution", per(timing.total_us)]);
-      facts.push(["executions profiled" + (timing.source ? " (" + timing.source + ")" : "") +
+      var several = timing.device_count > 1;
+      facts.push(["executions profiled" + (several ? " per device" : "") +
+        (timing.source ? " (" + timing.source + ")" : "") +
         (timing.cold ? ", a cold first run (it ran only as warm-up)" : ""), fmtInt(timing.executions)]);
+      if (several) {
+        // figures are one device's, the mean over the devices that ran the module
+        facts.push(["devices (times per device)", fmtInt(timing.device_count)]);
+        if (timing.spread) {
+          facts.push(["slowest device / median (" + timing.spread.slowest + ")",
+            timing.spread.ratio.toFixed(2) + "×"]);
+        }
+      }
       if (typeof timing.device_ops_per_execution === "number") {
         facts.push(["GPU operations / execution", fmtInt(timing.device_ops_per_execution)]);
       }
