@@ -25,8 +25,9 @@ RUNNER = ROOT / "hloscope" / "capture" / "runner.py"
 def test_normalize_framework() -> None:
     assert normalize_framework("TF") == "tensorflow"
     assert normalize_framework("jax") == "jax"
+    assert normalize_framework("torch") == normalize_framework("PyTorch") == "torch_xla"
     with pytest.raises(ValueError, match="unknown framework"):
-        normalize_framework("torch")
+        normalize_framework("mxnet")
 
 
 def test_hooks_load_by_path_with_the_standard_library_only() -> None:
