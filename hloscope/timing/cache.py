@@ -37,7 +37,8 @@ __all__ = [
     "timings_to_doc",
 ]
 
-CACHE_VERSION = 2  # 2: XPlane events booked to kernels by their runtime names
+CACHE_VERSION = 3  # 2: XPlane events booked to kernels by their runtime names;
+# 3: executions split by each op's n-th run where the first-op split is inconsistent
 """The shape of a kept `ProfileTimings` document (part of every key)."""
 _MAX_ENTRIES = 4
 # A big GPU run's timings are tens of MB; past this the file is not read.
