@@ -21,6 +21,7 @@ from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
+from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.files import inside, read_regular
 from hloscope.hlo.text import split_lines
@@ -57,6 +58,7 @@ class Inspection:
             filled only when asked for (the HTML page shows kernels' HLO).
         memory: Each module's planned memory (XLA's buffer-assignment files), by module
             key; a module whose dump lacks them is absent, an unreadable one is its error.
+        torch_xla: PyTorch/XLA's graphs, steps and own records, for a torch_xla run.
     """
 
     report: RunReport
@@ -66,6 +68,7 @@ class Inspection:
     bench: Mapping[str, Any] | None = None
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
+    torch_xla: TorchXlaRun | None = None
     # cost() results by module key, filled on first use
     _costs: dict[str, ModuleCost | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -184,6 +187,7 @@ def inspect_run(
         bench=read_bench(loaded) if bench else None,
         sources=_sources(report.modules) if sources else {},
         memory=_memory(report.modules),
+        torch_xla=torch_xla_run(loaded),
     )
 
 

@@ -199,13 +199,14 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
     median_us, min_us, max_us, share}]`); `cost`, `memory` and `roofline` as
-    `hloscope.render.roofline` documents them (README.md, "JSON").
+    `hloscope.render.roofline` documents them (README.md, "JSON"); for a PyTorch/XLA
+    run, `torch_xla` (`hloscope.render.torch_xla.torch_xla_doc`).
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
         peaks: The device's roofs, for `roofline` (None leaves it null).
     """
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "run": run_doc(inspection.run),
         "modules": [
@@ -217,6 +218,11 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
             for m in inspection.modules
         ],
     }
+    if inspection.torch_xla is not None:  # PyTorch/XLA runs only
+        from hloscope.render.torch_xla import torch_xla_doc
+
+        doc["torch_xla"] = torch_xla_doc(inspection.torch_xla)
+    return doc
 
 
 def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from hloscope.inspection import Inspection
 from hloscope.render.format import fmt_bytes, short_name, short_names
 from hloscope.render.json import run_doc
 from hloscope.render.timing import module_detail
+from hloscope.render.torch_xla import torch_xla_text
 
 
 def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableType:
@@ -216,6 +217,8 @@ def report_view(
         run_header(report),
         modules_table(report, show_all=show_all, full_names=full_names),
     ]
+    if inspection.torch_xla is not None:
+        parts.extend(torch_xla_text(inspection.torch_xla))
     for m in report.modules if show_all else report.main:
         parts.append(module_details(m, full_names=full_names))
         timing = inspection.timing(m.key)

@@ -1,0 +1,122 @@
+"""A PyTorch/XLA run's graphs, steps and torch_xla's own counters, as JSON and as text.
+
+`torch_xla_doc` is the `torch_xla` object of `hloscope report --json`; `torch_xla_text`
+the lines `hloscope report` prints under the modules table. Both render a
+`hloscope.analysis.torch_graphs.TorchXlaRun` and compute nothing of their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from hloscope.analysis.torch_graphs import TorchGraph, TorchXlaRun
+from hloscope.analysis.torch_xla import LOCAL_SCALAR, TimedMetric
+from hloscope.render.format import counted, fmt_seconds
+
+__all__ = ["torch_xla_doc", "torch_xla_text"]
+
+
+def torch_xla_doc(view: TorchXlaRun) -> dict[str, Any]:
+    """The `torch_xla` object of `report --json`.
+
+    Keys: `compiles` (torch_xla modules in the dump), `steps` (graph executions torch_xla
+    logged; null without its log), `distinct_graphs`; `graphs`: `[{key, function,
+    modules, steps, trigger, inputs}]` in compile order (`key`: the structure hash;
+    `modules`: module keys; `steps`: executions of that graph; `trigger`: the user's
+    line whose `torch_xla.sync()` or tensor read compiled it; `inputs`: the entry
+    parameters' dimensions); `functions`: `[{name, modules, varying: [{arg, dim,
+    values}]}]`, the graphs of one structure up to sizes; `metrics`: torch_xla's
+    `CompileTime`, `ExecuteTime`, ... as `{count, total_s}`; `counters`; `fallbacks`
+    (`aten::` op -> times it ran on the CPU); `note` and `errors`.
+    """
+    graphs = view.graphs
+    records = view.records
+    return {
+        "compiles": graphs.compiles,
+        "steps": graphs.steps,
+        "distinct_graphs": graphs.distinct,
+        "graphs": [_graph_doc(g) for g in graphs.graphs],
+        "functions": [
+            {
+                "name": f.name,
+                "modules": [k for g in f.graphs for k in g.modules],
+                "varying": [
+                    {"arg": v.arg, "dim": v.dim, "values": list(v.values)} for v in f.varying
+                ],
+            }
+            for f in graphs.functions
+        ],
+        "metrics": {
+            name: {"count": m.count, "total_s": m.total_s}
+            for name, m in (records.metrics.items() if records else ())
+        },
+        "counters": dict(records.counters) if records else {},
+        "fallbacks": dict(records.fallbacks) if records else {},
+        "note": graphs.note,
+        "errors": list(records.errors) if records else [],
+    }
+
+
+def _graph_doc(g: TorchGraph) -> dict[str, Any]:
+    return {
+        "key": g.key,
+        "function": g.function,
+        "modules": list(g.modules),
+        "steps": g.steps,
+        "trigger": str(g.trigger) if g.trigger else None,
+        "inputs": [list(d) for d in g.inputs],
+    }
+
+
+def torch_xla_text(view: TorchXlaRun) -> list[Text]:
+    """The lines `hloscope report` prints about a torch_xla run: steps per graph,
+    torch_xla's compile and execute times, and the ops that fell back to the CPU."""
+    graphs, records = view.graphs, view.records
+    lines: list[Text] = []
+    if graphs.steps is not None:
+        head = (
+            f"torch_xla: {counted(graphs.steps, 'step')} ran "
+            f"{counted(graphs.distinct, 'distinct graph')}"
+        )
+    else:
+        head = f"torch_xla: {counted(graphs.distinct, 'distinct graph')}"
+    times = [
+        _timed(records.metric("CompileTime") if records else None, "compile"),
+        _timed(records.metric("ExecuteTime") if records else None, "execution"),
+    ]
+    lines.append(Text.assemble((head, "bold"), *[f" · {t}" for t in times if t]))
+    for g in graphs.graphs:
+        if g.steps is None:
+            continue
+        where = f"  compiled at {g.trigger}" if g.trigger else ""
+        modules = ", ".join(g.modules)
+        lines.append(Text(f"  {counted(g.steps, 'step'):>9} ran {modules}{where}"))
+    for f in graphs.recompiled:
+        dims = "; ".join(
+            f"arg {v.arg} dim {v.dim}: {', '.join(map(str, v.values))}" for v in f.varying
+        )
+        lines.append(
+            Text(f"  {f.name} compiled {f.compiles}×" + (f" · {dims}" if dims else ""), "yellow")
+        )
+    if graphs.note:
+        lines.append(Text(f"  {graphs.note}", "dim"))
+    if records is not None:
+        ops = {k: v for k, v in records.fallbacks.items() if k != LOCAL_SCALAR}
+        if ops:
+            ran = ", ".join(f"{k} ×{v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1]))
+            lines.append(Text(f"  ran on the CPU, outside XLA: {ran}", "yellow"))
+        if LOCAL_SCALAR in records.fallbacks:
+            n = records.fallbacks[LOCAL_SCALAR]
+            lines.append(
+                Text(f"  tensor values read back to Python (.item(), print, if): {n}×", "dim")
+            )
+        lines.extend(Text(f"  {e}", "red") for e in records.errors)
+    return lines
+
+
+def _timed(m: TimedMetric | None, noun: str) -> str:
+    if m is None:
+        return ""
+    return f"{counted(m.count, noun)} ({fmt_seconds(m.total_s)})"
