@@ -2,13 +2,15 @@
 
 Each step is traced lazily by torch_xla and compiled by XLA as one graph
 (`SyncTensorsGraph.<n>`) at `torch_xla.sync()`. The first step also creates AdamW's
-state, so it compiles a graph of its own; the steps after it run one cached graph. Give
-several batch sizes (`--batch-sizes 32,48,32,64`) and each new size compiles the step
-again: the recompiles hloscope reports with the dimension that varied.
+state, so it compiles a graph of its own; the steps after it run one cached graph
+(`--optimizer sgd`, plain SGD, has no state: every step runs one graph). Give several
+batch sizes (`--batch-sizes 32,48,32,64`) and each new size compiles the step again:
+the recompiles hloscope reports with the dimension that varied.
 
 Runs on the CPU (`PJRT_DEVICE=CPU`, the default here when unset). Run::
 
     python samples/torch_mlp.py [--steps 5] [--batch 32] [--batch-sizes 32,48,64]
+                                [--optimizer adamw|sgd]
 """
 
 from __future__ import annotations
@@ -48,12 +50,22 @@ def batches(sizes: list[int], in_dim: int, classes: int) -> list[tuple[torch.Ten
     ]
 
 
-def train(sizes: list[int], in_dim: int = 64, width: int = 128, classes: int = 10) -> float:
+def train(
+    sizes: list[int],
+    optimizer: str = "adamw",
+    in_dim: int = 64,
+    width: int = 128,
+    classes: int = 10,
+) -> float:
     """Train one step per batch size on the XLA device; the last loss."""
     torch.manual_seed(0)
     device = torch_xla.device()
     model = MLP(in_dim, width, classes).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt: torch.optim.Optimizer
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loss = torch.zeros((), device=device)
     for x, y in batches(sizes, in_dim, classes):
         x, y = x.to(device), y.to(device)
@@ -77,13 +89,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--batch-sizes", help="comma-separated: one step per size")
+    parser.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
     args = parser.parse_args()
     if args.batch_sizes:
         sizes = [int(s) for s in args.batch_sizes.split(",")]
     else:
         sizes = [args.batch] * args.steps
-    loss = train(sizes)
-    print(f"torch_mlp: {len(sizes)} steps, batch sizes {sizes}, last loss {loss:.4f}")
+    loss = train(sizes, args.optimizer)
+    print(
+        f"torch_mlp: {len(sizes)} {args.optimizer} steps, batch sizes {sizes}, last loss {loss:.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -3,13 +3,18 @@ each.
 
 torch_xla names every graph it compiles `SyncTensorsGraph.<n>`, whatever it computes, and
 compiles a graph once per shape and structure (its cache is keyed on the IR's hash); the
-dump holds one module per compile. Two keys group the modules by their
-before-optimization HLO:
+dump holds one module per compile. The modules group two ways:
 
-- `graph_key`: the same HLO up to instruction and computation names, constants' values
-  and metadata (the same graph, had it been compiled twice);
-- `function_key`: the same up to the sizes of dimensions too (one training step at
-  several batch sizes: a recompile per size). `function_name` names it for people.
+- by graph (`graph_key`): the same before-optimization HLO up to instruction and
+  computation names, constants' values and metadata; the same graph, had it been
+  compiled twice;
+- by function (`function_name`): the code that ran between two syncs, named by the line
+  of the user's code whose `torch_xla.sync()` (or tensor read) compiled it, as torch_xla
+  logs it: `SyncTensorsGraph@train.py:64`. One training step run at several batch sizes
+  is one function compiled once per size; its graphs need not have the same structure
+  (autograd may transpose differently at another size), and AdamW's first step, which
+  creates the optimizer's state, is a graph of the same function too. Without torch_xla's
+  log the function is the structure up to dimension sizes (`function_key`).
 
 `group_graphs` joins the modules to torch_xla's own log of compiles and executions
 (`hloscope.analysis.torch_xla`): the n-th compile logged is the n-th module dumped, and
@@ -19,6 +24,7 @@ each execution names its graph's hash, so each graph gets the steps that ran it.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -72,9 +78,20 @@ def function_key(module: HloModule) -> str:
     return _digest(module, sizes=False)
 
 
-def function_name(module: HloModule) -> str:
-    """A name for the graphs of one structure, as `group_graphs` and the compilations of
-    a run name them: `SyncTensorsGraph~1f2e3d4c` (the start of `function_key`)."""
+def function_name(module: HloModule, trigger: SourceLocation | None = None) -> str:
+    """The function a torch_xla module compiles, as `group_graphs` names it.
+
+    Args:
+        module: The module (before optimization where the dump has it).
+        trigger: The user's line whose sync or tensor read compiled it (torch_xla's log,
+            `GraphEvent.frame`), when known.
+
+    Returns:
+        `SyncTensorsGraph@train.py:64` with a trigger; else `SyncTensorsGraph~1f2e3d4c`
+        (the start of `function_key`: the modules of one structure up to sizes).
+    """
+    if trigger is not None and trigger.line is not None:
+        return f"{GRAPH_NAME}@{os.path.basename(trigger.file)}:{trigger.line}"
     return f"{GRAPH_NAME}~{function_key(module)[:8]}"
 
 
@@ -111,7 +128,7 @@ class TorchGraph:
 
     Attributes:
         key: The `graph_key`.
-        function: The `function_name` of its structure.
+        function: The `function_name` of what it compiles.
         modules: Keys of the modules compiled for it, in compile order (one, unless
             torch_xla compiled the same HLO again: a cache miss for a graph that only
             differed in constants).
@@ -132,22 +149,25 @@ class TorchGraph:
 
 @dataclass(frozen=True)
 class Varying:
-    """A dimension of an input that differs between the graphs of one function.
+    """A dimension of an input that differs between graphs of one function.
 
     Attributes:
         arg: The parameter number in the entry computation.
         dim: The dimension.
-        values: Its size in each graph, in compile order.
+        values: Its size in each of `modules`, in compile order.
+        modules: The modules compared: the function's graphs whose entry parameters
+            have the same ranks (AdamW's first step, with fewer inputs, is left out).
     """
 
     arg: int
     dim: int
     values: tuple[int, ...]
+    modules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class GraphFunction:
-    """The graphs of one structure up to dimension sizes (`function_key`).
+    """The graphs of one function (`function_name`): one step compiled at several sizes.
 
     Attributes:
         name: Its `function_name`.
@@ -235,7 +255,7 @@ def group_graphs(
         graphs.append(
             TorchGraph(
                 key=key,
-                function=function_name(first),
+                function=function_name(first, triggers[members[0]]),
                 modules=tuple(modules[i][0] for i in members),
                 steps=steps,
                 trigger=triggers[members[0]],
@@ -261,20 +281,22 @@ def _inputs(module: HloModule) -> tuple[tuple[int, ...], ...]:
 
 
 def _varying(graphs: Sequence[TorchGraph]) -> tuple[Varying, ...]:
-    """Parameter dimensions whose sizes differ across the graphs (same structure, so the
-    same parameters of the same ranks)."""
-    if len(graphs) < 2:
+    """Parameter dimensions whose sizes differ between graphs of one function, compared
+    among the graphs whose parameters have the same ranks (the most of them; the later
+    ones on a tie)."""
+    by_ranks: dict[tuple[int, ...], list[TorchGraph]] = {}
+    for g in graphs:
+        by_ranks.setdefault(tuple(len(d) for d in g.inputs), []).append(g)
+    same = max(reversed(list(by_ranks.values())), key=len)
+    if len(same) < 2:
         return ()
+    modules = tuple(g.modules[0] for g in same)
     out = []
-    first = graphs[0].inputs
-    for arg, dims in enumerate(first):
+    for arg, dims in enumerate(same[0].inputs):
         for dim in range(len(dims)):
-            values = tuple(
-                g.inputs[arg][dim] if arg < len(g.inputs) and dim < len(g.inputs[arg]) else -1
-                for g in graphs
-            )
+            values = tuple(g.inputs[arg][dim] for g in same)
             if len(set(values)) > 1:
-                out.append(Varying(arg, dim, values))
+                out.append(Varying(arg, dim, values, modules))
     return tuple(out)
 
 

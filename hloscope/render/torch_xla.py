@@ -27,7 +27,9 @@ def torch_xla_doc(view: TorchXlaRun) -> dict[str, Any]:
     `modules`: module keys; `steps`: executions of that graph; `trigger`: the user's
     line whose `torch_xla.sync()` or tensor read compiled it; `inputs`: the entry
     parameters' dimensions); `functions`: `[{name, modules, varying: [{arg, dim,
-    values}]}]`, the graphs of one structure up to sizes; `metrics`: torch_xla's
+    values, modules}]}]`, the graphs of one function (the code between two syncs,
+    `SyncTensorsGraph@train.py:64`) and the input dimensions whose sizes differ between
+    those of its graphs with inputs of the same ranks (`modules`); `metrics`: torch_xla's
     `CompileTime`, `ExecuteTime`, ... as `{count, total_s}`; `counters`; `fallbacks`
     (`aten::` op -> times it ran on the CPU); `note` and `errors`.
     """
@@ -43,7 +45,13 @@ def torch_xla_doc(view: TorchXlaRun) -> dict[str, Any]:
                 "name": f.name,
                 "modules": [k for g in f.graphs for k in g.modules],
                 "varying": [
-                    {"arg": v.arg, "dim": v.dim, "values": list(v.values)} for v in f.varying
+                    {
+                        "arg": v.arg,
+                        "dim": v.dim,
+                        "values": list(v.values),
+                        "modules": list(v.modules),
+                    }
+                    for v in f.varying
                 ],
             }
             for f in graphs.functions
