@@ -213,12 +213,16 @@ def load_module_file(path: str | Path, *, strict: bool = False) -> HloModule:
 
 def proto_beside(path: str | Path) -> Path | None:
     """The binary dump XLA wrote beside a text dump (`--xla_dump_hlo_as_proto`), if any:
-    `module_0000.X.before_optimizations.txt` -> `...before_optimizations.hlo.pb`."""
+    `module_0000.X.before_optimizations.txt` -> `...before_optimizations.hlo.pb` (or
+    `.hlo.pb.xz`, compressed)."""
     p = Path(path)
     if not p.name.endswith(".txt"):
         return None
-    found = p.with_name(p.name[: -len(".txt")] + ".hlo.pb")
-    return found if found.is_file() else None
+    for suffix in PROTO_SUFFIXES:
+        found = p.with_name(p.name[: -len(".txt")] + suffix)
+        if found.is_file():
+            return found
+    return None
 
 
 def with_stack_frames(module: HloModule) -> HloModule:
