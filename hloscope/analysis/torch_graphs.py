@@ -1,5 +1,5 @@
-"""PyTorch/XLA's graphs: which dumped modules are the same graph, and how many steps ran
-each.
+"""PyTorch/XLA's graphs: which dumped modules are the same graph, and how many times
+each ran.
 
 torch_xla names every graph it compiles `SyncTensorsGraph.<n>`, whatever it computes, and
 compiles a graph once per shape and structure (its cache is keyed on the IR's hash); the
@@ -18,7 +18,8 @@ dump holds one module per compile. The modules group two ways:
 
 `group_graphs` joins the modules to torch_xla's own log of compiles and executions
 (`hloscope.analysis.torch_xla`): the n-th compile logged is the n-th module dumped, and
-each execution names its graph's hash, so each graph gets the steps that ran it.
+each execution names its graph's hash, so each graph gets its executions (the training
+steps that ran it, where a step is one graph).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ class TorchGraph:
         modules: Keys of the modules compiled for it, in compile order (one, unless
             torch_xla compiled the same HLO again: a cache miss for a graph that only
             differed in constants).
-        steps: Executions torch_xla logged for it; None when the run has no log or the
+        executions: Executions torch_xla logged for it; None when the run has no log or the
             log could not be joined to the dump.
         trigger: Where the user's code triggered its first compile (`torch_xla.sync()`,
             a tensor read), from torch_xla's log.
@@ -142,7 +143,7 @@ class TorchGraph:
     key: str
     function: str
     modules: tuple[str, ...]
-    steps: int | None = None
+    executions: int | None = None
     trigger: SourceLocation | None = None
     inputs: tuple[tuple[int, ...], ...] = ()
 
@@ -193,14 +194,14 @@ class TorchGraphs:
         graphs: The distinct graphs, in compile order.
         functions: The graphs grouped by structure up to sizes, in compile order.
         compiles: Modules compiled (torch_xla graphs in the dump).
-        steps: Executions torch_xla logged, in all; None without a log.
-        note: Why steps are not known per graph ("" when they are).
+        executions: Executions torch_xla logged, in all; None without a log.
+        note: Why executions are not known per graph ("" when they are).
     """
 
     graphs: tuple[TorchGraph, ...]
     functions: tuple[GraphFunction, ...]
     compiles: int
-    steps: int | None = None
+    executions: int | None = None
     note: str = ""
 
     @property
@@ -217,15 +218,15 @@ class TorchGraphs:
 def group_graphs(
     modules: Sequence[tuple[str, HloModule]], records: TorchXlaRecords | None = None
 ) -> TorchGraphs:
-    """Group a run's torch_xla modules into graphs and functions, with their steps.
+    """Group a run's torch_xla modules into graphs and functions, with their executions.
 
     Args:
         modules: `(module key, module)` of each torch_xla module in compile order (the
             dump's module ids), before optimization where the dump has it.
-        records: torch_xla's log of the run; without it steps are unknown.
+        records: torch_xla's log of the run; without it executions are unknown.
 
     Returns:
-        The graphs. Steps are joined only when the log holds one compile per module
+        The graphs. Executions are joined only when the log holds one compile per module
         (a `--module` filter dumps fewer); else `note` says why they are missing.
     """
     hashes: list[str | None] = [None] * len(modules)
@@ -249,15 +250,15 @@ def group_graphs(
     graphs = []
     for key, members in by_key.items():
         first = modules[members[0]][1]
-        steps = None
+        executions = None
         if runs is not None:
-            steps = sum(runs[h] for h in {hashes[i] for i in members} if h is not None)
+            executions = sum(runs[h] for h in {hashes[i] for i in members} if h is not None)
         graphs.append(
             TorchGraph(
                 key=key,
                 function=function_name(first, triggers[members[0]]),
                 modules=tuple(modules[i][0] for i in members),
-                steps=steps,
+                executions=executions,
                 trigger=triggers[members[0]],
                 inputs=_inputs(first),
             )
@@ -271,7 +272,7 @@ def group_graphs(
             GraphFunction(name, tuple(gs), _varying(gs)) for name, gs in functions.items()
         ),
         compiles=len(modules),
-        steps=len(records.executions) if records is not None and records.logged else None,
+        executions=len(records.executions) if records is not None and records.logged else None,
         note=note,
     )
 

@@ -1,4 +1,5 @@
-"""A PyTorch/XLA run's graphs, steps and torch_xla's own counters, as JSON and as text.
+"""A PyTorch/XLA run's graphs, their executions and torch_xla's own counters, as JSON and
+as text.
 
 `torch_xla_doc` is the `torch_xla` object of `hloscope report --json`; `torch_xla_text`
 the lines `hloscope report` prints under the modules table. Both render a
@@ -21,10 +22,11 @@ __all__ = ["torch_xla_doc", "torch_xla_text"]
 def torch_xla_doc(view: TorchXlaRun) -> dict[str, Any]:
     """The `torch_xla` object of `report --json`.
 
-    Keys: `compiles` (torch_xla modules in the dump), `steps` (graph executions torch_xla
-    logged; null without its log), `distinct_graphs`; `graphs`: `[{key, function,
-    modules, steps, trigger, inputs}]` in compile order (`key`: the structure hash;
-    `modules`: module keys; `steps`: executions of that graph; `trigger`: the user's
+    Keys: `compiles` (torch_xla modules in the dump), `executions` (graph executions
+    torch_xla logged; null without its log), `distinct_graphs`; `graphs`: `[{key,
+    function, modules, executions, trigger, inputs}]` in compile order (`key`: the
+    structure hash; `modules`: module keys; `executions`: of that graph, one per training
+    step where a step is one graph; `trigger`: the user's
     line whose `torch_xla.sync()` or tensor read compiled it; `inputs`: the entry
     parameters' dimensions); `functions`: `[{name, modules, varying: [{arg, dim,
     values, modules}]}]`, the graphs of one function (the code between two syncs,
@@ -37,7 +39,7 @@ def torch_xla_doc(view: TorchXlaRun) -> dict[str, Any]:
     records = view.records
     return {
         "compiles": graphs.compiles,
-        "steps": graphs.steps,
+        "executions": graphs.executions,
         "distinct_graphs": graphs.distinct,
         "graphs": [_graph_doc(g) for g in graphs.graphs],
         "functions": [
@@ -72,35 +74,31 @@ def _graph_doc(g: TorchGraph) -> dict[str, Any]:
         "key": g.key,
         "function": g.function,
         "modules": list(g.modules),
-        "steps": g.steps,
+        "executions": g.executions,
         "trigger": str(g.trigger) if g.trigger else None,
         "inputs": [list(d) for d in g.inputs],
     }
 
 
 def torch_xla_text(view: TorchXlaRun) -> list[Text]:
-    """The lines `hloscope report` prints about a torch_xla run: steps per graph,
+    """The lines `hloscope report` prints about a torch_xla run: executions per graph,
     torch_xla's compile and execute times, and the ops that fell back to the CPU."""
     graphs, records = view.graphs, view.records
     lines: list[Text] = []
-    if graphs.steps is not None:
-        head = (
-            f"torch_xla: {counted(graphs.steps, 'step')} ran "
-            f"{counted(graphs.distinct, 'distinct graph')}"
-        )
-    else:
-        head = f"torch_xla: {counted(graphs.distinct, 'distinct graph')}"
+    head = f"torch_xla: {counted(graphs.distinct, 'distinct graph')}"
+    if graphs.executions is not None:
+        head += f" ran {counted(graphs.executions, 'time')}"
     times = [
         _timed(records.metric("CompileTime") if records else None, "compile"),
         _timed(records.metric("ExecuteTime") if records else None, "execution"),
     ]
     lines.append(Text.assemble((head, "bold"), *[f" · {t}" for t in times if t]))
     for g in graphs.graphs:
-        if g.steps is None:
+        if g.executions is None:
             continue
-        where = f"  compiled at {g.trigger}" if g.trigger else ""
+        where = f", compiled at {g.trigger}" if g.trigger else ""
         modules = ", ".join(g.modules)
-        lines.append(Text(f"  {counted(g.steps, 'step'):>9} ran {modules}{where}"))
+        lines.append(Text(f"  {g.executions:>5}× {modules}{where}"))
     for f in graphs.recompiled:
         dims = "; ".join(
             f"arg {v.arg} dim {v.dim}: {', '.join(map(str, v.values))}" for v in f.varying
@@ -125,6 +123,7 @@ def torch_xla_text(view: TorchXlaRun) -> list[Text]:
 
 
 def _timed(m: TimedMetric | None, noun: str) -> str:
+    """`2 compiles 692.26 ms`: a count and total from torch_xla's own metric."""
     if m is None:
         return ""
-    return f"{counted(m.count, noun)} ({fmt_seconds(m.total_s)})"
+    return f"{counted(m.count, noun)} {fmt_seconds(m.total_s)}"

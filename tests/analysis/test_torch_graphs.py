@@ -96,10 +96,10 @@ def test_steps_per_graph_are_the_scripts_steps(tmp_path: Path) -> None:
     sizes = _sizes(run.path)
     distinct = list(dict.fromkeys(sizes))
     assert graphs.distinct == len(distinct) == 2
-    assert [g.steps for g in graphs.graphs] == [sizes.count(s) for s in distinct]
+    assert [g.executions for g in graphs.graphs] == [sizes.count(s) for s in distinct]
     assert [g.inputs[7][0] for g in graphs.graphs] == distinct  # f32[B,64], the inputs
     counters = view.records.counters
-    assert graphs.steps == counters["ExecuteComputation"] == len(sizes)
+    assert graphs.executions == counters["ExecuteComputation"] == len(sizes)
     assert graphs.compiles == counters["UncachedCompile"]
     assert view.records.metric("CompileTime").count == graphs.compiles  # type: ignore[union-attr]
     assert graphs.note == ""
@@ -120,8 +120,8 @@ def test_without_the_log_steps_are_unknown_and_the_structure_groups(tmp_path: Pa
     run = load_run(run_dir)
     view = torch_xla_run(run)
     assert view is not None and view.records is None
-    assert [g.steps for g in view.graphs.graphs] == [None, None]
-    assert view.graphs.steps is None and "not in the run" in view.graphs.note
+    assert [g.executions for g in view.graphs.graphs] == [None, None]
+    assert view.graphs.executions is None and "not in the run" in view.graphs.note
     # Without the trigger, the two graphs differ in structure (two more transposes at
     # 48): two functions of one compile each.
     assert [f.compiles for f in view.graphs.functions] == [1, 1]
@@ -135,7 +135,7 @@ def test_a_log_that_does_not_pair_with_the_dump_is_said(tmp_path: Path) -> None:
     module = first.load_before()
     assert module is not None
     graphs = group_graphs([(first.key, module)], records)
-    assert graphs.graphs[0].steps is None and "2 compiles" in graphs.note
+    assert graphs.graphs[0].executions is None and "2 compiles" in graphs.note
 
 
 def test_torch_graph_names() -> None:

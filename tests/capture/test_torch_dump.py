@@ -68,11 +68,11 @@ def test_recompiles_and_steps_are_the_scripts(torch_run: Path) -> None:
     assert view is not None and view.records is not None
     graphs = view.graphs
     assert graphs.compiles == view.records.counters["UncachedCompile"] == 4
-    assert graphs.steps == len(SIZES) == view.records.counters["ExecuteComputation"]
+    assert graphs.executions == len(SIZES) == view.records.counters["ExecuteComputation"]
     first, *steady = graphs.graphs
-    assert first.steps == 1  # AdamW's first step
+    assert first.executions == 1  # AdamW's first step
     later = list(dict.fromkeys(SIZES[1:]))
-    assert [g.steps for g in steady] == [SIZES[1:].count(s) for s in later]
+    assert [g.executions for g in steady] == [SIZES[1:].count(s) for s in later]
     (function,) = graphs.functions
     assert function.name == "SyncTensorsGraph@torch_mlp.py:76" and function.compiles == 4
     varying = {(v.arg, v.dim): list(v.values) for v in function.varying}
@@ -81,7 +81,7 @@ def test_recompiles_and_steps_are_the_scripts(torch_run: Path) -> None:
     # each profiled module ran as often as torch_xla logged its graph
     timed = load_profile(torch_run, skip_first=0).modules.values()
     by_program = {t.program_id: t.executions for t in timed}
-    assert {int(g.modules[0][:4]): g.steps for g in graphs.graphs} == by_program
+    assert {int(g.modules[0][:4]): g.executions for g in graphs.graphs} == by_program
 
 
 @pytest.mark.slow
@@ -89,11 +89,11 @@ def test_recompiles_and_steps_are_the_scripts(torch_run: Path) -> None:
 def test_report_and_ops_name_aten_ops_on_the_scripts_lines(torch_run: Path) -> None:
     runner = CliRunner()
     text = runner.invoke(app, ["report", str(torch_run)], terminal_width=200).output
-    assert f"torch_xla: {len(SIZES)} steps ran 4 distinct graphs" in text
+    assert f"torch_xla: 4 distinct graphs ran {len(SIZES)} times · 4 compiles" in text
     assert "SyncTensorsGraph@torch_mlp.py:76 compiled 4× · arg 0 dim 0: 48, 32, 64" in text
     doc = json.loads(runner.invoke(app, ["report", str(torch_run), "--json"]).stdout)
     assert doc["run"]["framework"] == "torch_xla"
-    assert doc["torch_xla"]["distinct_graphs"] == 4 and doc["torch_xla"]["steps"] == len(SIZES)
+    assert doc["torch_xla"]["distinct_graphs"] == 4 and doc["torch_xla"]["executions"] == len(SIZES)
     ops = json.loads(runner.invoke(app, ["ops", str(torch_run), "--json"]).stdout)
     lines = (SAMPLES / "torch_mlp.py").read_text().splitlines()
     fc1 = next(n for n, line in enumerate(lines, 1) if "self.fc1(x)" in line)

@@ -85,7 +85,7 @@ def test_executions_are_the_steps_torch_xla_logged(run_dir: Path) -> None:
     for graph in view.graphs.graphs:
         (key,) = graph.modules
         timing = by_program[int(key.split(".", 1)[0])]
-        assert timing.executions == graph.steps
+        assert timing.executions == graph.executions
         assert len(set(timing.launches_by_execution)) == 1
 
 
