@@ -243,7 +243,10 @@ def group_graphs(
     else:
         hashes = [c.graph_hash for c in records.compiles]
         triggers = [c.frame for c in records.compiles]
-        runs = Counter(e.graph_hash for e in records.executions)
+        if records.executions or not records.compiles:
+            runs = Counter(e.graph_hash for e in records.executions)
+        else:  # PT_XLA_DEBUG_LEVEL=1 (the user's) logs compiles only
+            note = "torch_xla logged its compiles but not its executions (PT_XLA_DEBUG_LEVEL < 2)"
     by_key: dict[str, list[int]] = {}
     for i, (_, module) in enumerate(modules):
         by_key.setdefault(graph_key(module), []).append(i)
@@ -272,9 +275,17 @@ def group_graphs(
             GraphFunction(name, tuple(gs), _varying(gs)) for name, gs in functions.items()
         ),
         compiles=len(modules),
-        executions=len(records.executions) if records is not None and records.logged else None,
+        executions=_total(records),
         note=note,
     )
+
+
+def _total(records: TorchXlaRecords | None) -> int | None:
+    """Executions torch_xla logged in all; None where it logged none of them (no log, or
+    one of compiles only)."""
+    if records is None or not records.logged or (records.compiles and not records.executions):
+        return None
+    return len(records.executions)
 
 
 def _inputs(module: HloModule) -> tuple[tuple[int, ...], ...]:

@@ -197,3 +197,17 @@ def test_records_are_read_as_untrusted_files(tmp_path: Path) -> None:
     assert list(records.metrics) == ["ExecuteTime"]
     assert records.metrics["ExecuteTime"].samples_s == (1.0,)
     assert records.counters == {} and records.fallbacks == {"aten::nonzero": 2}
+
+
+def test_a_log_of_compiles_only_gives_no_executions(tmp_path: Path) -> None:
+    """With the user's PT_XLA_DEBUG_LEVEL=1 torch_xla logs compiles, not executions:
+    the graphs are paired (their trigger is known) but nothing says they ran 0 times."""
+    run_dir = Path(shutil.copytree(DATA / "torch_mlp", tmp_path / "run"))
+    debug = run_dir / "torch_xla" / "debug.txt"
+    kept = [line for line in debug.read_text().splitlines() if "Execution Analysis" not in line]
+    debug.write_text("\n".join(kept))
+    view = torch_xla_run(load_run(run_dir))
+    assert view is not None
+    assert [g.executions for g in view.graphs.graphs] == [None, None]
+    assert view.graphs.executions is None and "PT_XLA_DEBUG_LEVEL" in view.graphs.note
+    assert view.graphs.functions[0].name == "SyncTensorsGraph@torch_mlp.py:76"
