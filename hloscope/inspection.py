@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.analysis.compilations import Compilations, run_compilations
 from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
@@ -58,7 +59,10 @@ class Inspection:
             filled only when asked for (the HTML page shows kernels' HLO).
         memory: Each module's planned memory (XLA's buffer-assignment files), by module
             key; a module whose dump lacks them is absent, an unreadable one is its error.
-        torch_xla: PyTorch/XLA's graphs, steps and own records, for a torch_xla run.
+        compilations: The run's modules grouped by the function they compile, with
+            shapes and compile times (the functions of the selected modules).
+        torch_xla: PyTorch/XLA's graphs, their executions and its own records, for a
+            torch_xla run.
     """
 
     report: RunReport
@@ -68,6 +72,7 @@ class Inspection:
     bench: Mapping[str, Any] | None = None
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
+    compilations: Compilations = field(default_factory=Compilations)
     torch_xla: TorchXlaRun | None = None
     # cost() results by module key, filled on first use
     _costs: dict[str, ModuleCost | None] = field(
@@ -166,7 +171,9 @@ def inspect_run(
         UsageError: The path holds no run, or a pattern matches no module (or several).
     """
     loaded = run if isinstance(run, Run) else load_run(run)
-    report = analyze_run(loaded, modules)
+    patterns = list(modules)
+    report = analyze_run(loaded, patterns)
+    selected = [m.key for m in report.modules] if patterns else None
     profile, error = None, ""
     if timings:
         try:
@@ -187,6 +194,7 @@ def inspect_run(
         bench=read_bench(loaded) if bench else None,
         sources=_sources(report.modules) if sources else {},
         memory=_memory(report.modules),
+        compilations=run_compilations(loaded, report.modules, shapes_of=selected),
         torch_xla=torch_xla_run(loaded),
     )
 

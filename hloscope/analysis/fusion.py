@@ -13,7 +13,9 @@ XLA's runtime makes them (each rule cites where XLA does it):
   kernel, reported under the wrapped op's name (`Kernel.hlo_ops`);
 - a `__custom_fusion` wrapping one library call is that call;
 - `partition-id`/`replica-id` launch on the GPU and the CPU; on the GPU a copy fusion
-  runs one memcpy per output and a reduction using atomics first runs an initializer.
+  runs one memcpy per output and a reduction using atomics first runs an initializer;
+  on a TPU each half of an async pair is an op and a scalar copy is none (the rules that
+  differ by platform are `kernels.RUNTIMES`).
 
 Applied to an after-optimization module it counts kernels and launches; applied to a
 before-optimization module it counts the ops eager execution would launch one by one.
@@ -184,7 +186,7 @@ class ModuleAnalysis:
         kernels_by_kind: Kernels per kind (see `Kernel.kind`).
         loops: The while loops met, with their trip counts.
         branches: Every conditional branch, with its own launches.
-        platform: The runtime the launches were counted for (`gpu`, `cpu`), or None.
+        platform: The runtime the launches were counted for (`gpu`, `cpu`, `tpu`), or None.
     """
 
     name: str
@@ -295,7 +297,7 @@ def walk(module: HloModule, platform: str | None = None) -> Iterator[Executed]:
 
     Args:
         module: The module.
-        platform: `kernels.GPU`/`kernels.CPU`, or None to infer it (`kernels.platform`).
+        platform: `kernels.GPU`/`CPU`/`TPU`, or None to infer it (`kernels.platform`).
     """
     platform = platform if platform is not None else K.platform(module)
     comps = module.computation_map
@@ -430,11 +432,12 @@ def analyze_module(module: HloModule, platform: str | None = None) -> ModuleAnal
 
     Args:
         module: A parsed module, before or after optimization.
-        platform: `kernels.GPU` or `kernels.CPU`; None infers it from the module
+        platform: `kernels.GPU`, `CPU` or `TPU`; None infers it from the module
             (`kernels.platform`: backend configs, library calls, the file name). It
-            decides the launches that depend on the runtime (partition-id and
-            replica-id on GPU and CPU; on the GPU only, one memcpy per output of a copy
-            fusion and the initializer of a reduction using atomics).
+            decides the launches that depend on the runtime (`kernels.RUNTIMES`:
+            partition-id and replica-id on GPU and CPU; on the GPU only, one memcpy per
+            output of a copy fusion and the initializer of a reduction using atomics;
+            on a TPU, both halves of an async pair and no scalar copy).
 
     Returns:
         The counts and the kernel list.
@@ -522,7 +525,7 @@ def _kernel(
 ) -> Kernel | None:
     scope = comp.by_name
     bytes_in = sum(scope[o].shape.byte_size for o in inst.operands if o in scope)
-    cls, kind, library = ex.cls, K.kernel_kind(inst), K.is_library_kernel(inst)
+    cls, kind, library = ex.cls, K.kernel_kind(inst, platform), K.is_library_kernel(inst)
     fused = inst.calls()[0] if inst.called else None
     thunk_ops: tuple[str, ...] = (inst.name,)
     if inst.opcode == "async-start":
@@ -536,7 +539,7 @@ def _kernel(
         )
         first = wrapped[0]
         cls = _class(first, platform)
-        kind, library = K.kernel_kind(first), K.is_library_kernel(first)
+        kind, library = K.kernel_kind(first, platform), K.is_library_kernel(first)
         thunk_ops = tuple(w.name for w in wrapped)
     elif ex.cls == K.FUSION:
         ops = fused_ops(module, inst)
@@ -552,9 +555,12 @@ def _kernel(
             # (`hlo_op=custom-call.220`).
             cls, kind, library = K.CUSTOM_CALL, K.kernel_kind(call), True
             thunk_ops = (call.name,)
-        elif platform == K.GPU:
-            thunk_ops = (inst.name,) * _memcpy_count(module, inst)
-            thunk_ops += _reduction_initializers(module, inst)
+        else:
+            rt = K.runtime(platform)
+            if rt.memcpy_per_output:
+                thunk_ops = (inst.name,) * _memcpy_count(module, inst)
+            if rt.reduction_initializers:
+                thunk_ops += _reduction_initializers(module, inst)
     else:
         ops, fused = (inst,), None
     launches = None if ex.times is None else ex.times * len(thunk_ops)

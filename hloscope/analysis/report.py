@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from hloscope.analysis.compilations import find_modules, function_of
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.analysis.fusion_log import find_log, read_decisions
 from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
@@ -93,7 +94,8 @@ class RunReport:
 
     Attributes:
         run: The run that was analysed.
-        modules: Reports, biggest first (trivial modules last).
+        modules: Reports, biggest first (trivial modules last); the compilations of one
+            function together, in compile order.
     """
 
     run: Run
@@ -159,16 +161,33 @@ def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
 
     Args:
         run: From `hloscope.runs.load_run`.
-        modules: Patterns selecting modules (see `Run.module`); all modules when empty.
+        modules: Patterns selecting modules (see `compilations.find_modules`: a key,
+            name or id, a function compiled several times, or one of its compilations as
+            `jit_attend#3` or `jit_attend(f32[24,32])`); all modules when empty.
 
     Returns:
         The report, biggest modules first, trivial ones last.
 
     Raises:
-        UsageError: A pattern matches no module, or several.
+        UsageError: A pattern matches no module, or several that are not one function's
+            compilations.
     """
     patterns = list(modules)
-    dumps = [run.module(p) for p in patterns] if patterns else list(run.modules)
+    found = {d.key: d for p in patterns for d in find_modules(run, p)}
+    dumps = list(found.values()) if patterns else list(run.modules)
     reports = [analyze_dump(d) for d in dumps]
-    reports.sort(key=lambda r: (r.trivial, -r.size, r.key))
+    # a function's compilations stay together, in compile order, where its biggest is
+    ids = {d.key: (d.id_number is None, d.id_number or 0, d.key) for d in dumps}
+    biggest: dict[str, int] = {}
+    first: dict[str, tuple[bool, int, str]] = {}
+    for r in reports:
+        f = function_of(r.name)
+        biggest[f] = max(biggest.get(f, 0), r.size)
+        first[f] = min(first.get(f, ids[r.key]), ids[r.key])
+
+    def order(r: ModuleReport) -> tuple[bool, int, str, tuple[bool, int, str]]:
+        f = function_of(r.name)
+        return (r.trivial, -biggest[f], first[f][2], ids[r.key])
+
+    reports.sort(key=order)
     return RunReport(run, tuple(reports))

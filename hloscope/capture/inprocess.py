@@ -16,12 +16,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hloscope.errors import UsageError
-from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest
+from hloscope.manifest import MANIFEST, Compile, ModuleEntry, RunManifest
 from hloscope.runs import Run, load_run, read_manifest
 
 __all__ = ["Captured", "framework_of_call", "inspect"]
@@ -52,6 +52,7 @@ class Captured:
         before: HLO text before optimization.
         after: HLO text after optimization.
         platform: What it was compiled for (`cpu`, `sm_90`, ...).
+        compile: The compile as the framework timed it, where it says (JAX, torch_xla).
         before_proto: XLA's binary dump of the module before optimization, when it wrote
             one (torch_xla's: it holds the stack frames its text leaves out).
         after_proto: The same after optimization.
@@ -61,6 +62,7 @@ class Captured:
     before: str
     after: str
     platform: str
+    compile: Compile | None = None
     before_proto: bytes | None = None
     after_proto: bytes | None = None
 
@@ -206,6 +208,21 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
         if proto is not None:  # beside the text, where `runs` looks for its stack frames
             path.with_name(path.name[: -len(".txt")] + ".hlo.pb").write_bytes(proto)
     info = framework_info()
+    key = f"0000.{module_name}"
+    compiles = (replace(captured.compile, module=key),) if captured.compile else ()
+    notes = (
+        ()
+        if compiles
+        else (
+            "TensorFlow reports XLA's compile time only in its log, not to the process: "
+            "`hloscope dump` records it",
+        )
+        if captured.framework == "tensorflow"
+        else (
+            f"{'torch_xla' if captured.framework == 'torch_xla' else 'JAX'} compiled nothing "
+            "here: this process had compiled the function before",
+        )
+    )
     manifest = RunManifest(
         source="inspect",
         function=getattr(fn, "__qualname__", None) or type(fn).__name__,
@@ -216,9 +233,11 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
         device=detect_device(captured.platform, info["devices"]),
         devices=tuple(info["devices"]),
         dump_dir=_DUMP_SUBDIR,
+        compiles=compiles,
+        compile_notes=notes,
         modules=(
             ModuleEntry(
-                key=f"0000.{module_name}",
+                key=key,
                 name=module_name,
                 id="0000",
                 platform=captured.platform,

@@ -32,6 +32,8 @@ from hloscope.capture.child import (
     std_sink,
     wait_child,
 )
+from hloscope.capture.compile_watch import tf_vmodule
+from hloscope.capture.compiles import record_compiles
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.capture.folder import choose_run_dir, release_run_dir
@@ -257,7 +259,12 @@ def plan_dump(
     made = tuple(p if p.is_absolute() else cwd / p for p in made)
     dump_dir = run_dir / DUMP_SUBDIR
     flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re)
-    env_set = {"XLA_FLAGS": flags.value, "PYTHONUNBUFFERED": "1"}
+    env_set = {
+        "XLA_FLAGS": flags.value,
+        "PYTHONUNBUFFERED": "1",
+        # TensorFlow logs each XLA compile and its time (`capture.compiles` reads it)
+        "TF_CPP_VMODULE": tf_vmodule(env.get("TF_CPP_VMODULE")),
+    }
     profile_plan = None
     if profile:
         try:
@@ -431,6 +438,12 @@ def run_dump(
     platform = detect_platform(run.modules, devices)
     if log_errors:  # the script's output was not all saved: the run is not whole
         status, stopped_by = "failed", "; ".join(log_errors)
+    compiles, compile_notes = record_compiles(child, plan.run_dir / STDERR_LOG, run.modules)
+    watched = child.get("compiles")
+    used = watched.get("used") if isinstance(watched, dict) else None
+    used = [str(u) for u in used] if isinstance(used, list) else []
+    if any(c.framework == "tensorflow" for c in compiles):
+        used.append("tensorflow")
     manifest = manifest.updated(
         env=_env_set(plan, child),
         status=status,
@@ -438,7 +451,7 @@ def run_dump(
         interrupted=interrupted,
         stopped_by=stopped_by,
         wall_time_s=round(wall, 3),
-        framework=framework_of_run(versions, run.modules),
+        framework=framework_of_run(versions, run.modules, used),
         versions=versions,
         platform=platform,
         device=detect_device(platform, devices),
@@ -447,6 +460,8 @@ def run_dump(
         xla_errors=xla_errors,
         modules=tuple(_module_entry(m, plan.run_dir) for m in run.modules),
         profile=_profile_outcome(plan.profile, child, run.modules),
+        compiles=compiles,
+        compile_notes=compile_notes,
     )
     _write_manifest(plan.run_dir, manifest)
     if log_errors:

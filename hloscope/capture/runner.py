@@ -1,10 +1,12 @@
 """The bootstrap `hloscope dump` runs in the child process, in front of the user's script.
 
 It runs the script (or `-m` module) with `runpy` exactly as `python` would, then writes a
-small JSON report: which of TensorFlow, JAX, jaxlib, torch and torch_xla were imported, their
-versions, the devices they saw, the exit status and the end of the traceback. It is run by path with
-any Python (`--python`), so it imports nothing from hloscope and only the standard
-library; it never imports a framework the script did not import itself. With
+small JSON report: which of TensorFlow, JAX, jaxlib, torch and torch_xla were imported,
+their versions, the devices they saw, the exit status and the end of the traceback. It is
+run by path with any Python (`--python`), so it imports nothing from hloscope and only the standard
+library; it never imports a framework the script did not import itself. It always loads
+the compile watch (`compile_watch.py` beside it, standard library only) by path, which
+hears each framework's compile events as the script uses it. With
 `hloscope dump --profile` (the `HLOSCOPE_PROFILE` variable), it loads the profiler hooks
 (`profiler.py` beside it, standard library only) by path; they start the profiler of
 each framework as the script starts using it, and the report says which ran. The
@@ -154,6 +156,34 @@ def _user_traceback(exc: BaseException) -> list[str]:
     return traceback.format_exception(type(exc), exc, tb)
 
 
+def _start_compile_watch(report: dict[str, Any]) -> Any:
+    """The compile watch (`compile_watch.py` beside this file), watching the script's
+    imports; None, with the reason in the report, when it cannot be set up."""
+    try:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_watch.py")
+        spec = importlib.util.spec_from_file_location("_hloscope_compile_watch", path)
+        assert spec is not None and spec.loader is not None
+        hooks = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hooks)
+        watch = hooks.CompileWatch()
+        watch.install()
+        return watch
+    except Exception as e:
+        report["compile_watch_error"] = f"{type(e).__name__}: {e}"
+        return None
+
+
+def _stop_compile_watch(watch: Any, report: dict[str, Any]) -> None:
+    if watch is None:
+        return
+    try:
+        report["compiles"] = watch.stop()
+    except Exception as e:
+        report["compile_watch_error"] = f"{type(e).__name__}: {e}"
+
+
 def _start_profiler(report: dict[str, Any]) -> Any:
     """Set up the profiling `hloscope dump --profile` asked for (HLOSCOPE_PROFILE).
 
@@ -239,6 +269,7 @@ def main(argv: list[str]) -> int:
     report_path, kind, target, *args = argv
     report: dict[str, Any] = {"kind": kind, "target": target}
     status = 0
+    watch = _start_compile_watch(report)
     profiler = _start_profiler(report)
     torch_xla = _start_torch_xla(report_path, report)
     # hloscope runs this in a process group of its own and forwards Ctrl-C as SIGINT;
@@ -289,6 +320,7 @@ def main(argv: list[str]) -> int:
         status = 1
     finally:
         _stop_profiler(profiler, report)
+        _stop_compile_watch(watch, report)
         _stop_torch_xla(torch_xla, report)
         sys.stdout.flush()
         sys.stderr.flush()

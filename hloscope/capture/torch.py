@@ -28,6 +28,7 @@ from typing import Any
 
 from hloscope.capture.inprocess import Captured
 from hloscope.errors import MissingDependencyError, UsageError
+from hloscope.manifest import Compile
 
 __all__ = ["capture", "import_torch_xla", "to_device", "xla_leaves"]
 
@@ -87,7 +88,9 @@ def capture(fn: Callable[..., Any], args: Sequence[Any]) -> Captured:
     graph = str(torch_xla._XLAC._get_graph_hash(outputs))
     known = _state["graphs"].get(graph)
     seen = set(os.listdir(dump))
+    compiled_before = _compile_time(torch_xla)
     xm.unlazy(outputs)
+    compiled = _compile_time(torch_xla)
     files = known or _new_module(dump, seen)
     if files is None:
         raise UsageError(
@@ -95,14 +98,31 @@ def capture(fn: Callable[..., Any], args: Sequence[Any]) -> Captured:
             f"process (was it compiled already?); no module in {dump}"
         )
     _state["graphs"][graph] = files
+    before = files["before"].read_text(encoding="utf-8")
+    timed = None
+    if compiled[0] > compiled_before[0]:  # torch_xla's CompileTime: one sample per compile
+        seconds = compiled[1] - compiled_before[1]
+        name = files["before"].name.split(".", 1)[1].rsplit(".before_optimizations", 1)[0]
+        timed = Compile("torch_xla", name, seconds, {"compile": seconds})
     return Captured(
         framework="torch_xla",
-        before=files["before"].read_text(encoding="utf-8"),
+        before=before,
         after=files["after"].read_text(encoding="utf-8"),
         platform=files["platform"],
+        compile=timed,
         before_proto=_bytes(files.get("before_proto")),
         after_proto=_bytes(files.get("after_proto")),
     )
+
+
+def _compile_time(torch_xla: Any) -> tuple[int, float]:
+    """torch_xla's `CompileTime` metric: (compiles, seconds) so far in this process."""
+    import torch_xla.debug.metrics as met
+
+    if "CompileTime" not in met.metric_names():
+        return 0, 0.0
+    count, total_ns, _ = met.metric_data("CompileTime")
+    return int(count), float(total_ns) / 1e9
 
 
 def _dump_folder(torch_xla: Any) -> Path:

@@ -189,7 +189,10 @@ StrictOption = Annotated[
 RunArgument = Annotated[
     Path,
     typer.Argument(
-        help="A run folder (from `hloscope dump`), a bare XLA dump folder, or one HLO file.",
+        help=(
+            "A run folder (from `hloscope dump`), a bare XLA dump folder, one HLO file, an "
+            "nsys-jax archive, or a profile (*.xplane.pb: the HLO it carries is the run)."
+        ),
         show_default=False,
     ),
 ]
@@ -198,7 +201,9 @@ ModuleOption = Annotated[
     typer.Option(
         "--module",
         "-M",
-        help="Only this module (key, name, id or unique part of the key); repeatable.",
+        help="Only this module (key, name, id or unique part of the key), or one "
+        "compilation of a function compiled several times: NAME#N (compile order, from 0) or "
+        "NAME(SHAPE) (an input shape, e.g. 'jit_f(f32[8,16])'); repeatable.",
         show_default=False,
     ),
 ]

@@ -217,8 +217,17 @@ def dump(
             "that holds it, or install it in that Python)"
         )
     if result.run.modules:
+        from hloscope.analysis.compilations import run_compilations
+        from hloscope.render.compilations import compilations_summary
+
         full = not _stdout_is_terminal()  # piped: whole names, one line a module
-        _print_records(modules_table(analyze_run(result.run), show_all=show_all, full_names=full))
+        analysed = analyze_run(result.run)
+        _print_records(modules_table(analysed, show_all=show_all, full_names=full))
+        summary = compilations_summary(
+            run_compilations(result.run, analysed.modules), show_all=show_all
+        )
+        if summary is not None:  # recompiled functions and the JIT cold start
+            _print_records(summary)
     err.print(outcome(result), soft_wrap=True)
     if progress.hidden:
         err.print(

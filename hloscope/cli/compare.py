@@ -157,7 +157,8 @@ def check(
     metric, its value and the budget when a non-trivial module (or each --module) has
     more kernels or launches, or fewer ops per kernel, than allowed.
 
-    Exit codes: 0 within budget, 1 budget exceeded, 2 usage error.
+    A run whose script failed (or compiled nothing) fails the check: exit 1 with its
+    error. Exit codes: 0 within budget, 1 budget exceeded or run failed, 2 usage error.
 
     Example: hloscope check runs/latest --max-kernels 12 --min-ops-per-kernel 4
     """
@@ -170,7 +171,15 @@ def check(
         raise UsageError(
             "give at least one budget: --max-kernels N, --max-launches N or --min-ops-per-kernel X"
         )
-    inspection = inspect_run(run, module or (), timings=False, bench=False)
+    from hloscope.render.compilations import run_outcome
+    from hloscope.runs import load_run
+
+    loaded = load_run(run)
+    failure = run_outcome(loaded.manifest)
+    if failure is not None:  # a run that failed fails the check, whatever it dumped
+        _echo(f"hloscope: {loaded.manifest.script or run}: {failure}", err=True)
+        raise typer.Exit(1)
+    inspection = inspect_run(loaded, module or (), timings=False, bench=False)
     checked = select_checked(inspection.report, selected=bool(module))
     violations = check_run(checked, budget)
     if violations:

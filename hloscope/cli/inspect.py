@@ -203,6 +203,7 @@ def ops(
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), timings=False, bench=False)
+    _say_outcome(inspection)
     shown = [m for m in (inspection.modules if module else inspection.main) if m.provenance]
     selected = [(m, m.placements(op, unfused=unfused)) for m in shown]
     if json:
@@ -257,6 +258,16 @@ def ops(
             _print_records(placement_line(p, kinds, width, names))
 
 
+def _say_outcome(inspection: Any) -> None:
+    """A run that failed says so first, on stderr (stdout keeps its records)."""
+    from hloscope.render.compilations import run_outcome
+
+    outcome = run_outcome(inspection.run.manifest)
+    if outcome is not None:
+        n = len(inspection.run.modules)
+        _echo(f"hloscope: {outcome}; {n} module{'' if n == 1 else 's'} dumped", err=True)
+
+
 def _format(fmt: str) -> str:
     if fmt not in ("text", "tsv"):
         raise _fail(f"--format {fmt!r}: use text or tsv (or --json)", 2)
@@ -275,7 +286,8 @@ def graph(
         typer.Option(
             "--module",
             "-M",
-            help="The module (key, name, id or unique part of the key); default: the biggest.",
+            help="The module (key, name, id or unique part of the key; one compilation of a "
+            "function compiled several times as NAME#N or NAME(SHAPE)); default: the biggest.",
             show_default=False,
         ),
     ] = None,
@@ -445,7 +457,9 @@ def parse(
 def _graph_module(loaded: Any, pattern: str | None) -> Any:
     """The module to draw: the one asked for, else the biggest non-trivial one."""
     if pattern is not None:
-        return loaded.module(pattern)
+        from hloscope.analysis.compilations import find_module
+
+        return find_module(loaded, pattern)
     chosen = loaded.main()
     if len(loaded.modules) > 1:
         _echo(

@@ -26,6 +26,12 @@ from hloscope.analysis.report import ModuleReport
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.inspection import Inspection
+from hloscope.render.compilations import (
+    cold_start_line,
+    compilations_page_doc,
+    module_compile_doc,
+    run_outcome,
+)
 from hloscope.render.diagram import PAGE_MAX_NODES
 from hloscope.render.json import SCHEMA_VERSION, module_doc, roofline_keys, run_doc
 from hloscope.render.timing import timings_doc
@@ -166,6 +172,7 @@ def report_page(
 # What the overview keeps of each module document.
 _SUMMARY_KEYS = (
     "key", "name", "platform", "trivial", "before", "after", "ops_per_kernel", "alone", "error",
+    "function", "compilation", "inputs", "outputs", "compile_s",
 )  # fmt: skip
 
 
@@ -190,7 +197,8 @@ def page_data(
     for index, m in enumerate(report.modules):
         measured = inspection.timing(m.key)
         timing = timings_doc(measured) if measured is not None else None
-        doc = module_doc(m, timing=timing, extra=roofline_keys(inspection, m.key, peaks))
+        extra = module_compile_doc(inspection.compilations, m.key)
+        doc = module_doc(m, timing=timing, extra=extra | roofline_keys(inspection, m.key, peaks))
         extras = _module_extras(m, dumps.get(m.key), inspection.sources.get(m.key))
         if diagrams is not None and not m.trivial:
             extras["diagrams"] = _diagrams_doc(diagrams, m, inspection.kernel_times(m.key))
@@ -217,10 +225,14 @@ def page_data(
                 )
     heaviest.sort(key=lambda k: -(k["total_us"] or 0))
     run = report.run
+    comps = inspection.compilations
+    cold = cold_start_line(comps)
+    indices = {m.key: i for i, m in enumerate(report.modules)}
     overview = {
         "schema_version": SCHEMA_VERSION,
-        "run": run_doc(run) | _run_extras(run),
+        "run": run_doc(run) | _run_extras(run) | {"cold_start": cold.plain if cold else None},
         "modules": summaries,
+        "compilations": compilations_page_doc(comps, indices),
         "heaviest": heaviest[:TOP_KERNELS],
         "timed": bool(inspection.module_timings),
         "bench": dict(inspection.bench) if inspection.bench else None,
@@ -239,7 +251,7 @@ def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _run_extras(run: Run) -> dict[str, Any]:
-    return {"modules_total": len(run.modules)}
+    return {"modules_total": len(run.modules), "outcome": run_outcome(run.manifest)}
 
 
 # ---------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.compilations import compilations_doc, module_compile_doc, run_outcome_doc
 from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
 from hloscope.render.timing import timings_doc
 from hloscope.runs import Run
@@ -178,6 +179,7 @@ def run_doc(run: Run) -> dict[str, Any]:
         "device": man.device,
         "exit_code": man.exit_code,
         "wall_time_s": man.wall_time_s,
+        **run_outcome_doc(man),
     }
 
 
@@ -185,8 +187,10 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     """The `hloscope report --json` document.
 
     Schema (version 1): `schema_version`; `run` (path, script, framework, versions,
-    platform, device, exit_code, wall_time_s); `modules`: one object per module, biggest
-    first, with `key`, `name` (HloModule name), `platform`, `trivial`,
+    platform, device, exit_code, wall_time_s, status, error, compile_s); `modules`: one
+    object per module, biggest first (a function's compilations together, in compile
+    order), with `key`, `name` (HloModule name), `function`, `compilation`, `inputs`,
+    `outputs`, `compile_s`, `platform`, `trivial`,
     `before` {`instructions`, `ops`}, `after` {`instructions` (all, fused computations
     included), `kernels`, `kernels_by_kind`, `fusions` (fusion instructions outside
     fused computations), `launches` (per execution), `launches_exact`, `loops`,
@@ -199,8 +203,9 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
     median_us, min_us, max_us, share}]`); `cost`, `memory` and `roofline` as
-    `hloscope.render.roofline` documents them (README.md, "JSON"); for a PyTorch/XLA
-    run, `torch_xla` (`hloscope.render.torch_xla.torch_xla_doc`).
+    `hloscope.render.roofline` documents them (README.md, "JSON"); `compilations`: every
+    function compiled more than once (`render.compilations.compilations_doc`); for a
+    PyTorch/XLA run, `torch_xla` (`hloscope.render.torch_xla.torch_xla_doc`).
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
@@ -213,10 +218,12 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
             module_doc(
                 m,
                 timing=_timing_doc(inspection.timing(m.key)),
-                extra=roofline_keys(inspection, m.key, peaks),
+                extra=module_compile_doc(inspection.compilations, m.key)
+                | roofline_keys(inspection, m.key, peaks),
             )
             for m in inspection.modules
         ],
+        "compilations": compilations_doc(inspection.compilations),
     }
     if inspection.torch_xla is not None:  # PyTorch/XLA runs only
         from hloscope.render.torch_xla import torch_xla_doc

@@ -19,6 +19,7 @@ from hloscope.analysis.provenance import Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
+from hloscope.render.compilations import compilations_view, run_status_line
 from hloscope.render.format import fmt_bytes, short_name, short_names
 from hloscope.render.json import run_doc
 from hloscope.render.timing import module_detail
@@ -213,10 +214,15 @@ def report_view(
         full_names: Print names in full (for a pipe) instead of cut to fit a terminal.
     """
     report = inspection.report
-    parts: list[RenderableType] = [
-        run_header(report),
-        modules_table(report, show_all=show_all, full_names=full_names),
-    ]
+    parts: list[RenderableType] = [run_header(report)]
+    status = run_status_line(report.run.manifest, len(report.run.modules))
+    if status is not None:  # a failed run says so before whatever it dumped
+        parts.append(status)
+    if report.modules:
+        parts.append(modules_table(report, show_all=show_all, full_names=full_names))
+    compiled = compilations_view(inspection.compilations, show_all=show_all)
+    if compiled is not None:
+        parts.append(compiled)
     if inspection.torch_xla is not None:
         parts.extend(torch_xla_text(inspection.torch_xla))
     for m in report.modules if show_all else report.main:

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us
 from hloscope.timing.bench import BenchResult
-from hloscope.timing.results import ModuleTiming, ProfileTimings
+from hloscope.timing.results import CLOCK_DEVICE, ModuleTiming, ProfileTimings
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -56,7 +56,10 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
     `kernel_launches_per_execution` (device kernels), `device_ops_per_execution` (GPU
     operations the trace counted, or null), `static_launches` (from the HLO, or null),
     `launch_mismatch` (bool, or null without HLO), `missing_kernels`, `unknown_ops`,
-    `devices`, `split_by`, `wall_from`, `program_id`, and `kernels`: `[{name (the
+    `devices`, `split_by`, `wall_from`, `clock` (what op times were read on: `device`,
+    the device's own duration of each op as a TPU records it and XProf sums it;
+    `timeline`, each event's length on the profile's timeline; `device+timeline`),
+    `program_id`, and `kernels`: `[{name (the
     top-level HLO instruction), calls, total_us, mean_us, median_us, min_us, max_us,
     share, calls_per_execution, kernels_per_op, device_kernels, device_ops (or null),
     hlo_ops (every name the runtime reported for it)}]`, most total time first. Times
@@ -87,6 +90,7 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
         "devices": list(m.devices),
         "split_by": m.split_by,
         "wall_from": m.wall_from,
+        "clock": m.clock,
         "control": [
             {"name": k.name, "calls": k.calls, "total_us": _r(k.total_us)} for k in m.control
         ],
@@ -135,9 +139,11 @@ def bench_doc(r: BenchResult) -> dict[str, Any]:
     """The `hloscope bench --json` document, also saved as a run's `bench.json`.
 
     Schema: `schema_version`, `framework`, `device`, `target`, `baseline`, `notes`, and
-    `modes`: `[{name, label, first_call_s, median_s, p10_s, p90_s, repeats, speedup,
-    peak_memory_bytes, memory_note, error}]`, the baseline first. Seconds, rounded to
-    nanoseconds; `speedup` is baseline median / mode median.
+    `modes`: `[{name, label, first_call_s, compile_s, median_s, p10_s, p90_s, repeats,
+    speedup, peak_memory_bytes, memory_note, error}]`, the baseline first. Seconds,
+    rounded to nanoseconds; `speedup` is baseline median / mode median; `compile_s` is
+    the part of the first call the framework says it spent compiling (JAX's compile
+    events), null where it does not say.
     """
     return {
         "schema_version": SCHEMA_VERSION,
@@ -151,6 +157,7 @@ def bench_doc(r: BenchResult) -> dict[str, Any]:
                 "name": m.name,
                 "label": m.label,
                 "first_call_s": _r(m.first_call_s, 9),
+                "compile_s": _r(m.compile_s, 9),
                 "median_s": _r(m.median_s, 9),
                 "p10_s": _r(m.p10_s, 9),
                 "p90_s": _r(m.p90_s, 9),
@@ -207,7 +214,9 @@ def _module_header(key: str, m: ModuleTiming) -> Text:
         f"\n{source}{counted(m.executions, 'execution')}{warm}",
         *_first_run(m),
         f" (split by {m.split_by}); ",
-        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})\n",
+        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})",
+        "; ops on the device's clock" if m.clock == CLOCK_DEVICE else "",
+        "\n",
         _kernel_time(m),
         f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
         _launches(m),
@@ -371,15 +380,16 @@ def bench_table(r: BenchResult) -> RenderableType:
         ("eager vs XLA", "bold"),
         f"  {r.framework} on {r.device}",
         f"  ({r.target})" if r.target else "",
-        f"\nfirst: the cold first call; speed-up: median of {r.baseline} / median of the mode",
+        f"\nfirst: the cold first call; compile: the part of it the framework says was "
+        f"compiling; speed-up: median of {r.baseline} / median of the mode",
     )
     table = Table(box=None, pad_edge=False)
     table.add_column("mode", overflow="fold")
-    for name in ("first", "median", "p10", "p90", "runs", "speed-up", "peak mem"):
+    for name in ("first", "compile", "median", "p10", "p90", "runs", "speed-up", "peak mem"):
         table.add_column(name, justify="right", no_wrap=True)
     for m in r.modes:
         if m.error:
-            table.add_row(m.label, Text(f"failed: {m.error}", style="red"), *[""] * 6)
+            table.add_row(m.label, Text(f"failed: {m.error}", style="red"), *[""] * 7)
             continue
         speed = Text("–")
         if m.speedup is not None:
@@ -388,6 +398,7 @@ def bench_table(r: BenchResult) -> RenderableType:
         table.add_row(
             m.label,
             fmt_seconds(m.first_call_s),
+            fmt_seconds(m.compile_s),
             fmt_seconds(m.median_s),
             fmt_seconds(m.p10_s),
             fmt_seconds(m.p90_s),

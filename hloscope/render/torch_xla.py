@@ -82,7 +82,8 @@ def _graph_doc(g: TorchGraph) -> dict[str, Any]:
 
 def torch_xla_text(view: TorchXlaRun) -> list[Text]:
     """The lines `hloscope report` prints about a torch_xla run: executions per graph,
-    torch_xla's compile and execute times, and the ops that fell back to the CPU."""
+    torch_xla's compile and execute times, and the ops that fell back to the CPU.
+    (Recompiles are the compilations view's, `hloscope.render.compilations`.)"""
     graphs, records = view.graphs, view.records
     lines: list[Text] = []
     head = f"torch_xla: {counted(graphs.distinct, 'distinct graph')}"
@@ -99,13 +100,6 @@ def torch_xla_text(view: TorchXlaRun) -> list[Text]:
         where = f", compiled at {g.trigger}" if g.trigger else ""
         modules = ", ".join(g.modules)
         lines.append(Text(f"  {g.executions:>5}× {modules}{where}"))
-    for f in graphs.recompiled:
-        dims = "; ".join(
-            f"arg {v.arg} dim {v.dim}: {', '.join(map(str, v.values))}" for v in f.varying
-        )
-        lines.append(
-            Text(f"  {f.name} compiled {f.compiles}×" + (f" · {dims}" if dims else ""), "yellow")
-        )
     if graphs.note:
         lines.append(Text(f"  {graphs.note}", "dim"))
     if records is not None:

@@ -95,6 +95,9 @@ class OpEvent:
         on_device: Whether it is on a device plane.
         op_line: Whether it comes from an `XLA Ops` line (one event per op call, never
             merged with the next one).
+        device_ps: Its duration on the device's own clock, where the event records one
+            (a TPU op's `device_duration_ps`); None on the CPU and GPU, whose events
+            are timed on the profile's timeline alone.
     """
 
     module: str
@@ -110,11 +113,18 @@ class OpEvent:
     correlation_id: int | None = None
     on_device: bool = False
     op_line: bool = False
+    device_ps: int | None = None
 
     @property
     def duration_ps(self) -> int:
-        """Duration, picoseconds."""
+        """Duration on the timeline, picoseconds."""
         return self.end_ps - self.start_ps
+
+    @property
+    def op_ps(self) -> int:
+        """The op's time: on the device's clock where the event records it, else its
+        length on the timeline (`device_ps`)."""
+        return self.device_ps if self.device_ps is not None else self.end_ps - self.start_ps
 
 
 @dataclass
@@ -138,6 +148,7 @@ class _Span:
     plane: str
     line_id: int
     module: str | None = None
+    program_id: int | None = None
 
 
 class Context:
@@ -154,11 +165,14 @@ class Context:
                 self.execute[e.plane].append(_Span(e.start_ps, e.end_ps, e.plane, e.line_id))
             elif e.line.startswith(XLA_MODULES_LINE):
                 module = e.stats.get("hlo_module")
+                parsed = _split_program(name)
+                program_id = _int(e.stats.get("program_id"))
+                if parsed is not None and program_id is None:
+                    program_id = parsed[1]
                 if not isinstance(module, str):
-                    parsed = _split_program(name)
                     module = parsed[0] if parsed else name
                 self.module_events[e.plane].append(
-                    _Span(e.start_ps, e.end_ps, e.plane, e.line_id, module)
+                    _Span(e.start_ps, e.end_ps, e.plane, e.line_id, module, program_id)
                 )
             elif name.endswith(GPU_MODULE_SUFFIX):
                 module = name[: -len(GPU_MODULE_SUFFIX)]

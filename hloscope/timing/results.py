@@ -17,6 +17,9 @@ from hloscope.errors import UsageError
 from hloscope.timing.executions import SPLIT_RUN_ID, WALL_OPS
 
 __all__ = [
+    "CLOCK_DEVICE",
+    "CLOCK_MIXED",
+    "CLOCK_TIMELINE",
     "KernelTiming",
     "ModuleTiming",
     "ProfileTimings",
@@ -25,6 +28,14 @@ __all__ = [
     "merge_timings",
     "timing_key",
 ]
+
+
+# Which clock an op's time was read on (`ModuleTiming.clock`): the device's own (a TPU
+# op event's `device_duration_ps`), the profile's timeline (the event's length: CPU
+# thunks, GPU kernels, nsys ranges), or both (some events record the device's, some not).
+CLOCK_DEVICE = "device"
+CLOCK_TIMELINE = "timeline"
+CLOCK_MIXED = "device+timeline"
 
 
 @dataclass(frozen=True)
@@ -147,6 +158,10 @@ class ModuleTiming:
             not as time outside any kernel, and not in `kernel_us`.
         compile_us: How long XLA compiled it before its first run, where the capture
             recorded it (JAX, `timing.compiles`); else None.
+        clock: Which clock its ops' times were read on: `device` (the device's own
+            duration of each op, as a TPU records it and XProf sums it), `timeline`
+            (each event's length on the profile's timeline), or `device+timeline`.
+            Executions are always placed, and their wall time measured, on the timeline.
     """
 
     name: str
@@ -175,6 +190,7 @@ class ModuleTiming:
     cold: bool = False
     control: tuple[KernelTiming, ...] = ()
     compile_us: float | None = None
+    clock: str = CLOCK_TIMELINE
 
     @property
     def mean_us(self) -> float:

@@ -41,6 +41,11 @@ def test_inspect_jax(tmp_path: Path) -> None:
     _check(run, "jax")
     assert run.modules[0].name == "jit_layer"
     assert run.path.name.startswith("hloscope-inspect-")
+    # the compile as JAX's own events time it, joined to the module
+    [compiled] = run.manifest.compiles
+    assert compiled.function == "jit(layer)" and compiled.module == run.modules[0].key
+    assert set(compiled.phases) == {"trace", "lower", "compile"}
+    assert compiled.seconds == pytest.approx(sum(compiled.phases.values()))
     assert tmp_path.parent in run.path.parents  # the session's temp folder, not /tmp
     # an already-jitted function, saved where asked, twice (a notebook cell re-run)
     for _ in range(2):
@@ -61,6 +66,7 @@ def test_inspect_tensorflow(tmp_path: Path) -> None:
     run = hloscope.inspect(dense_relu, x, w, save_to=tmp_path / "tf")
     _check(run, "tensorflow")
     assert run.modules[0].name.startswith("a_inference_dense_relu_")
+    assert not run.manifest.compiles and "only in its log" in run.manifest.compile_notes[0]
     after = run.run.modules[0].load_after()
     assert after is not None and "fusion" in {i.opcode for _, i in after.instructions()}
     wrapped = hloscope.inspect(tf.function(dense_relu, jit_compile=True), x, w)

@@ -215,3 +215,29 @@ def test_jax_modes_on_mlp() -> None:
         assert jit.peak_memory_bytes is not None and jit.peak_memory_bytes >= arg_bytes
         assert "planned by XLA" in (jit.memory_note or "")
         assert r.mode("op-by-op").peak_memory_bytes is None
+    # the first call's compile, as JAX's own events time it, and not more than the call
+    assert jit.compile_s is not None and jit.first_call_s is not None
+    assert 0 < jit.compile_s < jit.first_call_s
+    assert r.mode("op-by-op").compile_s is None
+    assert bench_doc(r)["modes"][1]["compile_s"] == pytest.approx(jit.compile_s)
+
+
+@pytest.mark.jax
+def test_jax_bench_compile_time_is_jaxs_own() -> None:
+    """The jit mode's compile time is what JAX's listeners hear for its first call."""
+    needs("jax")
+    import jax
+
+    heard: list[float] = []
+
+    def listen(event: str, duration: float, **kwargs: object) -> None:
+        if event.startswith("/jax/core/compile/") and "attend" in str(kwargs.get("fun_name")):
+            heard.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        fn, args = load_target(f"{SAMPLES / 'jax_recompile.py'}:bench")
+        r = bench(fn, *args, repeats=2, rounds=1)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert r.mode("jit").compile_s == pytest.approx(sum(heard))

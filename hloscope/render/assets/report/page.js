@@ -7,6 +7,7 @@
   function moduleSection(m) {
     var t = m.timing;
     var meta = [m.key];
+    if (m.recompiled) meta.push("#" + m.compilation + " of " + m.function + " (" + (m.inputs || []).join(", ") + ")");
     if (m.after) meta.push(fmtInt(m.after.kernels) + " kernels");
     if (m.before && m.after) meta.push(fmtInt(m.before.instructions) + " → " + fmtInt(m.after.instructions) + " instructions");
     if (t && t.executions) meta.push(fmtUs(kernelTime(t)) + " kernel time / execution");
@@ -39,6 +40,9 @@
     }
 
     add(app, runHeader(ov));
+    // a function's compilations are listed together, each with its index and shapes
+    var recompiled = new Set((ov.compilations || []).map(function (c) { return c.function; }));
+    ov.modules.forEach(function (m) { m.recompiled = recompiled.has(m.function); });
     var main = ov.modules.filter(function (m) { return !m.trivial; });
     var trivial = ov.modules.filter(function (m) { return m.trivial; });
     var overview = h("section", { class: "hs-card", id: "hs-overview-card" }, h("h2", null, "Modules"));
@@ -55,6 +59,7 @@
         modulesTable(trivial, ov.timed, openModule)));
     }
     add(app, overview);
+    add(app, compilationsSection(ov, openModule));
     add(app, heaviestSection(ov, openKernel));
     add(app, benchSection(ov.bench));
 

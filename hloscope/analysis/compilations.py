@@ -1,0 +1,685 @@
+"""A run as its compilations: the modules grouped by the function they compile, each
+variant with its input shapes, compile time and kernels.
+
+XLA compiles for static shapes: a `jax.jit` function called at six sequence lengths is
+six modules (`jit_attend` six times), a `tf.function(jit_compile=True)` retraced at four
+is four (`a_inference_attend_15/31/47/63__XlaMustCompile_...`). `function_of` is the one
+place that says which function a module compiles (a framework plugs in by adding a rule
+to `FUNCTION_RULES`); `run_compilations` groups a run's modules by it, in compile order
+(module id), reads each variant's input and output shapes from its entry computation
+layout, finds the inputs whose shapes vary, compares the kernels of the variants, joins
+the compile times the run recorded, and words one line of advice in the framework's own
+terms. `find_modules` lets `--module` pick a variant: `jit_attend#3` (compile order,
+from 0) or `jit_attend(f32[24,32])` (by input shape).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hloscope.analysis.fusion import ModuleAnalysis
+from hloscope.errors import UsageError
+from hloscope.hlo.lexical import parse_shape, split_top
+from hloscope.hlo.model import HloModule, Shape
+from hloscope.runs import ModuleDump, Run, is_trivial, module_header
+
+__all__ = [
+    "FUNCTION_RULES",
+    "Compilation",
+    "Compilations",
+    "FunctionRule",
+    "Variant",
+    "Varying",
+    "entry_shapes",
+    "find_module",
+    "find_modules",
+    "function_of",
+    "run_compilations",
+    "shape_string",
+    "varying_groups",
+    "varying_where",
+]
+
+FunctionRule = Callable[[str], "tuple[str, str] | None"]
+"""A framework's naming rule: a module name -> `(framework, function)`, or None when the
+name is not that framework's."""
+
+_SUFFIX = re.compile(r"(\.\d+)+$")
+# `at input path [0][1], now <class '...Static'> with pytree metadata Static(val=2) and
+# before ...`: JAX's explanation of a static argument that changed
+_STATIC_CHANGE = re.compile(
+    r"^at (?:input path )?(.+?), now .*?Static\(val=(.*?)\) and before .*?Static\(val=(.*?)\)"
+)
+_ARG_PATH = re.compile(r"^\[0\]\[(\d+)\]$|^\[1\]\['(.+)'\]$")
+_JAX = re.compile(r"^(?:jit|pjit|pmap|xmap)_.+")
+_TF_FUNCTION = re.compile(r"^(a?_?_?inference_.+?)_\d+$")
+_TF_CLUSTER = re.compile(r"^cluster_\d+$")
+
+
+def _tensorflow(name: str) -> tuple[str, str] | None:
+    """`a_inference_attend_16__XlaMustCompile_..._.3` -> `a_inference_attend`;
+    `cluster_3__XlaCompiledKernel_true_..._.42` -> `cluster_3` (an auto-clustered
+    cluster keeps its number: each number is another cluster)."""
+    base = _SUFFIX.sub("", name.split("__Xla", 1)[0]).rstrip("_")
+    m = _TF_FUNCTION.match(base)
+    if m is not None:
+        return "tensorflow", m[1]
+    if _TF_CLUSTER.match(base) and "__Xla" in name:
+        return "tensorflow", base
+    return None
+
+
+def _jax(name: str) -> tuple[str, str] | None:
+    """`jit_attend`, `jit_attend.1` -> `jit_attend`."""
+    base = _SUFFIX.sub("", name)
+    return ("jax", base) if _JAX.match(base) else None
+
+
+FUNCTION_RULES: list[FunctionRule] = [_tensorflow, _jax]
+"""Each framework's naming rule, tried in order; a framework plugs in by appending one."""
+
+
+def framework_and_function(name: str) -> tuple[str | None, str]:
+    """`(framework, function)` of a module name: the first rule that knows the name,
+    else no framework and the name less its numeric `.N` suffixes."""
+    for rule in FUNCTION_RULES:
+        found = rule(name)
+        if found is not None:
+            return found
+    return None, _SUFFIX.sub("", name)
+
+
+def function_of(name: str) -> str:
+    """The function a module compiles: its name with what changes between compiles of
+    that function removed (hashes, numeric suffixes, TensorFlow's trace counter).
+
+    Args:
+        name: An HloModule name (`jit_attend`, `a_inference_attend_31__XlaMust..._.3`).
+
+    Returns:
+        `jit_attend`, `a_inference_attend`, `cluster_3`, ...
+    """
+    return framework_and_function(name)[1]
+
+
+class Analysed(Protocol):
+    """What grouping reads of an analysed module (`analysis.report.ModuleReport`)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def trivial(self) -> bool: ...
+    @property
+    def after(self) -> ModuleAnalysis | None: ...
+    @property
+    def before_module(self) -> HloModule | None: ...
+    @property
+    def after_module(self) -> HloModule | None: ...
+
+
+# ---------------------------------------------------------------------------------------
+# Shapes
+
+
+def shape_string(shape: Shape) -> str:
+    """A shape as XLA prints it, without its layout: `f32[8,16]`, `(f32[2], s32[])`."""
+    if shape.is_tuple:
+        return "(" + ", ".join(shape_string(s) for s in shape.tuple_shapes) + ")"
+    dims = ",".join(
+        f"<={d}" if dynamic else str(d)
+        for d, dynamic in zip(
+            shape.dimensions, shape.dynamic or (False,) * len(shape.dimensions), strict=True
+        )
+    )
+    return f"{shape.element_type}[{dims}]"
+
+
+def entry_shapes(layout: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """Input and output shapes from an `entry_computation_layout` value.
+
+    Args:
+        layout: `{(f32[8,32]{1,0}, f32[16,32]{1,0})->f32[8,32]{1,0}}`.
+
+    Returns:
+        `(inputs, outputs)` as shape strings without layouts: one input per entry
+        parameter, and the result's tuple elements (or the one result); None when the
+        text is not a layout.
+    """
+    text = layout.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1].strip()
+    if not text.startswith("("):
+        return None
+    depth, cut = 0, -1
+    for i, c in enumerate(text):
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if depth == 0:
+            cut = i
+            break
+    rest = text[cut + 1 :].strip()
+    if cut < 0 or not rest.startswith("->"):
+        return None
+    try:
+        params = [parse_shape(p) for p in split_top(text[1:cut]) if p.strip()]
+        result = parse_shape(rest[2:])
+    except ValueError:
+        return None
+    outputs = result.tuple_shapes if result.is_tuple else (result,)
+    return tuple(map(shape_string, params)), tuple(map(shape_string, outputs))
+
+
+_LAYOUT = re.compile(r"\bentry_computation_layout\s*=\s*")
+
+
+def _layout_of(header: str) -> str | None:
+    """The `{...}` value of `entry_computation_layout` in a module header."""
+    m = _LAYOUT.search(header)
+    if m is None or m.end() >= len(header) or header[m.end()] != "{":
+        return None
+    depth = 0
+    for i in range(m.end(), len(header)):
+        depth += header[i] == "{"
+        depth -= header[i] == "}"
+        if depth == 0:
+            return header[m.end() : i + 1]
+    return None
+
+
+def module_shapes(
+    dump: ModuleDump, report: Analysed | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A module's input and output shapes: from its parsed module when there is one,
+    else from its file's header; empty when neither says."""
+    layout = None
+    for parsed in (report.before_module, report.after_module) if report is not None else ():
+        if parsed is not None:
+            layout = parsed.attributes.get("entry_computation_layout")
+            if layout:
+                break
+    found = entry_shapes(layout or _layout_of(module_header(dump)) or "")
+    return found or ((), ())
+
+
+# ---------------------------------------------------------------------------------------
+# Grouping
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compilation of a function.
+
+    Attributes:
+        key: The module's key in the run.
+        index: Its place among the function's compilations, in compile order, from 0.
+        inputs: Input shapes (one per entry parameter), as XLA prints them.
+        outputs: Output shapes.
+        compile_s: Seconds the framework took to compile it (`RunManifest.compiles`),
+            None where not measured.
+        kernels: Kernels after optimization (None when not analysed).
+        kernels_by_kind: Those kernels by kind.
+        reason: The framework's explanation of why it compiled again, if it gave one.
+    """
+
+    key: str
+    index: int
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    compile_s: float | None = None
+    kernels: int | None = None
+    kernels_by_kind: Mapping[str, int] = field(default_factory=dict)
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Varying:
+    """An input whose shape differs between the compilations of a function.
+
+    Attributes:
+        arg: The entry parameter's number (None when the number of inputs differs).
+        dim: The dimension that differs (None when the element type or rank does).
+        values: Per compilation, in compile order: the dimension's size, or the whole
+            shape (or the input count) when `dim` is None.
+    """
+
+    arg: int | None
+    dim: int | None
+    values: tuple[int | str, ...]
+
+
+def varying_groups(varying: Sequence[Varying]) -> list[tuple[tuple[int, ...], Varying]]:
+    """Varying dimensions that vary alike, together: `q`, `k` and `v` all of length
+    8, 16, 24 are one group `((0, 1, 2), arg 0 dim 0)`; in the order first seen."""
+    groups: dict[tuple[int | None, tuple[int | str, ...]], list[Varying]] = {}
+    for v in varying:
+        if v.arg is None or v.dim is None:
+            groups[(None, (id(v),))] = [v]
+            continue
+        groups.setdefault((v.dim, v.values), []).append(v)
+    return [
+        (tuple(v.arg for v in members if v.arg is not None), members[0])
+        for members in groups.values()
+    ]
+
+
+def varying_where(args: Sequence[int], v: Varying) -> str:
+    """`arg 0 dim 0`, `args 0, 1, 2 dim 0`: where a group of varying dimensions is."""
+    if v.arg is None:
+        return "the number of inputs"
+    names = f"arg {args[0]}" if len(args) == 1 else "args " + ", ".join(map(str, args))
+    return names if v.dim is None else f"{names} dim {v.dim}"
+
+
+@dataclass(frozen=True)
+class FusesDifferently:
+    """Compilations of one function whose kernels differ from the usual ones.
+
+    Attributes:
+        indices: The compilations, in compile order.
+        kernels: Their kernel count.
+        usual: The kernel count of most compilations.
+        kinds: Per kernel kind, how many more (or fewer) kernels they have.
+    """
+
+    indices: tuple[int, ...]
+    kernels: int
+    usual: int
+    kinds: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Compilation:
+    """Every compilation of one function in a run.
+
+    Attributes:
+        function: The function (`jit_attend`, `a_inference_attend`).
+        framework: `jax`, `tensorflow`, or None when the name does not say.
+        variants: Its compilations, in compile order.
+        varying: The inputs whose shapes differ between them.
+        trivial: Whether it is one of the small helpers frameworks compile on the side.
+    """
+
+    function: str
+    framework: str | None
+    variants: tuple[Variant, ...]
+    varying: tuple[Varying, ...] = ()
+    trivial: bool = False
+
+    @property
+    def count(self) -> int:
+        """How many times it was compiled."""
+        return len(self.variants)
+
+    @property
+    def compile_s(self) -> float | None:
+        """Seconds spent compiling it (the measured compilations), None if none was."""
+        measured = [v.compile_s for v in self.variants if v.compile_s is not None]
+        return sum(measured) if measured else None
+
+    @property
+    def fuses_differently(self) -> tuple[FusesDifferently, ...]:
+        """The compilations whose kernels by kind differ from most compilations'."""
+        analysed = [v for v in self.variants if v.kernels is not None]
+        if len(analysed) < 2:
+            return ()
+        signature = {v.index: tuple(sorted(v.kernels_by_kind.items())) for v in analysed}
+        usual_sig, _ = Counter(signature.values()).most_common(1)[0]
+        usual = dict(usual_sig)
+        groups: dict[tuple[tuple[str, int], ...], list[Variant]] = {}
+        for v in analysed:
+            if signature[v.index] != usual_sig:
+                groups.setdefault(signature[v.index], []).append(v)
+        out = []
+        for sig, members in groups.items():
+            kinds = dict(sig)
+            delta = {
+                k: kinds.get(k, 0) - usual.get(k, 0)
+                for k in sorted(set(kinds) | set(usual))
+                if kinds.get(k, 0) != usual.get(k, 0)
+            }
+            out.append(
+                FusesDifferently(
+                    indices=tuple(v.index for v in members),
+                    kernels=sum(kinds.values()),
+                    usual=sum(usual.values()),
+                    kinds=delta,
+                )
+            )
+        return tuple(out)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """What the framework said about why it compiled again: each different line of
+        JAX's cache-miss explanations (`at q, now f32[16,32] and before f32[8,32]`), in
+        the order said."""
+        found: list[str] = []
+        for v in self.variants:
+            for line in (v.reason or "").splitlines():
+                text = line.strip()
+                if text.startswith("* "):
+                    text = text[2:]
+                    if text not in found:
+                        found.append(text)
+        return tuple(found)
+
+    @property
+    def static_changes(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each static argument JAX said changed (its cache-miss explanations name a
+        `Static(val=...)` at an input path): `(argument, values in compile order)`, the
+        argument as `argument 1` or `argument power` where the path says which."""
+        found: dict[str, list[str]] = {}
+        for reason in self.reasons:
+            m = _STATIC_CHANGE.match(reason)
+            if m is None:
+                continue
+            path = _ARG_PATH.match(m[1])
+            where = f"argument {path[1] or path[2]}" if path else m[1]
+            values = found.setdefault(where, [m[3]])
+            if m[2] not in values:
+                values.append(m[2])
+        return tuple((where, tuple(values)) for where, values in found.items())
+
+    @property
+    def advice(self) -> str:
+        """One line on how to compile it fewer times, in its framework's terms."""
+        return _advice(self)
+
+
+@dataclass(frozen=True)
+class Compilations:
+    """A run's functions and their compilations.
+
+    Attributes:
+        functions: Every function, in the order each was first compiled.
+        compile_s: Seconds the frameworks spent compiling in the whole run (every
+            compile they reported, dumped or not); None when the run recorded none.
+        wall_s: The run's wall time, when known.
+        notes: What the frameworks said beyond single compiles (TensorFlow's retracing
+            warnings) and why compile times are missing.
+    """
+
+    functions: tuple[Compilation, ...] = ()
+    compile_s: float | None = None
+    wall_s: float | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def recompiled(self) -> tuple[Compilation, ...]:
+        """The functions compiled more than once."""
+        return tuple(f for f in self.functions if f.count > 1)
+
+    def of(self, key: str) -> tuple[Compilation, Variant] | None:
+        """The function and compilation a module key is."""
+        for f in self.functions:
+            for v in f.variants:
+                if v.key == key:
+                    return f, v
+        return None
+
+
+def group(modules: Iterable[ModuleDump]) -> dict[str, list[ModuleDump]]:
+    """The modules of each function, in compile order (module id); functions in the
+    order each was first compiled."""
+    ordered = sorted(modules, key=lambda m: (m.id_number is None, m.id_number or 0, m.key))
+    out: dict[str, list[ModuleDump]] = {}
+    for m in ordered:
+        out.setdefault(function_of(m.name), []).append(m)
+    return out
+
+
+def run_compilations(
+    run: Run, reports: Iterable[Analysed] = (), *, shapes_of: Iterable[str] | None = None
+) -> Compilations:
+    """Group a run's modules into compilations.
+
+    Args:
+        run: The run; all its modules are grouped (so that each module's place among its
+            function's compilations is the run's, whatever is selected).
+        reports: The analysed modules: their kernels, and their parsed entry layouts.
+        shapes_of: Read shapes only for these module keys' functions (all when None):
+            a file header per module.
+
+    Returns:
+        Every function with its compilations.
+    """
+    by_key = {r.key: r for r in reports}
+    manifest = run.manifest
+    compiled = {c.module: c for c in manifest.compiles if c.module is not None}
+    wanted = None if shapes_of is None else set(shapes_of)
+    functions = []
+    for name, dumps in group(run.modules).items():
+        if wanted is not None and not wanted & {d.key for d in dumps}:
+            continue
+        variants = []
+        for i, d in enumerate(dumps):
+            report = by_key.get(d.key)
+            inputs, outputs = module_shapes(d, report)
+            after = report.after if report is not None else None
+            c = compiled.get(d.key)
+            variants.append(
+                Variant(
+                    key=d.key,
+                    index=i,
+                    inputs=inputs,
+                    outputs=outputs,
+                    compile_s=c.seconds if c is not None else None,
+                    kernels=after.kernel_count if after is not None else None,
+                    kernels_by_kind=dict(after.kernels_by_kind) if after is not None else {},
+                    reason=c.reason if c is not None else None,
+                )
+            )
+        framework = framework_and_function(dumps[0].name)[0]
+        trivial = by_key[dumps[0].key].trivial if dumps[0].key in by_key else is_trivial(dumps[0])
+        functions.append(Compilation(name, framework, tuple(variants), _varying(variants), trivial))
+    return Compilations(
+        functions=tuple(functions),
+        compile_s=manifest.compile_s,
+        wall_s=manifest.wall_time_s,
+        notes=manifest.compile_notes,
+    )
+
+
+def _varying(variants: Sequence[Variant]) -> tuple[Varying, ...]:
+    """The inputs whose shapes differ between compilations, dimension by dimension."""
+    if len(variants) < 2 or any(not v.inputs for v in variants):
+        return ()
+    counts = {len(v.inputs) for v in variants}
+    if len(counts) > 1:
+        return (Varying(None, None, tuple(f"{len(v.inputs)} inputs" for v in variants)),)
+    out: list[Varying] = []
+    for arg in range(counts.pop()):
+        texts = [v.inputs[arg] for v in variants]
+        if len(set(texts)) == 1:
+            continue
+        try:
+            shapes = [parse_shape(t) for t in texts]
+        except ValueError:
+            out.append(Varying(arg, None, tuple(texts)))
+            continue
+        types = {(s.element_type, len(s.dimensions), s.is_tuple) for s in shapes}
+        if len(types) > 1 or shapes[0].is_tuple:
+            out.append(Varying(arg, None, tuple(texts)))
+            continue
+        for dim in range(len(shapes[0].dimensions)):
+            values = tuple(s.dimensions[dim] for s in shapes)
+            if len(set(values)) > 1:
+                out.append(Varying(arg, dim, values))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------
+# Advice
+
+
+def _advice(c: Compilation) -> str:
+    """One line on how to compile `c` fewer times, in its framework's terms."""
+    groups = [(args, v) for args, v in varying_groups(c.varying) if v.dim is not None]
+    dims = [v for v in c.varying if v.dim is not None]
+    place = ""
+    if groups:
+        place = varying_where(*groups[0]) + (
+            f" (and {len(groups) - 1} more dimensions)" if len(groups) > 1 else ""
+        )
+    other = [v for v in c.varying if v.dim is None]
+    name = (
+        re.sub(r"^a?_?_?inference_", "", c.function) if c.framework == "tensorflow" else c.function
+    )
+    if c.framework == "jax":
+        static = c.static_changes
+        if static and not dims:
+            at = ", ".join(where for where, _ in static)
+            return (
+                f"a static argument changed ({at}): jax.jit compiles once per value of a "
+                "static_argnums/static_argnames argument; if it takes many values, pass it as "
+                "an array argument instead"
+            )
+        if dims:
+            return (
+                f"pad or bucket {place} to a few sizes: jax.jit compiles once per input "
+                "shape (one compile per bucket instead of per length)"
+            )
+        if other:
+            return (
+                "the inputs' types or structure changed between calls: cast to one dtype and "
+                "keep the pytree fixed, so jax.jit compiles once"
+            )
+        return (
+            "same input shapes each time: a static argument (static_argnums/static_argnames) "
+            "or a closed-over value changed, or jax.jit wrapped the function again; pass "
+            "changing values as array arguments and jit once"
+        )
+    if c.framework == "tensorflow":
+        if c.function.startswith("cluster_"):
+            return (
+                f"XLA auto-clustering compiles {c.function} for each input shape: pad or bucket "
+                f"{place or 'the inputs'} to a few sizes"
+            )
+        if dims:
+            return (
+                f"an input_signature with None for {place} (or reduce_retracing=True) traces "
+                f"{name} once, but with jit_compile=True XLA still compiles each shape: pad or "
+                "bucket that dimension to a few sizes"
+            )
+        return (
+            f"same input shapes each time: Python values in {name}'s arguments, or a new "
+            "tf.function per call, make TensorFlow trace again; pass tensors, or fix the "
+            "signature with input_signature"
+        )
+    if dims:
+        return f"XLA compiles once per input shape: pad or bucket {place} to a few sizes"
+    return "XLA compiled it again with the same input shapes"
+
+
+# ---------------------------------------------------------------------------------------
+# Picking a variant: `--module jit_attend#3`, `--module 'jit_attend(f32[24,32])'`
+
+
+_INDEXED = re.compile(r"^(?P<name>.+)#(?P<index>\d+)$")
+_CALLED = re.compile(r"^(?P<name>[^()]+)\((?P<shapes>.*)\)$")
+
+
+def find_modules(run: Run, pattern: str) -> list[ModuleDump]:
+    """The modules a `--module` pattern names: one variant by index (`jit_attend#3`, in
+    compile order from 0) or by input shapes (`jit_attend(f32[24,32])`: modules of that
+    function with an input of that shape; `[24,32]` ignores the element type), every
+    compilation of a function compiled several times (`jit_attend`), else what
+    `Run.module` finds (key, name, id, or unique part of the key).
+
+    Raises:
+        UsageError: Nothing matches, or an index or shape matches no variant (the message
+            lists the variants and their shapes).
+    """
+    m = _INDEXED.match(pattern)
+    if m is not None:
+        function, variants = _function(run, m["name"])
+        index = int(m["index"])
+        if index >= len(variants):
+            raise UsageError(
+                f"{function} was compiled {len(variants)}× in {run.path}; "
+                f"pick #0 to #{len(variants) - 1}: {_listing(function, variants)}"
+            )
+        return [variants[index]]
+    m = _CALLED.match(pattern)
+    if m is not None:
+        function, variants = _function(run, m["name"].strip())
+        wanted = [s.strip() for s in split_top(m["shapes"]) if s.strip()]
+        found = [d for d in variants if _has_inputs(module_shapes(d)[0], wanted)]
+        if not found:
+            raise UsageError(
+                f"no compilation of {function} takes {', '.join(wanted) or 'no input'}: "
+                f"{_listing(function, variants)}"
+            )
+        return found
+    functions = group(run.modules)
+    if pattern in functions and len(functions[pattern]) > 1:
+        return functions[pattern]
+    try:
+        return [run.module(pattern)]
+    except UsageError:
+        named = [m for m in run.modules if m.name == pattern]
+        if len(named) > 1 and len({function_of(m.name) for m in named}) == 1:
+            return named
+        raise
+
+
+def find_module(run: Run, pattern: str) -> ModuleDump:
+    """The one module a pattern names (see `find_modules`).
+
+    Raises:
+        UsageError: None, or several (a function compiled several times: the message
+            lists its variants, to pick one by `#N` or shape).
+    """
+    found = find_modules(run, pattern)
+    if len(found) == 1:
+        return found[0]
+    function, variants = _function(run, found[0].key)
+    raise UsageError(
+        f"{pattern!r} matches {len(found)} compilations of {function} in {run.path}; pick "
+        f"one: {_listing(function, variants)}"
+    )
+
+
+def _function(run: Run, name: str) -> tuple[str, list[ModuleDump]]:
+    """A function by its name, a module name or key of it, or a unique part of its name."""
+    functions = group(run.modules)
+    if name in functions:
+        return name, functions[name]
+    for m in run.modules:
+        if name in (m.key, m.name):
+            return function_of(m.name), functions[function_of(m.name)]
+    partial = [f for f in functions if name in f]
+    if len(partial) == 1:
+        return partial[0], functions[partial[0]]
+    listed = ", ".join(f for f, ms in functions.items() if len(ms) > 1) or "none"
+    what = "matches several functions" if partial else "is no function"
+    raise UsageError(f"{name!r} {what} in {run.path}; functions compiled more than once: {listed}")
+
+
+def _has_inputs(inputs: Sequence[str], wanted: Sequence[str]) -> bool:
+    """Whether every wanted shape is one of the inputs (`[24,32]`: any element type)."""
+    if not inputs:
+        return False
+    if list(wanted) == list(inputs):
+        return True
+    remaining = list(inputs)
+    for w in wanted:
+        hit = next((i for i in remaining if i == w or (w.startswith("[") and i.endswith(w))), None)
+        if hit is None:
+            return False
+        remaining.remove(hit)
+    return True
+
+
+def _listing(function: str, variants: Sequence[ModuleDump], limit: int = 8) -> str:
+    """`jit_attend#0 (f32[8,32], f32[16,32]); ...`: variants as `--module` takes them.
+    `variants` are all of the function's compilations, in compile order."""
+    parts = [
+        f"{function}#{i} ({', '.join(module_shapes(d)[0]) or '?'})"
+        for i, d in enumerate(variants[:limit])
+    ]
+    more = f", ... ({len(variants) - limit} more)" if len(variants) > limit else ""
+    return "; ".join(parts) + more
