@@ -588,8 +588,8 @@ def _torch_modes(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[list[Mode
         "peak memory: not measured (neither eager PyTorch on the CPU nor torch_xla reports it)"
     ]
     modes = [
-        Mode("eager", "eager PyTorch (CPU)", eager),
-        Mode("xla", "torch_xla (lazy, XLA)", lazy),
+        Mode("eager", "eager (CPU)", eager),
+        Mode("xla", "torch_xla", lazy),
     ]
     return modes, device, notes
 
