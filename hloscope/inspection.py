@@ -22,6 +22,7 @@ from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
+from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.files import inside, read_regular
 from hloscope.hlo.text import split_lines
@@ -65,6 +66,8 @@ class Inspection:
         xla_coverage: For TensorFlow, which of its ops ran inside XLA and which outside
             (auto-clustering, or XLA functions among plain ops); None where that does
             not apply.
+        torch_xla: PyTorch/XLA's graphs, their executions and its own records, for a
+            torch_xla run.
     """
 
     report: RunReport
@@ -76,6 +79,7 @@ class Inspection:
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
     compilations: Compilations = field(default_factory=Compilations)
     xla_coverage: XlaCoverage | None = None
+    torch_xla: TorchXlaRun | None = None
     # cost() results by module key, filled on first use
     _costs: dict[str, ModuleCost | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -202,6 +206,7 @@ def inspect_run(
         memory=_memory(report.modules),
         compilations=run_compilations(loaded, report.modules, shapes_of=selected),
         xla_coverage=coverage,
+        torch_xla=torch_xla_run(loaded),
     )
 
 

@@ -38,6 +38,7 @@ from hloscope.capture.env import detect_device, detect_platform, framework_of_ru
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.capture.folder import choose_run_dir, release_run_dir
 from hloscope.capture.tf_graphs import GRAPHS_SUBDIR, graph_dump_env, keep_read_stage
+from hloscope.capture.torch_xla_hooks import FOLDER as TORCH_XLA_FOLDER
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
 from hloscope.runs import Run, load_run
@@ -65,7 +66,7 @@ PROFILE_SUBDIR = "profile"
 PROFILE_ENV = "HLOSCOPE_PROFILE"
 # What a run folder holds that hloscope wrote: all `--force` removes. The caches
 # (`hloscope.store`): timings computed from the profile, `report --json` documents.
-_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR)
+_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR, TORCH_XLA_FOLDER)
 _OWN_FILES = (
     MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE,
     REPORT_CACHE,
@@ -447,6 +448,7 @@ def run_dump(
     if any(c.framework == "tensorflow" for c in compiles):
         used.append("tensorflow")
     manifest = manifest.updated(
+        env=_env_set(plan, child),
         status=status,
         exit_code=exit_code,
         interrupted=interrupted,
@@ -602,6 +604,15 @@ def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
 
 # ---------------------------------------------------------------------------------------
 # After the run
+
+
+def _env_set(plan: DumpPlan, child: Mapping[str, Any]) -> dict[str, str]:
+    """What hloscope set for the script: the plan's variables, and those the child set
+    as the script imported torch_xla (`torch_xla_hooks`), which win."""
+    torch_xla = child.get("torch_xla")
+    found = torch_xla.get("env") if isinstance(torch_xla, dict) else None
+    extra = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+    return {**plan.env_set, **extra}
 
 
 def _status(child: Mapping[str, Any], run: Run, exit_code: int, interrupted: bool) -> str:

@@ -92,15 +92,15 @@ def dump(
         typer.Option(
             "--profile",
             help="Also run the framework's profiler around the script (TensorFlow "
-            "tf.profiler, JAX jax.profiler) and keep the profile in the run: per-kernel "
-            "times in report, graph and the HTML page.",
+            "tf.profiler, JAX jax.profiler, torch_xla.debug.profiler) and keep the profile "
+            "in the run: per-kernel times in report, graph and the HTML page.",
         ),
     ] = False,
     framework: Annotated[
         str | None,
         typer.Option(
             "--framework",
-            help="tf or jax: with --profile, profile only this framework [default: the "
+            help="tf, jax or torch: with --profile, profile only this framework [default: the "
             "one the script imports and compiles with, decided while it runs].",
             show_default=False,
         ),
@@ -274,7 +274,7 @@ def _capture_notes(result: DumpResult) -> list[str]:
         )
     profile = result.run.manifest.profile
     if profile is not None and not profile.get("profiled") and result.status == "ok":
-        wanted = profile.get("framework") or "JAX or TensorFlow"
+        wanted = profile.get("framework") or "JAX, TensorFlow or torch_xla"
         notes.append(
             f"warning: --profile recorded nothing: the script never compiled with {wanted} "
             "(JAX's profiler starts at its first compile, TensorFlow's when it is imported)"
