@@ -26,6 +26,7 @@ from hloscope.analysis.fusion import (
     ModuleAnalysis,
     analyze_module,
     reanalyze,
+    walk,
 )
 from hloscope.analysis.match import MatchedKernel, match_kernels, op_name_key
 from hloscope.analysis.provenance import ALONE, Provenance, SourceOp, op_name, source_op
@@ -425,6 +426,7 @@ class _Snapshot:
         self.history: dict[str, tuple[KernelEvent, ...]] = {}
         self._free: frozenset[int] | None = None
         self._keys: dict[str, frozenset[str]] = {}
+        self._scopes: dict[str, str] | None = None
 
     @property
     def free(self) -> frozenset[int]:
@@ -439,15 +441,31 @@ class _Snapshot:
         """A kernel's source op keys (`op_name_key`): of the instructions in it doing work."""
         found = self._keys.get(name)
         if found is None:
-            found = self._keys[name] = self.reader.kernel_keys(self.kernels[name], self.free)
+            kernel = self.kernels[name]
+            found = self._keys[name] = self.reader.kernel_keys(
+                kernel, self.free, self.scope(kernel.computation)
+            )
         return found
+
+    def scope(self, computation: str) -> str:
+        """The op_name prefix of a computation's ops: what XLA's call inliner will give
+        them (`fusion.walk`'s scope), so that an op keeps its name across inlining."""
+        if self._scopes is None:
+            entry = self.module.entry.name
+            self._scopes = {}
+            if any(k.computation != entry for k in self.analysis.kernels):
+                for ex in walk(self.module, self.analysis.platform):
+                    self._scopes.setdefault(ex.computation.name, ex.scope)
+        return self._scopes.get(computation, "")
 
     def source_ops(self, name: str) -> tuple[SourceOp, ...]:
         """A kernel's source ops, as `provenance.trace` finds them."""
         found: dict[str, SourceOp] = {}
-        for inst in self.kernels[name].ops:
+        kernel = self.kernels[name]
+        scope = self.scope(kernel.computation)
+        for inst in kernel.ops:
             if is_work(inst, self.free):
-                op = self.reader.source_op(self.module, inst)
+                op = self.reader.source_op(self.module, inst, scope)
                 if op is not None:
                     found.setdefault(op.name, op)
         return tuple(found.values())
@@ -484,8 +502,8 @@ class _Reader:
         self._pending: _Snapshot | None = None
         # a one-instruction kernel's source ops and keys, by its instruction (kept
         # alive here) and whether that is a constant's data movement
-        self._lone: dict[tuple[int, bool], tuple[Instruction, frozenset[str]]] = {}
-        self._sources: dict[tuple[int, int], tuple[Instruction, SourceOp | None]] = {}
+        self._lone: dict[tuple[int, bool, str], tuple[Instruction, frozenset[str]]] = {}
+        self._sources: dict[tuple[int, int, str], tuple[Instruction, SourceOp | None]] = {}
         # op key -> (step, pass, kernel) of the last dump where it shared a kernel
         self.shared: dict[str, tuple[int, str, str]] = {}
         self.now_shared: set[str] = set()
@@ -525,29 +543,29 @@ class _Reader:
             self._note_shared(self.snapshot, -1, "")
         return True
 
-    def kernel_keys(self, k: Kernel, free: frozenset[int]) -> frozenset[str]:
+    def kernel_keys(self, k: Kernel, free: frozenset[int], scope: str) -> frozenset[str]:
         """The op keys of the instructions in a kernel that do work (a one-instruction
-        kernel's found once per instruction)."""
+        kernel's found once per instruction and scope)."""
         if len(k.ops) == 1:
             inst = k.ops[0]
-            key = (id(inst), id(inst) in free)
+            key = (id(inst), id(inst) in free, scope)
             cached = self._lone.get(key)
             if cached is None or cached[0] is not inst:
-                cached = self._lone[key] = (inst, self._keys_of(k.ops, free))
+                cached = self._lone[key] = (inst, self._keys_of(k.ops, free, scope))
             return cached[1]
-        return self._keys_of(k.ops, free)
+        return self._keys_of(k.ops, free, scope)
 
     @staticmethod
-    def _keys_of(ops: Iterable[Instruction], free: frozenset[int]) -> frozenset[str]:
-        names = (op_name(i) for i in ops if is_work(i, free))
+    def _keys_of(ops: Iterable[Instruction], free: frozenset[int], scope: str) -> frozenset[str]:
+        names = (op_name(i, scope) for i in ops if is_work(i, free))
         return frozenset(op_name_key(n) for n in names if n is not None)
 
-    def source_op(self, module: HloModule, inst: Instruction) -> SourceOp | None:
-        """`provenance.source_op`, once per instruction (and stack-frame table)."""
-        key = (id(inst), id(module.stack_frames))
+    def source_op(self, module: HloModule, inst: Instruction, scope: str) -> SourceOp | None:
+        """`provenance.source_op`, once per instruction, scope and stack-frame table."""
+        key = (id(inst), id(module.stack_frames), scope)
         cached = self._sources.get(key)
         if cached is None or cached[0] is not inst:
-            cached = self._sources[key] = (inst, source_op(module, inst))
+            cached = self._sources[key] = (inst, source_op(module, inst, scope))
         return cached[1]
 
     def follow(self, index: int, pass_name: str) -> None:
@@ -630,7 +648,8 @@ class _Reader:
                 continue
             key = op_name_key(p.op.name)
             left = self.left.get(key)
-            kernel = p.kernels[0] if p.kernels else ""
+            kernels = list(p.kernels) or [k for k, _ in p.inferred]
+            kernel = kernels[0] if kernels else ""
             if left is None:
                 out.append(OpHistory(p.op.name, kernel, None, None))
             else:
