@@ -32,9 +32,12 @@ _LINE = re.compile(r"[IWEF]\d{4} [\d:.]+\s+(\d+) hlo_pass_pipeline\.cc:\d+\] (.*
 _PIPELINE = re.compile(r"Running HLO pass pipeline on module (\S+): (.+)")
 _START = re.compile(r"  HLO pass (.+)")
 _END = re.compile(r"HLO pass: (.+) time: ([0-9.e+\-]+) (us|ms|s|min|h|days|months|years) ")
+# Seconds per unit, as a fraction (what to divide by, what to multiply by): `91 us` is
+# 91 / 1e6 s, the double nearest 9.1e-05, where 91 * 1e-6 is not.
 _UNIT = {
-    "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "days": 86400.0,
-    "months": 30 * 86400.0, "years": 365.2425 * 86400.0,
+    "us": (1e6, 1.0), "ms": (1e3, 1.0), "s": (1.0, 1.0), "min": (1.0, 60.0),
+    "h": (1.0, 3600.0), "days": (1.0, 86400.0), "months": (1.0, 30 * 86400.0),
+    "years": (1.0, 365.2425 * 86400.0),
 }  # fmt: skip
 _MARK = "hlo_pass_pipeline.cc:"
 
@@ -154,7 +157,8 @@ def read_pass_log(path: Path) -> list[Compilation]:
                 continue
             end = _END.match(message)
             if end is not None:
-                _end_pass(state, end[1], float(end[2]) * _UNIT[end[3]])
+                per, times = _UNIT[end[3]]
+                _end_pass(state, end[1], float(end[2]) / per * times)
     for thread, state in current.items():
         done.append((state.order, _close(state, thread)))
     return [c for _, c in sorted(done, key=lambda t: t[0])]

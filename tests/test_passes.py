@@ -65,7 +65,9 @@ def test_gpu_pipelines_and_repeated_runs_order_by_step(tmp_path: Path) -> None:
         (7, "gemm-rewriting", "triton-gemm-rewriter", "pipeline-end"),
     ]
     for step, pipeline, after, before in steps:
-        (tmp_path / f"{name}.{step:04d}.{pipeline}.after_{after}.before_{before}.txt").write_text(text)
+        (tmp_path / f"{name}.{step:04d}.{pipeline}.after_{after}.before_{before}.txt").write_text(
+            text
+        )
     (tmp_path / f"{name}.before_optimizations.txt").write_text(text)
     (tmp_path / f"{name}.sm_9.0_gpu_after_optimizations.txt").write_text(text)
     (tmp_path / f"{name}.sm_9.0_gpu_after_optimizations-buffer-assignment.txt").write_text("")
@@ -73,12 +75,19 @@ def test_gpu_pipelines_and_repeated_runs_order_by_step(tmp_path: Path) -> None:
     assert run.modules[0].platform == "sm_90"
     [dumps] = pass_dumps(run).values()
     assert [d.step for d in dumps] == sorted(s for s, *_ in steps)
-    assert [d.after for d in dumps][:4] == ["triton-gemm-rewriter", "algsimp", "pipeline-start", "algsimp"]
+    assert [d.after for d in dumps][:4] == [
+        "triton-gemm-rewriter",
+        "algsimp",
+        "pipeline-start",
+        "algsimp",
+    ]
     assert dumps[-1].after == "priority-fusion" and dumps[-1].pipeline == "fusion"
 
 
 def test_sanitize_is_xlas() -> None:
-    assert sanitize("HLO passes through layout assignment") == "HLO_passes_through_layout_assignment"
+    assert (
+        sanitize("HLO passes through layout assignment") == "HLO_passes_through_layout_assignment"
+    )
     assert sanitize("a/b\\c[d]") == "a_b_c_d_"
 
 
@@ -88,7 +97,7 @@ def _timer_lines(path: Path) -> list[tuple[str, float]]:
     for line in path.read_text().splitlines():
         m = re.search(r"hlo_pass_pipeline\.cc:\d+\] HLO pass: (.+?) time: ([\d.]+) (us|ms) ", line)
         if m:
-            out.append((m[1], float(m[2]) * (1e-6 if m[3] == "us" else 1e-3)))
+            out.append((m[1], float(m[2]) / (1e6 if m[3] == "us" else 1e3)))
     return out
 
 

@@ -92,7 +92,12 @@ def test_jax_relu_story_as_checked_by_hand() -> None:
     assert [(e.change, e.kernels) for e in ynn.history] == [(P.CREATED, ("dot_general.1",))]
     assert (loop.name, loop.first_pass) == ("maximum_reduce_fusion", "fusion")
     [event] = loop.history
-    assert event.change == P.MERGED and set(event.kernels) == {"add.6", "add.7", "max.1", "reduce_sum.7"}
+    assert event.change == P.MERGED and set(event.kernels) == {
+        "add.6",
+        "add.7",
+        "max.1",
+        "reduce_sum.7",
+    }
     [alone] = story.ops
     assert (alone.op, alone.kernel, alone.left_pass) == ("jit(f)/dot_general", "ynn_fusion", None)
     # the steps are those of the dumps, in XLA's order
@@ -122,7 +127,7 @@ def _log_times(folder: Path) -> list[tuple[str, float]]:
     for line in (folder / "stderr.log").read_text().splitlines():
         m = re.search(r"hlo_pass_pipeline\.cc:\d+\] HLO pass: (.+?) time: ([\d.]+) (us|ms) ", line)
         if m:
-            out.append((m[1], float(m[2]) * (1e-6 if m[3] == "us" else 1e-3)))
+            out.append((m[1], float(m[2]) / (1e6 if m[3] == "us" else 1e3)))
     return out
 
 
@@ -138,7 +143,9 @@ def test_each_pass_time_is_its_timer_line(folder: Path) -> None:
     # summed by name over the runs of the passes that run no pipeline of their own
     top = story.slowest[0]
     assert top.seconds == pytest.approx(sum(t for n, t in logged if n == top.name))
-    assert [p.seconds for p in story.slowest] == sorted((p.seconds for p in story.slowest), reverse=True)
+    assert [p.seconds for p in story.slowest] == sorted(
+        (p.seconds for p in story.slowest), reverse=True
+    )
 
 
 def test_without_a_log_there_are_no_times_and_a_note(tmp_path: Path) -> None:

@@ -90,7 +90,12 @@ def test_a_changed_line_is_parsed_and_the_rest_reused() -> None:
     assert changed != text
     second = series.parse(changed)
     _same(second, parse_module(changed))
-    fusion = next(i for c in second.computations for i in c.instructions if i.opcode == "fusion" and i.fusion_kind == "kInput")
+    fusion = next(
+        i
+        for c in second.computations
+        for i in c.instructions
+        if i.opcode == "fusion" and i.fusion_kind == "kInput"
+    )
     assert fusion.fusion_kind == "kInput"
     # the computations that did not change are the very same objects
     shared = [c for c in second.computations if any(c is d for d in first.computations)]
@@ -115,4 +120,7 @@ def test_split_keeps_every_computation_and_refuses_other_shapes() -> None:
     head, chunks = split
     assert head.startswith("HloModule ")
     assert [name for name, _, _ in chunks] == [c.name for c in parse_module(text).computations]
-    assert split_computations("HloModule m\n// a comment\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}") is None
+    assert (
+        split_computations("HloModule m\n// a comment\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}")
+        is None
+    )
