@@ -70,3 +70,24 @@ def test_module_selection_and_errors() -> None:
     assert "Traceback" not in none.output
     missing = runner.invoke(app, ["passes", str(DATA / "jax_passes"), "-M", "nothing"], env=ENV)
     assert missing.exit_code != 0 and "no module matches" in missing.output
+
+
+def test_ops_history_says_which_pass_made_each_kernel() -> None:
+    result = runner.invoke(app, ["ops", str(DATA / "jax_passes"), "--history"], env=ENV)
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines()[1:]}
+    assert "⟨maximum_reduce_fusion: merged by fusion (#19)" in lines["jit(f)/add"]
+    assert "ynn_fusion: created by dot-library-rewriter (#16)" in lines["jit(f)/dot_general"]
+    assert "never fused" in lines["jit(f)/dot_general"]
+    assert "⟨" not in lines["jit(f)/jit(relu)"]  # in no kernel: nothing to tell
+    doc = json.loads(
+        runner.invoke(app, ["ops", str(DATA / "tf_passes"), "--history", "--json"], env=ENV).output
+    )
+    ops = {o["op"]: o for o in doc[0]["ops"]}
+    assert ops["MatMul"]["history"]["left_pass"] is None
+    [relu] = ops["Relu"]["history"]["kernels"]
+    assert (relu["name"], relu["first_pass"]) == ("broadcast_maximum_fusion", "fusion")
+    plain = runner.invoke(app, ["ops", str(DATA / "jax_passes"), "--json"], env=ENV).output
+    assert "history" not in json.loads(plain)[0]["ops"][0]
+    none = runner.invoke(app, ["ops", str(DATA / "jax_mlp"), "--history"], env=ENV)
+    assert none.exit_code != 0 and "hloscope dump --passes" in none.output

@@ -27,12 +27,15 @@ from hloscope.analysis.passes import (
     PassStep,
     PassStory,
 )
+from hloscope.analysis.provenance import ALONE, Placement
 from hloscope.render.format import DASH, fmt_seconds, fmt_share, short_name
 from hloscope.render.json import SCHEMA_VERSION
 
 __all__ = [
     "history_text",
     "kernel_history_text",
+    "op_history_doc",
+    "op_history_text",
     "passes_doc",
     "story_doc",
     "story_text",
@@ -254,6 +257,40 @@ def _ops_part(ops: Sequence[OpHistory], show_all: bool, width: int | None) -> Re
     if len(shown) < len(ops):
         lines.append(Text(f"  … {len(ops) - len(shown)} more (--all)", style="dim"))
     return Group(*lines)
+
+
+def op_history_text(p: Placement, story: PassStory) -> str:
+    """What `hloscope ops --history` adds to an op's line: how the kernels it is in came
+    to be, and, for an op that runs alone, where it left a fusion; "" for an op in no
+    kernel."""
+    parts = []
+    for name in p.kernels:
+        k = story.kernel(name)
+        if k is not None:
+            parts.append(f"{name}: {kernel_history_text(k).plain}")
+    if p.status == ALONE:
+        found = next((o for o in story.ops if o.op == p.op.name), None)
+        if found is not None:
+            parts.append(history_text(found))
+    return "; ".join(parts)
+
+
+def op_history_doc(p: Placement, story: PassStory) -> dict[str, Any]:
+    """The `history` of an op in `hloscope ops --json --history`: its kernels' entries
+    as in `passes --json` (with `kind`, `first_index`, each event's `index` and `from`),
+    and for an op that runs alone `left_pass`, `left_index`, `left_kernel` (null: it
+    never shared a kernel)."""
+    kernels = [story.kernel(name) for name in p.kernels]
+    doc: dict[str, Any] = {"kernels": [_kernel_doc(k, True) for k in kernels if k is not None]}
+    if p.status == ALONE:
+        found = next((o for o in story.ops if o.op == p.op.name), None)
+        if found is not None:
+            doc.update(
+                left_pass=found.left_pass,
+                left_index=found.left_index,
+                left_kernel=found.left_kernel,
+            )
+    return doc
 
 
 def history_text(o: OpHistory) -> str:
