@@ -339,7 +339,10 @@ def pass_story(
     # a pipeline run as a pass is dumped after its own passes were: nothing new to show
     pipelines = {d.pipeline for d in dumps if d.pipeline is not None}
     steps: list[PassStep] = []
-    everything = pass_re == ".*"
+    # With `.*` (or an unknown regex: XLA writes it in debug_options, so a folder without
+    # them is most likely hloscope's or a full dump) every pass that changed the module
+    # was dumped; with another one only some were.
+    everything = pass_re in (None, ".*")
     previous: PassDump | None = None
     for dump in dumps:
         changed = reader.read(dump.path)
@@ -351,10 +354,12 @@ def pass_story(
         )
         if changed or xla_changed:
             name, note = _name_and_note(dump, changed)
+            if changed and not everything and not _adjacent(previous, dump):
+                if not dump.at_pipeline_start and dump.during is None:
+                    name = f"(passes up to {dump.after})"
+                note = _join(note, "the passes before it were not dumped: the change may be theirs")
             if changed:
                 reader.follow(dump.step, name)
-                if not everything and not _adjacent(previous, dump):
-                    note = _join(note, "and passes before it that were not dumped")
             assert reader.counts is not None
             steps.append(
                 PassStep(dump.step, dump.pipeline, name, reader.counts, None, note, dump.path)
@@ -366,10 +371,11 @@ def pass_story(
         assert reader.counts is not None
         why = "the optimized module: changed after the last dumped pass, outside any pass"
         steps.append(PassStep(last, None, _AFTER_LAST, reader.counts, None, why, module.after))
-    if pass_re not in (None, ".*"):
+    if not everything:
         notes.append(
-            f"only passes matching {pass_re!r} were dumped: a change is shown at the first "
-            "dumped pass after it, and unchanged passes that matched are left out"
+            f"only passes matching {pass_re!r} were dumped: a change made by passes that were "
+            "not is shown at the first dump after it, as `(passes up to ...)`; matching "
+            "passes that changed nothing are left out"
         )
     steps, slowest, total, timing_note = _timed(run, module, dumps, steps, log)
     if timing_note:
@@ -766,7 +772,8 @@ def _timed(
     out = []
     for s in steps:
         pipeline = names.get(s.pipeline, s.pipeline) if s.pipeline else None
-        seconds = times.get(s.index) if times is not None else None
+        # a step standing for passes that were not dumped has no one time
+        seconds = times.get(s.index) if times is not None and s.name[:1] != "(" else None
         out.append(PassStep(s.index, pipeline, s.name, s.counts, seconds, s.note, s.path))
     note = "" if times is not None else "the log's pass timings do not line up with the dumps"
     totals: dict[str, list[float]] = defaultdict(list)

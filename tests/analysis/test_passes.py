@@ -185,3 +185,19 @@ def test_reanalyze_equals_a_whole_analysis(folder: Path) -> None:
         assert analyze_module(module, "cpu", memo=memo) == whole
         last = (module, whole)
     assert reused > 3
+
+
+def test_a_partial_dump_says_what_it_cannot_attribute() -> None:
+    """`--xla_dump_hlo_pass_re=fusion`: the first dump holds every change made before
+    `fusion` by passes that were not dumped; only `fusion` itself is one pass's change."""
+    story = _story(DATA / "jax_passes_fusion_re")
+    assert story.pass_re == "fusion"
+    assert any("only passes matching 'fusion'" in n for n in story.notes)
+    first, fusion = story.steps[:2]
+    assert first.name == "(passes up to reshape-decomposer)" and first.seconds is None
+    assert fusion.name == "fusion" and fusion.seconds is not None
+    # the same counts as the full dump after the same passes
+    full = {s.name: s.counts for s in _story(JAX).steps}
+    assert fusion.counts == full["fusion"]
+    assert first.counts == full["dot-library-rewriter"]
+    assert [k.first_pass for k in story.kernels] == ["(passes up to reshape-decomposer)", "fusion"]
