@@ -125,6 +125,9 @@ class RunManifest:
         platform: What the modules were compiled for (`cpu`, `sm_90`, ...).
         device: The device in words (`Intel Xeon ...`, `NVIDIA H100`).
         devices: Every device the frameworks listed (`framework`, `platform`, `kind`, ...).
+        framework_env: The XLA- and framework-related environment variables as the script
+            left them (`XLA_FLAGS`, `TF_XLA_FLAGS`, `JAX_*`, `KERAS_BACKEND`,
+            `CUDA_VISIBLE_DEVICES`, ...), set by the user, by hloscope or by the script.
         exception: The script's uncaught exception (`type`, `message`, `traceback`), if any.
         xla_errors: XLA's error lines from the log, when the run failed.
         modules: The modules found in the dump.
@@ -160,6 +163,7 @@ class RunManifest:
     platform: str | None = None
     device: str | None = None
     devices: tuple[Mapping[str, Any], ...] = ()
+    framework_env: Mapping[str, str] = field(default_factory=dict)
     exception: Mapping[str, Any] | None = None
     xla_errors: tuple[str, ...] = ()
     modules: tuple[ModuleEntry, ...] = ()
@@ -270,6 +274,7 @@ class RunManifest:
             platform=r.text("platform"),
             device=r.text("device"),
             devices=tuple(_plain(d, where, "devices[]") or {} for d in r.items("devices")),
+            framework_env=r.text_map("framework_env"),
             exception=_plain(r.obj("exception"), where, "exception"),
             xla_errors=r.texts("xla_errors"),
             modules=tuple(_entry(m, where) for m in r.items("modules")),

@@ -20,9 +20,14 @@ from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
 from hloscope.render.compilations import compilations_view, run_status_line
-from hloscope.render.format import fmt_bytes, short_name, short_names
+from hloscope.render.coverage import cluster_line, coverage_view
+from hloscope.render.format import fmt_bytes, fmt_us, short_name, short_names
 from hloscope.render.json import run_doc
+from hloscope.render.parallel import parallel_lines
 from hloscope.render.timing import module_detail
+from hloscope.render.torch_xla import torch_xla_text
+from hloscope.timing.helpers import folded_time
+from hloscope.timing.results import ModuleTiming
 
 
 def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableType:
@@ -93,13 +98,18 @@ def run_header(report: RunReport) -> Text:
 
 
 def modules_table(
-    report: RunReport, *, show_all: bool = False, full_names: bool = False
+    report: RunReport,
+    *,
+    show_all: bool = False,
+    full_names: bool = False,
+    timings: Mapping[str, ModuleTiming] | None = None,
 ) -> RenderableType:
     """One row per module, biggest first: instructions before → after, ops before →
     kernels after, fusion kernels, launches per execution, and ops per kernel.
 
     The same table ends `hloscope dump` and starts `hloscope report`. Trivial helper
-    modules are folded into one line unless `show_all`. Module keys are cut to fit a
+    modules are folded into one line unless `show_all`; with `timings` (by module key)
+    the line says how much of the measured time they hold. Module keys are cut to fit a
     terminal, different keys kept different, unless `full_names` (output to a pipe).
     """
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
@@ -133,10 +143,13 @@ def modules_table(
     names = Counter(short_name(m.name, 30) for m in hidden)
     listed = ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in names.most_common(4))
     more = "" if len(names) <= 4 else ", …"
+    held = folded_time(report, timings or {})
+    measured = f", {fmt_us(held[0])} measured ({100 * held[1]:.1f}% of the time)" if held else ""
     note = Text(
         f"+ {len(hidden)} trivial helper modules ({listed}{more}), "
         f"{sum(m.size for m in hidden)} instructions, "
-        f"{sum(m.after.kernel_count for m in hidden if m.after)} kernels; --all lists them",
+        f"{sum(m.after.kernel_count for m in hidden if m.after)} kernels{measured}; "
+        "--all lists them",
         style="dim",
     )
     return Group(table, note)
@@ -165,6 +178,7 @@ def module_details(m: ModuleReport, *, top: int = 8, full_names: bool = False) -
         if a.branches:
             line += " (conditional: costliest branch counted)"
         parts.append(Text(line))
+        parts.extend(parallel_lines(m))
     if m.provenance is not None:
         unfused = m.provenance.unfused()[:top]
         if unfused:
@@ -218,12 +232,25 @@ def report_view(
     if status is not None:  # a failed run says so before whatever it dumped
         parts.append(status)
     if report.modules:
-        parts.append(modules_table(report, show_all=show_all, full_names=full_names))
+        parts.append(
+            modules_table(
+                report,
+                show_all=show_all,
+                full_names=full_names,
+                timings=inspection.module_timings,
+            )
+        )
+    parts.append(coverage_view(inspection.xla_coverage, report.modules))
     compiled = compilations_view(inspection.compilations, show_all=show_all)
     if compiled is not None:
         parts.append(compiled)
+    if inspection.torch_xla is not None:
+        parts.extend(torch_xla_text(inspection.torch_xla))
     for m in report.modules if show_all else report.main:
         parts.append(module_details(m, full_names=full_names))
+        cluster = cluster_line(inspection.xla_coverage, m)
+        if cluster is not None:
+            parts.append(cluster)
         timing = inspection.timing(m.key)
         if timing is not None:
             parts.append(module_detail(short_name(m.key, 60), timing, limit=10))

@@ -38,32 +38,55 @@ def _r(x: float | None, digits: int = 3) -> float | None:
     return round(x, digits)
 
 
+def _count(x: float | None) -> int | float | None:
+    """A count that is a mean over devices: an integer where it is whole."""
+    if x is None:
+        return None
+    return int(x) if float(x).is_integer() else round(x, 3)
+
+
+def _spread_doc(ratio: float | None, slowest: str | None) -> dict[str, Any] | None:
+    if ratio is None or slowest is None:
+        return None
+    return {"slowest": slowest, "ratio": round(ratio, 3)}
+
+
 def timings_doc(m: ModuleTiming) -> dict[str, Any]:
     """The JSON object of one module's timings.
 
-    Schema: `source` (`nsys`, `xplane`, `trace.json`), `executions` (steady-state),
-    `skipped_executions` (warm-up left out), `total_us` (wall of those executions,
-    summed), `mean_us`/`median_us` (per execution), `kernel_us` (kernel time summed),
-    `busy_us` (time when at least one kernel or loop of it ran, the union of their
-    intervals: below `kernel_us` when kernels overlap, e.g. async collectives beside
-    compute; `busy_us + unattributed_us = total_us`), `unattributed_us` (wall when no
-    kernel of it ran), `cold` (true when it ran only as warm-up and these figures are
-    of those first runs), `compile_us` (XLA's compile before its first run, where the
-    capture recorded it: JAX; else null), `launches_per_execution` (thunks or op calls,
-    mean), `launches_by_execution` (`{min, median, max}` over executions; null when
-    every execution launched the same), `control` (`[{name, calls, total_us}]`: the
-    own time of each loop or conditional, beside its body's kernels),
+    A module that ran on several devices is shown per device: counts and sums are the
+    mean over the `device_count` devices that ran it, per-execution figures are per
+    execution on one device, and `per_device` holds each device's own totals.
+
+    Schema: `source` (`nsys`, `xplane`, `trace.json`), `executions` (steady-state, per
+    device), `skipped_executions` (warm-up left out, per device), `total_us` (wall of
+    those executions, summed, per device), `mean_us`/`median_us` (per execution),
+    `kernel_us` (kernel time summed, per device), `busy_us` (time when at least one
+    kernel or loop of it ran, the union of their intervals: below `kernel_us` when
+    kernels overlap, e.g. async collectives beside compute; `busy_us +
+    unattributed_us = total_us`), `unattributed_us` (wall when no kernel of it ran),
+    `cold` (true when it ran only as warm-up and these figures are of those first
+    runs), `compile_us` (XLA's compile before its first run, where the capture recorded
+    it: JAX; else null), `launches_per_execution` (thunks or op calls per execution on
+    one device, mean), `launches_by_execution` (`{min, median, max}` over executions;
+    null when every execution launched the same), `control` (`[{name, calls,
+    total_us}]`: the own time of each loop or conditional, beside its body's kernels),
     `kernel_launches_per_execution` (device kernels), `device_ops_per_execution` (GPU
     operations the trace counted, or null), `static_launches` (from the HLO, or null),
     `launch_mismatch` (bool, or null without HLO), `missing_kernels`, `unknown_ops`,
-    `devices`, `split_by`, `wall_from`, `clock` (what op times were read on: `device`,
+    `devices` (the planes or threads its events came from), `device_count` (devices
+    that ran it), `per_device` (`[{device, executions, total_us, kernel_us}]`, each
+    device's sums; `[]` on one device), `spread` (`{slowest, ratio}`: the device whose
+    executions took longest and its wall over the median device's; null on one
+    device), `split_by`, `wall_from`, `clock` (what op times were read on: `device`,
     the device's own duration of each op as a TPU records it and XProf sums it;
     `timeline`, each event's length on the profile's timeline; `device+timeline`),
-    `program_id`, and `kernels`: `[{name (the
-    top-level HLO instruction), calls, total_us, mean_us, median_us, min_us, max_us,
-    share, calls_per_execution, kernels_per_op, device_kernels, device_ops (or null),
-    hlo_ops (every name the runtime reported for it)}]`, most total time first. Times
-    are microseconds, rounded to nanoseconds.
+    `program_id`, and `kernels`: `[{name (the top-level HLO instruction), calls (per
+    device), total_us (per device), mean_us, median_us, min_us, max_us (per call),
+    share, calls_per_execution, kernels_per_op, device_kernels, device_ops (per device,
+    or null), hlo_ops (every name the runtime reported for it), device_count, spread
+    (`{slowest, ratio}` or null)}]`, most total time first. Times are microseconds,
+    rounded to nanoseconds.
     """
     return {
         "name": m.name,
@@ -88,16 +111,28 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
         "missing_kernels": list(m.missing_kernels),
         "unknown_ops": list(m.unknown_ops),
         "devices": list(m.devices),
+        "device_count": m.device_count,
+        "per_device": [
+            {
+                "device": d.device,
+                "executions": d.executions,
+                "total_us": _r(d.total_us),
+                "kernel_us": _r(d.kernel_us),
+            }
+            for d in m.per_device
+        ],
+        "spread": _spread_doc(m.spread, m.slowest_device),
         "split_by": m.split_by,
         "wall_from": m.wall_from,
         "clock": m.clock,
         "control": [
-            {"name": k.name, "calls": k.calls, "total_us": _r(k.total_us)} for k in m.control
+            {"name": k.name, "calls": _count(k.calls), "total_us": _r(k.total_us)}
+            for k in m.control
         ],
         "kernels": [
             {
                 "name": k.name,
-                "calls": k.calls,
+                "calls": _count(k.calls),
                 "total_us": _r(k.total_us),
                 "mean_us": _r(k.mean_us),
                 "median_us": _r(k.median_us),
@@ -107,8 +142,10 @@ def timings_doc(m: ModuleTiming) -> dict[str, Any]:
                 "calls_per_execution": _r(k.calls_per_execution),
                 "kernels_per_op": k.kernels_per_op,
                 "device_kernels": list(k.device_kernels),
-                "device_ops": k.device_ops,
+                "device_ops": _count(k.device_ops),
                 "hlo_ops": list(k.hlo_ops) or [k.name],
+                "device_count": k.device_count,
+                "spread": _spread_doc(k.spread, k.slowest_device),
             }
             for k in m.kernels
         ],
@@ -207,21 +244,59 @@ def _module_header(key: str, m: ModuleTiming) -> Text:
     ops = ""
     if m.device_ops_per_execution is not None:
         ops = f"; GPU operations per execution {fmt_count(m.device_ops_per_execution)}"
+    runs = counted(m.executions, "execution")
+    if m.device_count > 1:
+        runs = f"{runs} per device on {m.device_count} devices"
     return Text.assemble(
         ("HloModule ", "bold"),
         (key, "bold cyan"),
         pid,
-        f"\n{source}{counted(m.executions, 'execution')}{warm}",
+        f"\n{source}{runs}{warm}",
         *_first_run(m),
         f" (split by {m.split_by}); ",
         f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})",
         "; ops on the device's clock" if m.clock == CLOCK_DEVICE else "",
         "\n",
+        "per device: " if m.device_count > 1 else "",
         _kernel_time(m),
         f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
         _launches(m),
         ops,
+        *_devices_line(m),
     )
+
+
+def _devices_line(m: ModuleTiming) -> list[str | tuple[str, str]]:
+    """Where a module ran on several devices: the totals over all of them, and the
+    slowest device against the median one (a straggler)."""
+    if m.device_count < 2:
+        return []
+    total = sum(d.total_us for d in m.per_device)
+    kernels = sum(d.kernel_us for d in m.per_device)
+    line: list[str | tuple[str, str]] = [
+        f"\ntotals over the {m.device_count} devices: {fmt_us(total)} wall, "
+        f"{fmt_us(kernels)} in kernels"
+    ]
+    if m.spread is not None and m.slowest_device is not None:
+        text = f"; slowest device {m.slowest_device} at {m.spread:.2f}× the median"
+        line.append((text, "bold yellow") if m.spread >= STRAGGLER else text)
+    return line
+
+
+def _slowest(spread: float | None, device: str | None) -> str:
+    """`1.29× CPU:1`: a kernel's slowest device against the median one."""
+    if spread is None or device is None:
+        return "–"
+    return f"{spread:.2f}× {device.removeprefix('/device:')}"
+
+
+# A device this much slower than the median one is shown as a straggler.
+STRAGGLER = 1.2
+
+
+def _calls(x: float) -> str:
+    """A count per device: whole, or a mean with two decimals."""
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
 
 
 def _first_run(m: ModuleTiming) -> list[str | tuple[str, str]]:
@@ -275,6 +350,9 @@ def _kernel_table(m: ModuleTiming, limit: int) -> Table:
     many = any(k.kernels_per_op > 1 for k in m.kernels)
     if many:
         table.add_column("kernels/op", justify="right", no_wrap=True)
+    devices = m.device_count > 1
+    if devices:
+        table.add_column("slowest device", no_wrap=True)
 
     def num(x: float) -> str:
         return f"{x / scale:.1f}" if scale == 1.0 else f"{x / scale:.3f}"
@@ -282,22 +360,25 @@ def _kernel_table(m: ModuleTiming, limit: int) -> Table:
     for k in m.kernels[:limit]:
         row = [
             k.name,
-            str(k.calls),
+            _calls(k.calls),
             *(num(x) for x in (k.total_us, k.mean_us, k.median_us, k.min_us, k.max_us)),
             f"{100 * k.share:.1f}%",
         ]
         if many:
             row.append(str(k.kernels_per_op))
+        if devices:
+            row.append(_slowest(k.spread, k.slowest_device))
         table.add_row(*row)
     if len(m.kernels) > limit:
         rest = m.kernels[limit:]
         table.add_row(
             f"… {len(rest)} more",
-            str(sum(k.calls for k in rest)),
+            _calls(sum(k.calls for k in rest)),
             num(sum(k.total_us for k in rest)),
             *[""] * 4,
             f"{100 * sum(k.share for k in rest):.1f}%",
             *([""] if many else []),
+            *([""] if devices else []),
             style="dim",
         )
     return table
@@ -352,6 +433,9 @@ def profile_table(
         summary.add_column("in kernels", justify="right", no_wrap=True)
         summary.add_column("kernels", justify="right", no_wrap=True)
         summary.add_column("launches/run")
+        several = any(m.device_count > 1 for _, m in measured)
+        if several:  # figures per device; the device count beside them
+            summary.add_column("devices", justify="right", no_wrap=True)
         for key, m in measured:
             busy = m.busy_us if m.busy_us is not None else m.kernel_us
             summary.add_row(
@@ -362,6 +446,7 @@ def profile_table(
                 f"{100 * busy / m.total_us:.0f}%" if m.total_us else "–",
                 str(len(m.kernels)),
                 _launches(m),
+                *([str(m.device_count)] if several else []),
             )
         parts.append(summary)
         for key, m in measured[:top]:

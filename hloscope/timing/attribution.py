@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from hloscope.errors import UsageError
+from hloscope.timing.devices import DeviceTally
 from hloscope.timing.executions import (
     SPLIT_MODULE_EVENT,
     WALL_MODULE,
@@ -150,6 +151,7 @@ def op_events(trace: Trace) -> list[OpEvent]:
         if not module:
             continue
         run_id = _int(stats.get("run_id"))
+        ordinal = _int(stats.get("device_ordinal"))
         on_device = e.plane.startswith(DEVICE_PLANE_PREFIX)
         device_ps = _device_ps(stats.get(DEVICE_DURATION)) if on_device else None
         out.append(
@@ -167,6 +169,7 @@ def op_events(trace: Trace) -> list[OpEvent]:
                 correlation_id=_int(stats.get("correlation_id")),
                 on_device=on_device,
                 op_line=op_line,
+                ordinal=None if ordinal is None or ordinal < 0 else ordinal,
                 device_ps=device_ps,
             )
         )
@@ -278,7 +281,7 @@ def _module_timing(
     hlo_ops: dict[str, set[str]] = defaultdict(set)
     per_device: dict[str, list[OpEvent]] = defaultdict(list)
     for o in ops:
-        per_device[o.device].append(o)
+        per_device[o.device_name].append(o)
     executions, skipped, cold, split_by, wall_from = _steady(
         per_device, name, ctx, skip_first, max_executions
     )
@@ -295,7 +298,9 @@ def _module_timing(
     launches = kernel_launches = 0
     timed = on_device_clock = 0  # op events counted, and those timed on the device's clock
     control_self: dict[str, list[int]] = defaultdict(list)
+    tally = DeviceTally(_PS_PER_US)
     for ex in executions:
+        device = ex.ops[0].device_name
         kernels = [o for o in ex.ops if id(o) not in control]
         timed += len(kernels)
         on_device_clock += sum(o.device_ps is not None for o in kernels)
@@ -306,6 +311,7 @@ def _module_timing(
             kernel = kernel_of.get(c.op, c.op)
             hlo_ops[kernel].add(c.op)
             durations[kernel].append(c.duration_ps)
+            tally.call(kernel, device, c.duration_ps)
             kernels_per_call[kernel] = max(kernels_per_call[kernel], len(c.kernels))
             if c.kernels[0].on_device and not c.kernels[0].op_line:
                 op_kernels[kernel] += len(c.kernels)
@@ -314,7 +320,9 @@ def _module_timing(
                     device_kernels[kernel].add(k.kernel)
         wall = ex.wall_ps if ex.wall_ps is not None else ex.span_ps
         walls.append(wall)
-        kernel_ps += sum(c.duration_ps for c in calls)
+        ex_kernel_ps = sum(c.duration_ps for c in calls)
+        kernel_ps += ex_kernel_ps
+        tally.execution(device, wall, ex_kernel_ps)
         busy = _busy_ps(ex.ops)  # loop control counts as busy: it is the loop's own work
         busy_ps += busy
         unattributed_ps += max(0, wall - busy)
@@ -327,8 +335,10 @@ def _module_timing(
         # stretches here and shrinks there: compared over all executions, not each one
         unattributed_ps = max(0, sum(walls) - busy_ps)
     n = len(executions)
+    devices = tally.count
     timings = []
     for op, ds in durations.items():
+        device_ops = op_kernels.get(op)
         timings.append(
             KernelTiming.of(
                 op,
@@ -336,10 +346,12 @@ def _module_timing(
                 per_us=_PS_PER_US,
                 kernels_total=kernel_ps,
                 executions=n,
+                devices=devices,
                 kernels_per_op=kernels_per_call[op],
                 device_kernels=tuple(sorted(device_kernels[op])),
-                device_ops=op_kernels.get(op),
+                device_ops=None if device_ops is None else device_ops / devices,
                 hlo_ops=tuple(sorted(hlo_ops[op])),
+                **tally.kernel_fields(op),
             )
         )
     timings.sort(key=lambda k: (-k.total_us, k.name))
@@ -359,11 +371,11 @@ def _module_timing(
     return ModuleTiming(
         name=name,
         program_id=program_id,
-        executions=n,
-        skipped=skipped,
-        total_us=_us(sum(walls)),
-        kernel_us=_us(kernel_ps),
-        unattributed_us=_us(unattributed_ps),
+        executions=tally.mean_count(n),
+        skipped=round(skipped / max(1, len(per_device))),
+        total_us=_us(tally.mean(sum(walls))),
+        kernel_us=_us(tally.mean(kernel_ps)),
+        unattributed_us=_us(tally.mean(unattributed_ps)),
         execution_us=tuple(_us(w) for w in walls),
         launches_per_execution=per_execution,
         kernel_launches_per_execution=kernel_launches / n if n else 0.0,
@@ -372,16 +384,25 @@ def _module_timing(
         kernels=tuple(timings),
         missing_kernels=missing,
         unknown_ops=unknown,
-        devices=tuple(sorted(per_device)),
+        devices=tuple(sorted({o.device for o in ops})),
         split_by=split_by,
         wall_from=wall_from,
-        busy_us=_us(busy_ps),
+        busy_us=_us(tally.mean(busy_ps)),
         launches_by_execution=tuple(per_execution_calls),
         cold=cold,
         control=tuple(
-            KernelTiming.of(op, ds, per_us=_PS_PER_US, kernels_total=kernel_ps, executions=n)
+            KernelTiming.of(
+                op,
+                ds,
+                per_us=_PS_PER_US,
+                kernels_total=kernel_ps,
+                executions=n,
+                devices=devices,
+            )
             for op, ds in sorted(control_self.items())
         ),
+        device_count=devices,
+        per_device=tally.per_device(),
         clock=_clock(timed, on_device_clock),
     )
 
@@ -411,20 +432,23 @@ def _without_ops(
         static: Its after-optimization analysis, if known (static launches).
         max_executions: Executions kept per device after the warm-up ones.
     """
-    per_device = [sorted(s) for _, s in sorted(spans.items())]
+    per_device = [sorted((a, b, plane) for a, b in s) for plane, s in sorted(spans.items())]
     kept, skipped, cold = measured(per_device, skip_first, max_executions)
     kept.sort()
-    walls = [end - start for start, end in kept]
+    walls = [end - start for start, end, _ in kept]
+    tally = DeviceTally(_PS_PER_US)
+    for start, end, plane in kept:
+        tally.execution(plane, end - start, 0)
     n = len(walls)
     static_launches = static.launches if static is not None else None
     return ModuleTiming(
         name=key[0],
         program_id=key[1],
-        executions=n,
-        skipped=skipped,
-        total_us=_us(sum(walls)),
+        executions=tally.mean_count(n),
+        skipped=round(skipped / max(1, len(per_device))),
+        total_us=_us(tally.mean(sum(walls))),
         kernel_us=0.0,
-        unattributed_us=_us(sum(walls)),
+        unattributed_us=_us(tally.mean(sum(walls))),
         execution_us=tuple(_us(w) for w in walls),
         launches_per_execution=0.0,
         kernel_launches_per_execution=0.0,
@@ -440,6 +464,8 @@ def _without_ops(
         busy_us=0.0,
         launches_by_execution=(0,) * n,
         cold=cold,
+        device_count=tally.count,
+        per_device=tally.per_device(),
     )
 
 

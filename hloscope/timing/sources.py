@@ -34,6 +34,7 @@ __all__ = [
     "XSpaceSource",
     "has_profile",
     "load_profile",
+    "profile_folder",
     "run_timings",
     "static_analyses",
 ]
@@ -302,3 +303,9 @@ def static_analyses(
             continue
         out[timing_key(name, program_id, name in shared)] = analysis
     return out
+
+
+def profile_folder(run: Run) -> Path | None:
+    """Where a run's profile is (see `ProfilerSource`): the folder run.json names, else
+    the run folder; None for a run that is not a folder."""
+    return _profile_folder(run)

@@ -344,3 +344,16 @@ def test_screenshots_for_the_readme(
     for name in ("report_overview.png", "report_module.png"):
         assert (out / name).stat().st_size < 300_000
     assert tab.problems() == []
+
+
+def test_a_module_on_four_devices_says_its_figures_are_per_device(
+    tab: ReportTab, tmp_path: Path
+) -> None:
+    """tests/data/jax_four_devices_profile: the biggest module ran on four CPU devices."""
+    page_path = write_html(inspect_run(DATA / "jax_four_devices_profile"), tmp_path / "r.html")
+    tab.open(page_path)
+    facts = tab.page.text_content(f"{MODULE} .hs-stats") or ""
+    assert "executions profiled per device" in facts
+    assert "4devices (times per device)" in facts  # value, then label
+    assert "slowest device / median" in facts
+    assert tab.problems() == []
