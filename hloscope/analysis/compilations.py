@@ -12,8 +12,9 @@ whose sync compiled each graph) and give each module's compile time and cause to
 `run_compilations` groups a run's modules by function, in compile order (module id),
 reads each variant's input and output shapes from its entry computation layout, finds
 the inputs whose shapes vary, compares the kernels of the variants, joins the compile
-times the run recorded, and words one line of advice in the framework's own terms. `find_modules` lets `--module` pick a variant: `jit_attend#3` (compile order,
-from 0) or `jit_attend(f32[24,32])` (by input shape).
+times the run recorded, and words one line of advice in the framework's own terms.
+`find_modules` lets `--module` pick a variant: `jit_attend#3` (compile order, from 0) or
+`jit_attend(f32[24,32])` (by input shape).
 """
 
 from __future__ import annotations
