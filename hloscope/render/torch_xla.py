@@ -19,13 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rich.console import Group
 from rich.text import Text
 
 from hloscope.analysis.torch_graphs import TorchGraph, TorchXlaRun
 from hloscope.analysis.torch_xla import LOCAL_SCALAR, TimedMetric
 from hloscope.render.format import counted, fmt_seconds
 
-__all__ = ["torch_xla_doc", "torch_xla_page_doc", "torch_xla_text"]
+__all__ = ["torch_xla_doc", "torch_xla_page_doc", "torch_xla_summary", "torch_xla_text"]
+
+# Graphs `hloscope dump` lists at the end of a run (`report` lists them all).
+_SUMMARY_GRAPHS = 8
 
 
 def torch_xla_doc(view: TorchXlaRun) -> dict[str, Any]:
@@ -132,6 +136,12 @@ def torch_xla_text(view: TorchXlaRun, *, limit: int | None = None) -> list[Text]
     for line in _record_lines(view):
         lines.append(Text("  ") + line)
     return lines
+
+
+def torch_xla_summary(view: TorchXlaRun) -> Group:
+    """What `hloscope dump` prints of a torch_xla run at its end: the block of
+    `torch_xla_text`, with at most a few graphs."""
+    return Group(*torch_xla_text(view, limit=_SUMMARY_GRAPHS))
 
 
 def torch_xla_page_doc(view: TorchXlaRun, indices: Mapping[str, int]) -> dict[str, Any]:
