@@ -67,6 +67,7 @@ _ARG_PATH = re.compile(r"^\[0\]\[(\d+)\]$|^\[1\]\['(.+)'\]$")
 _JAX = re.compile(r"^(?:jit|pjit|pmap|xmap)_.+")
 _TF_FUNCTION = re.compile(r"^(a?_?_?inference_.+?)_\d+$")
 _TF_CLUSTER = re.compile(r"^cluster_\d+$")
+_COMMENT = re.compile(r"/\*.*?\*/")
 
 
 def _tensorflow(name: str) -> tuple[str, str] | None:
@@ -218,7 +219,8 @@ def entry_shapes(layout: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         parameter, and the result's tuple elements (or the one result); None when the
         text is not a layout.
     """
-    text = layout.strip()
+    # XLA numbers long tuples as it prints them (`/*index=5*/f32[128]`): not the shape
+    text = _COMMENT.sub("", layout).strip()
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1].strip()
     if not text.startswith("("):

@@ -15,6 +15,7 @@ from hloscope.analysis.compilations import (
     Compilations,
     find_module,
     find_modules,
+    module_shapes,
     run_compilations,
     run_functions,
 )
@@ -232,3 +233,18 @@ def test_the_view_is_computed_again_when_a_file_changes(tmp_path: Path) -> None:
     (run_dir / "torch_xla" / "metrics.json").write_text("{}")
     again = torch_xla_run(run)
     assert again is not view and again is not None and not again.graphs.timed
+
+
+@pytest.mark.tf
+@pytest.mark.jax
+def test_shapes_from_a_header_are_xlas() -> None:
+    """A module not analysed takes its shapes from its file's header, where XLA numbers
+    long tuples (`/*index=5*/f32[128]`); they are the shapes XLA's own parser reads."""
+    from tests.analysis.test_compilations import _xla_program_shapes
+
+    run = load_run(DATA / "torch_mlp")
+    for dump in run.modules:
+        assert dump.before is not None
+        assert "/*index=5*/" in dump.before.read_text(encoding="utf-8").split("\n", 1)[0]
+        params, _ = _xla_program_shapes(dump.before)
+        assert list(module_shapes(dump)[0]) == params
