@@ -13,7 +13,7 @@ figure), with the slowest case and the peak memory; then every violation, with t
 command that replays it.
 
     PYTHONPATH=$PWD python benchmarks/fuzz_bench.py [--reader NAME ...] [--cases 2000]
-        [--seed 25] [--limit 60] [--memory-gb 2] [--code PATH] [--json FILE]
+        [--first 0] [--seed 25] [--limit 60] [--memory-gb 2] [--code PATH] [--json FILE]
 
 `--code PATH` fuzzes another copy of the `hloscope` package (e.g. an older commit's,
 from `git archive COMMIT hloscope | tar -x -C PATH`) with the same generators. Exit
@@ -40,6 +40,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reader", nargs="*", default=sorted(READERS), choices=sorted(READERS))
     ap.add_argument("--cases", type=int, default=2000, help="cases per reader")
+    ap.add_argument("--first", type=int, default=0, help="number of the first case")
     ap.add_argument("--seed", type=int, default=25, help="campaign seed (cases replay)")
     ap.add_argument("--limit", type=float, default=LIMIT_S, help="seconds allowed per case")
     ap.add_argument("--memory-gb", type=float, default=MEMORY_BYTES / 2**30)
@@ -59,7 +60,7 @@ def main() -> int:
                 continue
             summary = Summary(reader)
             started = time.perf_counter()
-            for i in range(args.cases):
+            for i in range(args.first, args.first + args.cases):
                 summary.add(campaign.run(reader, args.seed, i))
             print(f"{summary.line()}; {time.perf_counter() - started:.0f} s", flush=True)
             for v in summary.violations:
