@@ -239,7 +239,13 @@ def inspect(
     fn: Any, *example_args: Any, framework: str | None = None, save_to: str | Path | None = None
 ) -> RunView:
     """Compile `fn(*example_args)` with XLA in this process and show what it fused
-    (`hloscope.inspect`; see `hloscope.capture.inprocess.inspect` for the arguments)."""
+    (`hloscope.inspect`; see `hloscope.capture.inprocess.inspect` for the arguments).
+
+    Nothing is kept unless `save_to` names a folder: the HLO lives in a temporary folder
+    that is removed with the returned view (or when Python exits). With
+    `save_to="runs/layer"` the capture stays there as a run folder that `hloscope
+    report runs/layer` and `hloscope.load_run` read later.
+    """
     from hloscope.capture.inprocess import inspect as capture
 
     return RunView(capture(fn, *example_args, framework=framework, save_to=save_to))
