@@ -13,6 +13,7 @@ from hloscope.cli.app import (
     _print,
     _print_records,
     _stdout_is_terminal,
+    _width,
     app,
 )
 
@@ -222,7 +223,7 @@ def dump(
 
         full = not _stdout_is_terminal()  # piped: whole names, one line a module
         analysed = analyze_run(result.run)
-        _print_records(modules_table(analysed, show_all=show_all, full_names=full))
+        _print_records(modules_table(analysed, show_all=show_all, full_names=full, width=_width()))
         summary = compilations_summary(
             run_compilations(result.run, analysed.modules), show_all=show_all
         )

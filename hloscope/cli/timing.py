@@ -54,7 +54,7 @@ def profile(
         chosen = timings.module(module)
         key = next(k for k, m in timings.modules.items() if m is chosen)
     if json:
-        from hloscope.render.timing import profile_doc, timings_doc
+        from hloscope.render.timing_json import profile_doc, timings_doc
 
         if key is not None:
             _print_json(timings_doc(timings.modules[key]))
@@ -120,7 +120,7 @@ def bench(
             f"--save {save}: no such run folder; run `hloscope dump` first or give an "
             "existing folder"
         )
-    from hloscope.render.timing import bench_doc
+    from hloscope.render.timing_json import bench_doc
     from hloscope.timing.bench import bench as run_bench
     from hloscope.timing.bench import load_target
 
