@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -63,7 +63,27 @@ def profile(
         return
     from hloscope.render.timing import profile_table
 
-    _print(profile_table(timings, module=key, top=top))
+    _print(profile_table(timings, module=key, top=top, holds=_holds(path, timings)))
+
+
+def _holds(path: Path, timings: Any) -> dict[str, dict[str, str]]:
+    """What each kernel holds, by the profile's module key, where the path holds the
+    HLO too (a run folder, a profile carrying it); else nothing."""
+    from hloscope.errors import HloscopeError
+    from hloscope.inspection import inspect_run
+    from hloscope.render.holds import kernel_holds
+
+    try:
+        inspection = inspect_run(path, timings=False, bench=False)
+    except HloscopeError:
+        return {}
+    keys = {id(t): key for key, t in timings.modules.items()}
+    out = {}
+    for m in inspection.modules:
+        found = timings.for_dump(m.name, m.module_id)
+        if found is not None and id(found) in keys:
+            out[keys[id(found)]] = kernel_holds(m)
+    return out
 
 
 @app.command(rich_help_panel="Time")
