@@ -270,8 +270,8 @@ def _capture_notes(result: DumpResult) -> list[str]:
     notes = []
     if result.removed:
         notes.append(
-            f"--force: removed the earlier run's {', '.join(result.removed)} from "
-            f"{result.plan.run_dir}; other files there were kept"
+            f"--force: removed the earlier run's {', '.join(result.removed)}\n"
+            f"(from {result.plan.run_dir}; other files there were kept)"
         )
     profile = result.run.manifest.profile
     if profile is not None and not profile.get("profiled") and result.status == "ok":

@@ -56,7 +56,8 @@ def timing_lines(m: ModuleTiming) -> Text:
     source = f" ({m.source})" if m.source else ""
     runs = counted(m.executions, "execution")
     if m.device_count > 1:
-        runs = f"{runs} per device on {m.device_count} devices; times per device"
+        runs = f"{runs} per device on {m.device_count} devices"
+        warm += "; times per device"
     ops = ""
     if m.device_ops_per_execution is not None:
         ops = f" · GPU operations per execution {fmt_count(m.device_ops_per_execution)}"
