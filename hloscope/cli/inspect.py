@@ -460,7 +460,7 @@ def graph(
     from hloscope.inspection import inspect_run
     from hloscope.render.diagram import module_diagram
     from hloscope.render.dot import render
-    from hloscope.render.format import short_name
+    from hloscope.render.format import counted, short_name
     from hloscope.runs import load_run
 
     if stage not in (None, "before", "after"):
@@ -494,9 +494,9 @@ def graph(
         kind = out.suffix or "(none)"
         raise UsageError(f"-o {out}: unknown picture type {kind}; use .svg, .png, .pdf or .dot")
     result = render(spec, out, fmt, timeout=timeout)
-    what = f"{len(spec.nodes)} nodes, {len(spec.edges)} edges"
+    what = f"{counted(len(spec.nodes), 'node')}, {counted(len(spec.edges), 'edge')}"
     if spec.collapsed:
-        what += f"; {spec.units} {spec.unit}s collapsed by name scope"
+        what += f"; {counted(spec.units, spec.unit)} collapsed by name scope"
     if result.out is not None:
         _echo(f"wrote {result.out} ({what}) and its DOT source {result.dot}")
     else:

@@ -199,7 +199,7 @@ def _variant_lines(c: Compilation) -> list[Text]:
     out = []
     for v in c.variants[:_VARIANTS_LISTED]:
         shapes = f"{', '.join(v.inputs) or '?'} → {', '.join(v.outputs) or '?'}"
-        kernels = f"{v.kernels} kernels" if v.kernels is not None else ""
+        kernels = counted(v.kernels, "kernel") if v.kernels is not None else ""
         took = fmt_seconds(v.compile_s) if v.compile_s is not None else ""
         out.append(
             Text.assemble(

@@ -126,9 +126,14 @@ def fmt_count(x: float | None) -> str:
     return f"{x:g}" if float(x).is_integer() else f"{x:.3g}"
 
 
-def counted(n: int, noun: str) -> str:
-    """`1 module`, `3 modules`: a count and its noun, plural unless it is one."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 module`, `3 modules`, `2 launches`: a count and its noun, plural unless it is
+    one (`-es` after s, x, ch and sh; else `plural` where English has its own)."""
+    if n == 1:
+        return f"{n} {noun}"
+    if plural is None:
+        plural = noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+    return f"{n} {plural}"
 
 
 def ellipsis(text: str, limit: int) -> str:

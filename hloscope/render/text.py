@@ -48,14 +48,15 @@ def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableTyp
         ("HloModule ", "bold"),
         (stats.name, "bold cyan"),
         f"  ({'scheduled, after optimization' if stats.is_scheduled else 'not scheduled'})\n",
-        f"{len(stats.computations)} computations ({fused} fused), "
-        f"{stats.instructions} instructions",
+        f"{counted(len(stats.computations), 'computation')} ({fused} fused), "
+        f"{counted(stats.instructions, 'instruction')}",
     )
     parts: list[RenderableType] = [head]
     if stats.not_understood:
         parts.append(
             Text(
-                f"{stats.not_understood} pieces kept verbatim, not understood (see --strict)",
+                f"{counted(stats.not_understood, 'piece')} kept verbatim, not understood "
+                "(see --strict)",
                 style="yellow",
             )
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 
@@ -60,3 +61,15 @@ def test_short_name_drops_tf_noise_and_cuts_in_the_middle() -> None:
     assert short_name("jit_mlp") == "jit_mlp"
     cut = short_name("x" * 30 + "y" * 30, 21)
     assert len(cut) == 21 and cut.startswith("xxxx") and cut.endswith("yyyy") and "…" in cut
+
+
+def test_counts_agree_with_their_noun() -> None:
+    from hloscope.render.format import counted
+
+    assert [counted(n, "kernel") for n in (0, 1, 2)] == ["0 kernels", "1 kernel", "2 kernels"]
+    assert counted(2, "launch") == "2 launches" and counted(3, "branch") == "3 branches"
+    assert counted(1, "more module") == "1 more module"
+    # the trivial helpers' line, on a run with one kernel among its helpers
+    report = analyze_run(load_run(DATA / "jax_mlp"))
+    text = _render(modules_table(report), width=200)
+    assert not re.search(r"\b1 (kernels|modules|instructions)\b", text)
