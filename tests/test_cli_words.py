@@ -99,3 +99,28 @@ def test_piped_output_is_never_wrapped(tmp_path: Path) -> None:
     assert ok.splitlines() == [
         "ok 0000.a_inference__lambda__4081.6  kernels 165 ≤ 200, HLO ops per kernel 7.62 ≥ 2"
     ]
+
+
+def test_a_terminal_report_fits_its_width_and_cuts_only_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On an 80-column terminal the tables take its width: the kernel names (`kernel ·
+    ops`) are cut to make room, never the figures."""
+    import sys
+
+    for name in ("hloscope.cli.app", "hloscope.cli.inspect"):
+        monkeypatch.setattr(sys.modules[name], "_stdout_is_terminal", lambda: True)
+    run = DATA / "jax_mlp_profile"
+    args = ["report", str(run), "--peak-bandwidth", "12", "--peak-tflops", "0.2"]
+    out = runner.invoke(app, args, env={"COLUMNS": "80", "NO_COLOR": "1"}).stdout
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 80
+    inspection = inspect_run(run)
+    measured = inspection.timing(inspection.main[0].key)
+    assert measured is not None
+    rows = []
+    for k in measured.kernels[:10]:  # the report's timing table shows ten, first
+        row = next(line for line in lines if line.startswith(k.name + " ·"))
+        assert row.endswith(f"{100 * k.share:.1f}%"), row
+        rows.append(row)
+    assert any("…" in row for row in rows)  # some were cut, at their words

@@ -13,6 +13,8 @@ from hloscope.cli.app import (
     _echo,
     _print,
     _print_json,
+    _stdout_is_terminal,
+    _width,
     app,
 )
 
@@ -63,7 +65,8 @@ def profile(
         return
     from hloscope.render.timing import profile_table
 
-    _print(profile_table(timings, module=key, top=top, holds=_holds(path, timings)))
+    width = _width() if _stdout_is_terminal() else None  # piped: whole names
+    _print(profile_table(timings, module=key, top=top, holds=_holds(path, timings), width=width))
 
 
 def _holds(path: Path, timings: Any) -> dict[str, dict[str, str]]:

@@ -61,9 +61,26 @@ def holds(ops: Sequence[str], root: str = "") -> str:
     leaves = [n.rsplit("/", 1)[-1] for n in group]
     words = f"{scope}/{{{','.join(leaves)}}}" if scope else "{" + ",".join(leaves) + "}"
     if len(words) > _LEAVES_WIDTH:
-        words = f"{scope}/… ({len(group)} ops)" if scope else f"{len(group)} ops"
+        short = _scope(scope, _LEAVES_WIDTH - 8)
+        words = f"{short} ({len(group)} ops)" if scope else f"{len(group)} ops"
     rest = len(names) - len(group)
     return f"{words} +{rest}" if rest else words
+
+
+def _scope(scope: str, width: int) -> str:
+    """A name scope in about `width` characters, keeping the layer (its second part,
+    under the model's or the function's name) and the op group (its last part):
+    `sequential_1/dropout_1/…/stateless_random_uniform`, else
+    `…/dropout_1/…/stateless_random_uniform`."""
+    parts = scope.split("/")
+    if len(scope) <= width or len(parts) < 3:
+        return scope
+    first, layer, last = parts[0], parts[1], parts[-1]
+    gap = "/…/" if len(parts) > 3 else "/"
+    for text in (f"{first}/{layer}{gap}{last}", f"…/{layer}{gap}{last}", f"{first}/…/{last}"):
+        if len(text) <= width:
+            return text
+    return f"…/{last}"
 
 
 def _without(name: str, root: str) -> str:

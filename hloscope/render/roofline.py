@@ -16,6 +16,7 @@ from rich.text import Text
 
 from hloscope.analysis.cost import ModuleCost
 from hloscope.analysis.memory import KINDS, MISSING_HINT, MemoryReport
+from hloscope.render.fit import fit_names, name_room
 from hloscope.render.format import counted, fmt_bytes, fmt_flops, fmt_us
 from hloscope.render.holds import labelled
 from hloscope.timing.roofline import KernelRoof, Peaks
@@ -34,6 +35,7 @@ def cost_part(
     *,
     holds: Mapping[str, str] | None = None,
     top: int = 8,
+    width: int | None = None,
 ) -> list[RenderableType]:
     """A module's cost per execution, its planned memory and, when it was profiled and
     the device's roofs are known, the kernels furthest below their roof.
@@ -45,21 +47,26 @@ def cost_part(
         peaks: The roofs.
         holds: Kernel name -> what it holds, printed beside each kernel's name.
         top: Most kernels in the roofline table.
+        width: The terminal's width, which kernel names are cut to fit (None: a pipe).
     """
     parts: list[RenderableType] = [_cost_line(cost), _memory_line(memory)]
     if roofs and peaks is not None:
-        parts.extend(_roof_part(roofs, peaks, top, holds))
+        parts.extend(_roof_part(roofs, peaks, top, holds, width))
     return parts
 
 
 def _roof_part(
-    roofs: list[KernelRoof], peaks: Peaks, top: int, holds: Mapping[str, str] | None
+    roofs: list[KernelRoof],
+    peaks: Peaks,
+    top: int,
+    holds: Mapping[str, str] | None,
+    width: int | None,
 ) -> list[RenderableType]:
     """The kernels that take at least 1% of the measured time, furthest below the roof
     first (tiny kernels are all launch latency and would fill the table)."""
     total = sum(r.execution_us for r in roofs) or 1.0
     big = [r for r in roofs if r.execution_us / total >= MIN_SHARE]
-    parts: list[RenderableType] = [_roof_table(big[:top], peaks, holds)]
+    parts: list[RenderableType] = [_roof_table(big[:top], peaks, holds, width)]
     above = sum(r.efficiency > 1 for r in roofs)
     if above:
         runs = "runs above its roof" if above == 1 else "run above their roof"
@@ -111,7 +118,9 @@ def _memory_line(memory: MemoryReport | str | None) -> Text:
     )
 
 
-def _roof_table(roofs: list[KernelRoof], peaks: Peaks, holds: Mapping[str, str] | None) -> Table:
+def _roof_table(
+    roofs: list[KernelRoof], peaks: Peaks, holds: Mapping[str, str] | None, width: int | None
+) -> Table:
     title = Text.assemble(
         ("roofline", "bold"),
         f" ({peaks.name}, {peaks.source}: "
@@ -123,18 +132,26 @@ def _roof_table(roofs: list[KernelRoof], peaks: Peaks, holds: Mapping[str, str] 
         title=title, title_justify="left", box=None, pad_edge=False, collapse_padding=True,
         title_style="",
     )  # fmt: skip
-    for col in ("kernel · ops", "kind", "time", "FLOP/B", "achieved", "bound", "of roof", "roof"):
+    headers = ["kernel · ops", "kind", "time", "FLOP/B", "achieved", "bound", "of roof", "roof"]
+    for col in headers:
         left = col in ("kernel · ops", "kind", "bound")
         t.add_column(col, justify="left" if left else "right", no_wrap=True,
                      overflow="ellipsis" if col == "kernel · ops" else "fold")  # fmt: skip
-    for r in roofs:
-        achieved = (
+    rows = [
+        [
+            labelled(r.name, holds),
+            r.kind,
+            fmt_us(r.time_us),
+            f"{r.intensity or 0:.3g}",
             fmt_flops(r.flops_per_s, "FLOP/s")
             if r.bound == "compute"
-            else fmt_flops(r.bandwidth, "B/s")
-        )
-        t.add_row(
-            labelled(r.name, holds), r.kind, fmt_us(r.time_us), f"{r.intensity or 0:.3g}",
-            achieved, r.bound, f"{r.efficiency:.1%}", fmt_us(r.roof_us),
-        )  # fmt: skip
+            else fmt_flops(r.bandwidth, "B/s"),
+            r.bound,
+            f"{r.efficiency:.1%}",
+            fmt_us(r.roof_us),
+        ]
+        for r in roofs
+    ]
+    for row in fit_names(rows, name_room(headers, rows, width)):
+        t.add_row(*row)
     return t

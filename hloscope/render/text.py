@@ -290,8 +290,9 @@ def module_section(
     if cluster is not None:
         parts.append(cluster)
     timing = inspection.timing(m.key)
+    fit = None if full_names else width  # piped: whole names
     if timing is not None:
-        parts.append(module_detail(m.key, timing, limit=10, holds=holds, heading=False))
+        parts.append(module_detail(m.key, timing, limit=10, holds=holds, heading=False, width=fit))
     parts.extend(
         cost_part(
             inspection.cost(m.key),
@@ -299,6 +300,7 @@ def module_section(
             inspection.roofline(m.key, peaks),
             peaks,
             holds=holds,
+            width=fit,
         )
     )
     return Group(*parts)

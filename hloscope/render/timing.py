@@ -16,6 +16,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.render.fit import fit_names, name_room
 from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us, short_name
 from hloscope.render.holds import labelled
 from hloscope.timing.bench import BenchResult
@@ -149,9 +150,12 @@ def _unit(values: list[float]) -> tuple[str, float]:
     return ("s", 1e6) if top >= 1e7 else ("ms", 1e3) if top >= 1e4 else ("µs", 1.0)
 
 
-def _kernel_table(m: ModuleTiming, limit: int, holds: Mapping[str, str] | None) -> Table:
+def _kernel_table(
+    m: ModuleTiming, limit: int, holds: Mapping[str, str] | None, width: int | None
+) -> Table:
     """Each kernel's calls and time over the profiled executions (totals), its time per
-    call, and its share of the module's kernel time, heaviest first."""
+    call, and its share of the module's kernel time, heaviest first; names cut to fit
+    `width` columns (None: a pipe, whole)."""
     unit, scale = _unit([k.total_us for k in m.kernels])
     over = f"over {counted(m.executions, 'execution')}" + (
         " per device" if m.device_count > 1 else ""
@@ -164,22 +168,15 @@ def _kernel_table(m: ModuleTiming, limit: int, holds: Mapping[str, str] | None) 
         title_justify="left",
         title_style="",
     )
-    table.add_column("kernel · ops", no_wrap=True, overflow="ellipsis", min_width=20)
-    table.add_column("calls", justify="right", no_wrap=True)
-    for name in ("total", "mean", "median", "min", "max"):
-        header = f"{name} {unit}" if name == "total" else name
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
+    headers = ["kernel · ops", "calls", f"total {unit}", "mean", "median", "min", "max", "share"]
     many = any(k.kernels_per_op > 1 for k in m.kernels)
-    if many:
-        table.add_column("kernels/op", justify="right", no_wrap=True)
     devices = m.device_count > 1
-    if devices:
-        table.add_column("slowest device", no_wrap=True)
+    headers += ["kernels/op"] * many + ["slowest device"] * devices
 
     def num(x: float) -> str:
         return f"{x / scale:.1f}" if scale == 1.0 else f"{x / scale:.3f}"
 
+    rows = []
     for k in m.kernels[:limit]:
         row = [
             labelled(k.name, holds),
@@ -191,19 +188,28 @@ def _kernel_table(m: ModuleTiming, limit: int, holds: Mapping[str, str] | None) 
             row.append(str(k.kernels_per_op))
         if devices:
             row.append(_slowest(k.spread, k.slowest_device))
-        table.add_row(*row)
-    if len(m.kernels) > limit:
-        rest = m.kernels[limit:]
-        table.add_row(
-            f"… {len(rest)} more",
-            _calls(sum(k.calls for k in rest)),
-            num(sum(k.total_us for k in rest)),
-            *[""] * 4,
-            f"{100 * sum(k.share for k in rest):.1f}%",
-            *([""] if many else []),
-            *([""] if devices else []),
-            style="dim",
+        rows.append(row)
+    rest = m.kernels[limit:]
+    if rest:
+        rows.append(
+            [
+                f"… {len(rest)} more",
+                _calls(sum(k.calls for k in rest)),
+                num(sum(k.total_us for k in rest)),
+                *[""] * 4,
+                f"{100 * sum(k.share for k in rest):.1f}%",
+                *([""] if many else []),
+                *([""] if devices else []),
+            ]
         )
+    for i, header in enumerate(headers):
+        if i == 0:
+            table.add_column(header, no_wrap=True, overflow="ellipsis")
+        else:
+            right = header != "slowest device"
+            table.add_column(header, justify="right" if right else "left", no_wrap=True)
+    for i, row in enumerate(fit_names(rows, name_room(headers, rows, width))):
+        table.add_row(*row, style="dim" if rest and i == len(rows) - 1 else None)
     return table
 
 
@@ -214,6 +220,7 @@ def module_detail(
     limit: int = 25,
     holds: Mapping[str, str] | None = None,
     heading: bool = True,
+    width: int | None = None,
 ) -> RenderableType:
     """One module's timing: its lines and per-kernel table.
 
@@ -225,11 +232,13 @@ def module_detail(
             beside each kernel's name.
         heading: Start with the module's heading (`hloscope profile`); `report` prints
             the timing inside the module's own section, under its heading.
+        width: The terminal's width, which the kernel names are cut to fit (None: a
+            pipe, whole names).
     """
     parts: list[RenderableType] = [timing_heading(key, m)] if heading else []
     parts.append(timing_lines(m))
     if m.executions:
-        parts.append(_kernel_table(m, limit, holds))
+        parts.append(_kernel_table(m, limit, holds, width))
     for what, names in (
         ("in the HLO but never seen running", m.missing_kernels),
         ("seen running but not kernels of the HLO", m.unknown_ops),
@@ -247,6 +256,7 @@ def profile_table(
     top: int = 3,
     limit: int = 25,
     holds: Mapping[str, Mapping[str, str]] | None = None,
+    width: int | None = None,
 ) -> RenderableType:
     """The `hloscope profile` output: a module summary, then kernel tables.
 
@@ -257,10 +267,13 @@ def profile_table(
         limit: Kernel rows per table.
         holds: Module key -> kernel name -> what the kernel holds, where the HLO is
             known.
+        width: The terminal's width (None: a pipe, whole names).
     """
     holds = holds or {}
     if module is not None:
-        return module_detail(module, p.modules[module], limit=limit, holds=holds.get(module))
+        return module_detail(
+            module, p.modules[module], limit=limit, holds=holds.get(module), width=width
+        )
     head = Text.assemble(
         ("profile ", "bold"),
         str(p.path),
@@ -305,7 +318,7 @@ def profile_table(
         parts.append(summary)
         for key, m in measured[:top]:
             parts.append(Text(""))
-            parts.append(module_detail(key, m, limit=limit, holds=holds.get(key)))
+            parts.append(module_detail(key, m, limit=limit, holds=holds.get(key), width=width))
         if len(measured) > top:
             more = counted(len(measured) - top, "more module")
             parts.append(Text(f"\n{more}: --module NAME", "dim"))

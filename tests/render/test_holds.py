@@ -26,7 +26,12 @@ def test_words_for_one_op_one_scope_and_several() -> None:
     assert holds(["a/x", "b/y", "c/z"]) == "a/x +2"
     # long: the scope and a count
     many = [f"encoder/block/op_number_{i}" for i in range(9)]
-    assert holds(many) == "encoder/block/… (9 ops)"
+    assert holds(many) == "encoder/block (9 ops)"
+    # a long scope keeps its layer (second part) and its op group (last part)
+    deep = "sequential_1/dropout_1/stateless_dropout/stateless_random_uniform"
+    assert holds([f"{deep}/StatelessRandomUniformV2", f"{deep}/mul"]) == (
+        "…/dropout_1/…/stateless_random_uniform (2 ops)"
+    )
     # the module's own scope is left out only where every op shares it
     assert module_root(["jit(f)/a", "jit(f)/b/c"]) == "jit(f)"
     assert module_root(["jit(f)/a", "other/b"]) == "" and module_root(["a"]) == ""
