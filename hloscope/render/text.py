@@ -246,7 +246,7 @@ def module_details(
             labels = (
                 {p.op.label: p.op.label for p in unfused}
                 if full_names
-                else _cut((p.op.label for p in unfused), min(50, width // 2))
+                else _cut((p.op.label for p in unfused), min(50, width * 2 // 5))
             )
             for p in unfused:
                 t.add_row(
