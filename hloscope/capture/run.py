@@ -37,7 +37,9 @@ from hloscope.capture.compiles import record_compiles
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.capture.folder import choose_run_dir, release_run_dir
+from hloscope.capture.passes import pass_environ
 from hloscope.capture.tf_graphs import GRAPHS_SUBDIR, graph_dump_env, keep_read_stage
+from hloscope.capture.torch_xla_hooks import FOLDER as TORCH_XLA_FOLDER
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
 from hloscope.runs import Run, load_run
@@ -65,7 +67,7 @@ PROFILE_SUBDIR = "profile"
 PROFILE_ENV = "HLOSCOPE_PROFILE"
 # What a run folder holds that hloscope wrote: all `--force` removes. The caches
 # (`hloscope.store`): timings computed from the profile, `report --json` documents.
-_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR)
+_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR, TORCH_XLA_FOLDER)
 _OWN_FILES = (
     MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE,
     REPORT_CACHE,
@@ -106,6 +108,10 @@ class DumpPlan:
             and the executions to keep after them (`max_executions`); None otherwise.
         made: Folders `plan_dump` created (the default run folder, claimed atomically,
             and `hloscope-runs/` when it was new), removed again when nothing runs.
+        passes: With `--passes`: the regex of the passes after which XLA dumps the
+            module (`.*`: every pass that changed it); None otherwise.
+        env_notes: Settings of the user's environment that had to give way, one line
+            each (the logging variables `--passes` sets).
     """
 
     kind: str
@@ -123,6 +129,8 @@ class DumpPlan:
     replace: bool = False
     profile: Mapping[str, Any] | None = None
     made: tuple[Path, ...] = ()
+    passes: str | None = None
+    env_notes: tuple[str, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -204,6 +212,7 @@ def plan_dump(
     skip_first: int = 1,
     profile_steps: int | None = None,
     python_trace: bool = False,
+    passes: str | None = None,
 ) -> DumpPlan:
     """Check a dump request and decide the run folder and the child's environment.
 
@@ -224,6 +233,9 @@ def plan_dump(
         skip_first: With `profile`: executions of each module left out as warm-up.
         profile_steps: With `profile`: steady-state executions kept per module.
         python_trace: With `profile`: also record Python calls (`--python-trace`).
+        passes: Also dump the module after every pass whose name matches this regex
+            (`.*`: every pass that changed it) and log XLA's pass timings
+            (`--passes`, `--pass-re`); None: only before and after optimization.
 
     Returns:
         The plan; nothing is run yet. Without `out`, the run folder is created (empty)
@@ -247,18 +259,20 @@ def plan_dump(
         target = str(script)
         _check_script(Path(target), compile_it=python is None)
         kind, stem = "script", Path(target).stem
-    if module_re is not None:
+    for option, regex in (("--module", module_re), ("--pass-re", passes)):
+        if regex is None:
+            continue
         try:
-            re.compile(module_re)
+            re.compile(regex)
         except re.error as e:
-            raise UsageError(f"--module {module_re!r}: not a valid regex ({e})") from None
+            raise UsageError(f"{option} {regex!r}: not a valid regex ({e})") from None
     env = os.environ if environ is None else environ
     cwd = Path.cwd()
     run_dir, replace, made = choose_run_dir(out, stem, force, now or _dt.datetime.now())
     run_dir = run_dir if run_dir.is_absolute() else cwd / run_dir
     made = tuple(p if p.is_absolute() else cwd / p for p in made)
     dump_dir = run_dir / DUMP_SUBDIR
-    flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re)
+    flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re, passes)
     env_set = {
         "XLA_FLAGS": flags.value,
         "PYTHONUNBUFFERED": "1",
@@ -266,6 +280,11 @@ def plan_dump(
         "TF_CPP_VMODULE": tf_vmodule(env.get("TF_CPP_VMODULE")),
     }
     env_set.update(graph_dump_env(env, run_dir))  # what TensorFlow auto-clusters
+    env_notes: tuple[str, ...] = ()
+    if passes is not None:
+        # on top of what is set above: TensorFlow's compile log keeps its module
+        logging, env_notes = pass_environ({**env, **env_set})
+        env_set.update(logging)
     profile_plan = None
     if profile:
         try:
@@ -299,6 +318,8 @@ def plan_dump(
         replace=replace,
         profile=profile_plan,
         made=made,
+        passes=passes,
+        env_notes=env_notes,
     )
 
 
@@ -447,6 +468,7 @@ def run_dump(
     if any(c.framework == "tensorflow" for c in compiles):
         used.append("tensorflow")
     manifest = manifest.updated(
+        env=_env_set(plan, child),
         status=status,
         exit_code=exit_code,
         interrupted=interrupted,
@@ -602,6 +624,15 @@ def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
 
 # ---------------------------------------------------------------------------------------
 # After the run
+
+
+def _env_set(plan: DumpPlan, child: Mapping[str, Any]) -> dict[str, str]:
+    """What hloscope set for the script: the plan's variables, and those the child set
+    as the script imported torch_xla (`torch_xla_hooks`), which win."""
+    torch_xla = child.get("torch_xla")
+    found = torch_xla.get("env") if isinstance(torch_xla, dict) else None
+    extra = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+    return {**plan.env_set, **extra}
 
 
 def _status(child: Mapping[str, Any], run: Run, exit_code: int, interrupted: bool) -> str:

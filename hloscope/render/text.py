@@ -36,6 +36,7 @@ from hloscope.render.json import run_doc
 from hloscope.render.parallel import parallel_lines
 from hloscope.render.roofline import cost_part
 from hloscope.render.timing import module_detail
+from hloscope.render.torch_xla import torch_xla_text
 from hloscope.timing.helpers import folded_time
 from hloscope.timing.results import ModuleTiming
 from hloscope.timing.roofline import Peaks
@@ -343,6 +344,8 @@ def report_view(
     compiled = compilations_view(inspection.compilations, show_all=show_all)
     if compiled is not None:
         parts.append(compiled)
+    if inspection.torch_xla is not None:
+        parts.extend(torch_xla_text(inspection.torch_xla))
     for m in report.modules if show_all else report.main:
         parts.append(module_section(inspection, m, peaks=peaks, full_names=full_names, width=width))
     return Group(*parts)
