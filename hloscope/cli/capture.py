@@ -255,6 +255,12 @@ def dump(
         )
         if summary is not None:  # recompiled functions and the JIT cold start
             _print_records(summary)
+        from hloscope.analysis.torch_graphs import torch_xla_run
+        from hloscope.render.torch_xla import torch_xla_summary
+
+        torch_xla = torch_xla_run(result.run)
+        if torch_xla is not None:  # each graph's executions, ops that ran on the CPU
+            _print_records(torch_xla_summary(torch_xla))
     err.print(outcome(result), soft_wrap=True)
     if progress.hidden:
         err.print(
