@@ -11,8 +11,8 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     (
         "op",
         "an operation of your program as its framework names it (TensorFlow `dense/MatMul`, "
-        "JAX `jit(f)/dot_general`), read from the HLO's metadata; `hloscope ops` lists one "
-        "per line. An HLO op is one HLO instruction that does work: before optimization, "
+        "JAX `jit(f)/dot_general`, PyTorch/XLA `aten::addmm`), read from the HLO's "
+        "metadata; `hloscope ops` lists one per line. An HLO op is one HLO instruction that does work: before optimization, "
         "HLO ops count what running the HLO op by op would launch.",
     ),
     (

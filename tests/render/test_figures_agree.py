@@ -46,6 +46,8 @@ SAMPLES = [
     "tf_auto_clustering",  # samples/tf_auto_clustering.py
     "jax_four_devices_profile",  # samples/jax_four_devices.py
     "tf_compile_fails",  # samples/dynamic_shape_fails.py
+    "torch_mlp",  # samples/torch_mlp.py
+    "torch_transformer",  # samples/torch_transformer.py
 ]
 
 ENV = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
