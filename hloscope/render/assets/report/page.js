@@ -6,10 +6,10 @@
 
   function moduleSection(m) {
     var t = m.timing;
-    var meta = [m.key];
+    var meta = [shortName(m.key, 96)];
     if (m.recompiled) meta.push("#" + m.compilation + " of " + m.function + " (" + (m.inputs || []).join(", ") + ")");
-    if (m.after) meta.push(fmtInt(m.after.kernels) + " kernels");
-    if (m.before && m.after) meta.push(fmtInt(m.before.instructions) + " → " + fmtInt(m.after.instructions) + " instructions");
+    // the figures as every view prints them (render/figures.py)
+    (m.cells || []).slice(0, 2).forEach(function (c) { if (c[1] !== "–→–") meta.push(c[0] + " " + c[1]); });
     var kt = figure(m, "kernel_time_per_execution");
     if (t && t.executions && kt) meta.push(kt.label + " " + kt.text);
     return h("details", { class: "hs-module hs-card", id: "hs-m-" + m.index, data: { key: m.key } },
