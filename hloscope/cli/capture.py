@@ -331,9 +331,9 @@ def _capture_notes(result: DumpResult) -> list[str]:
     """What `--force` removed, and a profile that could not be recorded, one line each."""
     notes = []
     if result.removed:
-        notes.append(
-            f"--force: removed the earlier run's {', '.join(result.removed)}\n"
-            f"(from {result.plan.run_dir}; other files there were kept)"
+        notes.append(  # the folder is named by the run's last line
+            "--force: removed the earlier run's files (other files there were kept):\n  "
+            + ", ".join(result.removed)
         )
     profile = result.run.manifest.profile
     if profile is not None and not profile.get("profiled") and result.status == "ok":
