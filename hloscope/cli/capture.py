@@ -13,6 +13,7 @@ from hloscope.cli.app import (
     _print,
     _print_records,
     _stdout_is_terminal,
+    _width,
     app,
 )
 
@@ -248,7 +249,7 @@ def dump(
 
         full = not _stdout_is_terminal()  # piped: whole names, one line a module
         analysed = analyze_run(result.run)
-        _print_records(modules_table(analysed, show_all=show_all, full_names=full))
+        _print_records(modules_table(analysed, show_all=show_all, full_names=full, width=_width()))
         summary = compilations_summary(
             run_compilations(result.run, analysed.modules), show_all=show_all
         )
@@ -330,9 +331,9 @@ def _capture_notes(result: DumpResult) -> list[str]:
     """What `--force` removed, and a profile that could not be recorded, one line each."""
     notes = []
     if result.removed:
-        notes.append(
-            f"--force: removed the earlier run's {', '.join(result.removed)} from "
-            f"{result.plan.run_dir}; other files there were kept"
+        notes.append(  # the folder is named by the run's last line
+            "--force: removed the earlier run's files (other files there were kept):\n  "
+            + ", ".join(result.removed)
         )
     profile = result.run.manifest.profile
     if profile is not None and not profile.get("profiled") and result.status == "ok":
