@@ -40,6 +40,7 @@ __all__ = [
     "is_nsys_archive",
     "is_trivial",
     "is_xspace",
+    "left_out_of_dump",
     "load_run",
     "module_header",
     "read_manifest",
@@ -157,12 +158,17 @@ class Run:
             single files.
         modules: The modules, ordered by module id.
         dump_dir: The folder with the XLA dump files; None for a single file.
+        left_out: Files of the dump folder, named as HLO dumps, that were not read, each
+            with why (`"dump/module_0099.x.before_optimizations.txt: a link out of the
+            run folder; not read"`): a link out of the run, a FIFO, a device, a broken
+            link. What `report` warns of on stderr.
     """
 
     path: Path
     manifest: RunManifest
     modules: tuple[ModuleDump, ...]
     dump_dir: Path | None
+    left_out: tuple[str, ...] = ()
 
     @property
     def platform(self) -> str | None:
@@ -253,10 +259,11 @@ def load_run(path: str | Path) -> Run:
             raise UsageError(f"{manifest_path} is a link out of the run folder; not read")
         manifest = read_manifest(manifest_path)
         dump_dir = _dump_dir(p, manifest.dump_dir)
-        return Run(p, manifest, scan_dump_dir(dump_dir, root=p), dump_dir)
+        modules = scan_dump_dir(dump_dir, root=p)
+        return Run(p, manifest, modules, dump_dir, left_out_of_dump(dump_dir, p))
     modules = scan_dump_dir(p)
     if modules:
-        return Run(p, RunManifest(), modules, p)
+        return Run(p, RunManifest(), modules, p, left_out_of_dump(p, p))
     # A folder holding the dump one level down (`hlo/`, `dump/`, `xla_dump/`).
     try:
         subdirs = sorted(d for d in p.iterdir() if d.is_dir() and inside(d, p))
@@ -270,7 +277,7 @@ def load_run(path: str | Path) -> Run:
     nested = [(d, mods) for d, mods in nested if mods]
     if len(nested) == 1:
         d, mods = nested[0]
-        return Run(p, _bare_manifest(p, mods), mods, d)
+        return Run(p, _bare_manifest(p, mods), mods, d, left_out_of_dump(d, p))
     if len(nested) > 1:
         raise UsageError(
             f"{p} holds several dump folders ({', '.join(str(d) for d, _ in nested)}); "
@@ -556,6 +563,36 @@ def scan_dump_dir(folder: Path, *, root: Path | None = None) -> tuple[ModuleDump
     modules = _disambiguate(modules)
     modules.sort(key=lambda m: (m.id_number is None, m.id_number or 0, m.stamp or "", m.name))
     return tuple(modules)
+
+
+def left_out_of_dump(folder: Path, root: Path) -> tuple[str, ...]:
+    """The entries of a dump folder named as HLO dumps that `scan_dump_dir` does not
+    read, each with why: a link out of `root`, a FIFO or a device, a broken link.
+
+    A run folder someone else made may hold them; they are never read (a link to
+    `/etc/passwd` named as a module would quote it), but a module silently missing
+    would read as "XLA compiled nothing", so `report` names them.
+
+    Args:
+        folder: The dump folder.
+        root: The run folder reading must stay in.
+    """
+    try:
+        entries = sorted(folder.iterdir()) if inside(folder, root) else []
+    except OSError:
+        return ()
+    out = []
+    for entry in entries:
+        if dump_file_info(entry.name) is None:
+            continue
+        shown = entry.relative_to(root) if entry.is_relative_to(root) else entry
+        if entry.is_symlink() and not entry.exists():
+            out.append(f"{shown}: a broken link; not read")
+        elif entry.is_symlink() and not inside(entry, root):
+            out.append(f"{shown}: a link out of the run folder; not read")
+        elif entry.exists() and not entry.is_file() and not entry.is_dir():
+            out.append(f"{shown}: not a regular file (a FIFO or a device); not read")
+    return tuple(out)
 
 
 def _prefer(new: Path, old: Path) -> bool:

@@ -241,6 +241,33 @@ def test_links_out_of_the_run_folder_are_not_read(leaky_run: Path, extra: list[s
     assert result.returncode == 0, result.stderr
     assert SECRET not in result.stdout + result.stderr
     assert "leak" not in result.stdout
+    # Not read, but not unseen either: one warning line each, on stderr.
+    assert sorted(result.stderr.splitlines()) == [
+        "hloscope: warning: dump/module_0098.leak2.cpu_after_optimizations.txt: "
+        "a link out of the run folder; not read",
+        "hloscope: warning: dump/module_0099.leak.before_optimizations.txt: "
+        "a link out of the run folder; not read",
+    ]
+
+
+def test_fifos_and_broken_links_named_as_dumps_are_named_not_read(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "tf_dense_relu", run / "dump")
+    os.mkfifo(run / "dump" / "module_0097.fifo.before_optimizations.txt")  # would hang
+    (run / "dump" / "module_0096.gone.before_optimizations.txt").symlink_to("nowhere")
+    (run / "dump" / "module_0095.\x1b[2J.before_optimizations.txt").symlink_to("/etc/passwd")
+    (run / "run.json").write_text(RunManifest(source="dump").dumps(), encoding="utf-8")
+    result = hloscope("report", str(run))
+    assert result.returncode == 0, result.stderr
+    assert "root:" not in result.stdout + result.stderr
+    assert sorted(result.stderr.splitlines()) == [
+        "hloscope: warning: dump/module_0095.\\x1b[2J.before_optimizations.txt: "
+        "a link out of the run folder; not read",
+        "hloscope: warning: dump/module_0096.gone.before_optimizations.txt: "
+        "a broken link; not read",
+        "hloscope: warning: dump/module_0097.fifo.before_optimizations.txt: "
+        "not a regular file (a FIFO or a device); not read",
+    ]
 
 
 def test_links_out_of_the_run_folder_stay_out_of_the_html(leaky_run: Path) -> None:

@@ -152,11 +152,13 @@ def _report_json(
 
 
 def _warnings(inspection: Any) -> tuple[str, ...]:
-    """What `report` says on stderr: an unreadable profile must not hide the fusion
-    report, but must not pass unseen either."""
-    if not inspection.timing_error:
-        return ()
-    return (f"hloscope: warning: no timings: {inspection.timing_error}",)
+    """What `report` says on stderr: an unreadable profile, or dump files not read (links
+    out of the run, FIFOs), must not hide the fusion report, but must not pass unseen
+    either. One line each (`_echo` escapes the other control characters)."""
+    lines = [f"hloscope: warning: {why}".replace("\n", "\\n") for why in inspection.run.left_out]
+    if inspection.timing_error:
+        lines.append(f"hloscope: warning: no timings: {inspection.timing_error}")
+    return tuple(lines)
 
 
 def _peaks(inspection: Any, bandwidth_gbs: float | None, tflops: float | None) -> Any:
