@@ -15,6 +15,21 @@ not necessarily write: it is read with `files.read_regular` under a size cap and
 through a link, and anything else (garbage, a FIFO, a link, a file too big) reads as
 empty. Writes go to a temporary file renamed over the old one; a folder that cannot be
 written loses the cache, never the result.
+
+A new cache kept in a run folder takes four calls (as `timing.cache` does):
+
+    doc = {"what": "my-analysis", "version": 1, "options": {...},
+           "inputs": [[name, content_digest(path, MAX_HASHED_BYTES)] for ...]}
+    key = entry_key(doc)                     # None: no secret here, compute uncached
+    value = lookup(run / FILE, key, limit)   # None: absent, forged, stale or unreadable
+    if value is None:                        # (check a value found as any input: it
+        value = compute()                    #  is JSON from a file, signed or not)
+        keep(run / FILE, key, value, limit=limit, max_entries=4)
+
+Name files in `doc` by `content_digest` (one file) or `tree_digest` (a folder), never
+by stamps alone, and put in everything else the value depends on (options, the
+version of its shape, hloscope's own code where that matters). Store files are named
+`.hloscope-*.json`, so that `tree_stamps`/`tree_digest` of the run leave them out.
 """
 
 from __future__ import annotations
@@ -34,6 +49,7 @@ from typing import Any
 from hloscope.files import inside, read_regular
 
 __all__ = [
+    "MAX_HASHED_BYTES",
     "PEAKS_FILE",
     "REPORT_CACHE",
     "STORE_VERSION",
