@@ -82,3 +82,18 @@ class MissingDependencyError(HloscopeError):
     """An optional dependency (TensorFlow, JAX, the `dot` binary, a browser) is missing."""
 
     exit_code = 3
+
+
+class DocumentError(UsageError):
+    """A document hloscope saved or passed between processes that cannot be read back:
+    `run.json` or one of its sections, a run's `bench.json`, the dump child's report, a
+    cache entry. Each typed document's `from_json` raises it instead of returning a
+    sentinel; a reader that can go on without the document catches it and says why.
+
+    Attributes:
+        where: The file or the part of it that is wrong.
+    """
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)

@@ -15,30 +15,28 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hloscope.analysis.compilations import Compilations, run_compilations
 from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
-from hloscope.errors import HloscopeError, UsageError
+from hloscope.errors import DocumentError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
-from hloscope.hlo.text import split_lines
 from hloscope.runs import Run, load_run
+from hloscope.timing.bench import BenchResult
 from hloscope.timing.helpers import weigh_helpers
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
 from hloscope.timing.sources import run_timings
 from hloscope.timing.xla_coverage import XlaCoverage, xla_coverage
 
-__all__ = ["BENCH_FILE", "Inspection", "inspect_run"]
+__all__ = ["BENCH_FILE", "Inspection", "inspect_run", "read_bench"]
 
 BENCH_FILE = "bench.json"
 """What `hloscope bench --save RUN` writes into a run folder."""
 
-# bench.json is a few kilobytes; HLO text read for display is capped per module.
+# bench.json is a few kilobytes.
 _MAX_BENCH_BYTES = 1024 * 1024
-_MAX_SOURCE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -54,10 +52,10 @@ class Inspection:
             to its measurement).
         timing_error: Why the run's timings could not be read ("" when they could, or
             when there are none).
-        bench: The run's `bench.json` document (eager vs XLA), or None; an unreadable
-            file is `{"error": ...}`.
-        sources: The after-optimization HLO text of each module, as lines, by module key;
-            filled only when asked for (the HTML page shows kernels' HLO).
+        bench: The run's `bench.json` (eager vs XLA), or None when it has none or it
+            could not be read (see `bench_error`).
+        bench_error: Why the run's `bench.json` could not be read ("" when it could, or
+            when there is none).
         memory: Each module's planned memory (XLA's buffer-assignment files), by module
             key; a module whose dump lacks them is absent, an unreadable one is its error.
         compilations: The run's modules grouped by the function they compile, with
@@ -71,8 +69,8 @@ class Inspection:
     timings: ProfileTimings | None = None
     module_timings: Mapping[str, ModuleTiming] = field(default_factory=dict)
     timing_error: str = ""
-    bench: Mapping[str, Any] | None = None
-    sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    bench: BenchResult | None = None
+    bench_error: str = ""
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
     compilations: Compilations = field(default_factory=Compilations)
     xla_coverage: XlaCoverage | None = None
@@ -106,6 +104,31 @@ class Inspection:
             if m.key == key:
                 return m
         raise UsageError(f"no module {key!r} in this inspection of {self.run.path}")
+
+    def select(self, keys: Iterable[str]) -> Inspection:
+        """The same inspection narrowed to some of its modules (a notebook's module view),
+        without analysing or reading anything again.
+
+        Args:
+            keys: Module keys of this inspection.
+
+        Raises:
+            UsageError: A key names no module of the inspection.
+        """
+        wanted = list(dict.fromkeys(keys))
+        modules = tuple(self.module(k) for k in wanted)
+        kept = set(wanted)
+        return Inspection(
+            report=RunReport(self.run, modules),
+            timings=self.timings,
+            module_timings={k: t for k, t in self.module_timings.items() if k in kept},
+            timing_error=self.timing_error,
+            bench=self.bench,
+            bench_error=self.bench_error,
+            memory={k: m for k, m in self.memory.items() if k in kept},
+            compilations=run_compilations(self.run, modules, shapes_of=wanted),
+            xla_coverage=self.xla_coverage,
+        )
 
     def cost(self, key: str) -> ModuleCost | None:
         """A module's bytes and FLOPs per kernel (None without an after module);
@@ -153,7 +176,6 @@ def inspect_run(
     *,
     timings: bool = True,
     bench: bool = True,
-    sources: bool = False,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
 
@@ -163,7 +185,6 @@ def inspect_run(
         modules: Patterns selecting modules (see `Run.module`); all modules when empty.
         timings: Read the run's measured timings, when it holds any.
         bench: Read the run's `bench.json`, when it has one.
-        sources: Keep each module's after-optimization HLO text (for the HTML page).
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason
@@ -189,16 +210,21 @@ def inspect_run(
             if t is not None:
                 joined[m.key] = t
     report = weigh_helpers(report, joined)  # a costly helper is not folded away
-    skip = (loaded.manifest.profile or {}).get("skip_first", 1)
-    skip = skip if isinstance(skip, int) else 1
+    skip = loaded.manifest.profile.skip_first if loaded.manifest.profile else 1
     coverage = xla_coverage(loaded, report, joined, skip_first=skip, profiled=timings)
+    bench_result, bench_error = None, ""
+    if bench:
+        try:
+            bench_result = read_bench(loaded)
+        except DocumentError as e:
+            bench_error = str(e)
     return Inspection(
         report=report,
         timings=profile,
         module_timings=joined,
         timing_error=error,
-        bench=read_bench(loaded) if bench else None,
-        sources=_sources(report.modules) if sources else {},
+        bench=bench_result,
+        bench_error=bench_error,
         memory=_memory(report.modules),
         compilations=run_compilations(loaded, report.modules, shapes_of=selected),
         xla_coverage=coverage,
@@ -219,23 +245,25 @@ def _memory(modules: Iterable[ModuleReport]) -> dict[str, MemoryReport | str]:
     return out
 
 
-def read_bench(run: Run) -> dict[str, Any] | None:
+def read_bench(run: Run) -> BenchResult | None:
     """The run's `bench.json` (saved by `hloscope bench --save RUN`), or None.
 
-    An unreadable file comes back as `{"error": ...}`, to be shown rather than fail.
+    Raises:
+        DocumentError: The file links out of the run folder, is not JSON, or is not a
+            bench document (`inspect_run` shows the reason rather than fail).
     """
     path = run.path / BENCH_FILE if run.path.is_dir() else None
     if path is None or not path.is_file():
         return None
     if not inside(path, run.path):  # as run.json and dump/: nothing read from outside
-        return {"error": f"{BENCH_FILE} links out of the run folder; it was not read"}
+        raise DocumentError("links out of the run folder; it was not read", where=BENCH_FILE)
     try:
         doc = json.loads(read_regular(path, _MAX_BENCH_BYTES))
     except RecursionError:
-        return {"error": f"{BENCH_FILE} is nested too deep"}
+        raise DocumentError("nested too deep", where=BENCH_FILE) from None
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        return {"error": f"{BENCH_FILE} is not readable: {e}"}
-    return doc if isinstance(doc, dict) else {"error": f"{BENCH_FILE} is not a JSON object"}
+        raise DocumentError(f"not readable: {e}", where=BENCH_FILE) from None
+    return BenchResult.from_json(doc, where=BENCH_FILE)
 
 
 def _static(modules: Iterable[ModuleReport]) -> dict[str, ModuleAnalysis]:
@@ -247,19 +275,4 @@ def _static(modules: Iterable[ModuleReport]) -> dict[str, ModuleAnalysis]:
         out.setdefault(m.name, m.after)
         if m.module_id is not None and m.module_id.isdigit():
             out[timing_key(m.name, int(m.module_id), True)] = m.after
-    return out
-
-
-def _sources(modules: Iterable[ModuleReport]) -> dict[str, tuple[str, ...]]:
-    out = {}
-    for m in modules:
-        module = m.after_module
-        if module is None or module.path is None:
-            continue
-        try:
-            text = read_regular(Path(module.path), _MAX_SOURCE_BYTES)
-        except OSError:
-            continue
-        # split as the parser counts lines, so Instruction.line indexes them
-        out[m.key] = tuple(split_lines(text.decode("utf-8", "replace")))
     return out

@@ -1,17 +1,20 @@
 """Notebooks: a run and its modules as objects that show themselves.
 
-`hloscope.load_run` and `hloscope.inspect` return a `RunView`; `run.main()` and
+`hloscope.open_run` and `hloscope.inspect` return a `RunView`; `run.main()` and
 `run.module(...)` return `ModuleView`s. They are a facade: every table, list and
-picture comes from the same inspection (`hloscope.inspection.inspect_run`) and the same
-renderers the command line uses, so a notebook shows what `hloscope report --html` and
-`hloscope graph` show. Inspections are built on first use and kept.
+picture comes from one inspection of the run (`hloscope.inspection.inspect_run`), built
+on first use and kept, and the same renderers the command line uses, so a notebook shows
+what `hloscope report --html` and `hloscope graph` show. A `ModuleView` reads its
+module from its run's inspection: nothing is analysed twice.
+
+`hloscope.load_run` is the plain loader (`hloscope.runs.load_run`, a `Run`), for
+scripts that call `hloscope.inspect_run` themselves; `RunView(run)` wraps such a run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,13 @@ class RunView:
 
     Attributes:
         run: The run folder as loaded (`hloscope.runs.Run`).
+
+    Example:
+        >>> view = hloscope.open_run("tests/data/jax_mlp")  # or RunView(hloscope.load_run(p))
+        >>> view.main().key
+        '0030.jit_mlp'
+        >>> view.summary()[0]["kernels"]
+        11
     """
 
     def __init__(self, run: Run) -> None:
@@ -70,7 +80,7 @@ class RunView:
     def _view(self, dump: ModuleDump) -> ModuleView:
         view = self._views.get(dump.key)
         if view is None:
-            view = self._views[dump.key] = ModuleView(self.run, dump)
+            view = self._views[dump.key] = ModuleView(self, dump)
         return view
 
     def __repr__(self) -> str:
@@ -93,8 +103,9 @@ class RunView:
 
     @functools.cached_property
     def inspection(self) -> Inspection:
-        """Every module analysed and timed (built on first use)."""
-        return inspect_run(self.run, sources=True)
+        """Every module analysed and timed (built on first use, then kept: the one
+        inspection of the run that every view of it reads)."""
+        return inspect_run(self.run)
 
     def summary(self) -> list[dict[str, Any]]:
         """One row per module, biggest first, trivial helper modules last: `key`,
@@ -134,15 +145,25 @@ class RunView:
 
 
 class ModuleView:
-    """One module of a run in a notebook.
+    """One module of a run in a notebook, read from its run's inspection.
 
     Attributes:
-        run: The run it belongs to.
+        view: The run it belongs to.
         dump: Its dump files.
+
+    Example:
+        >>> m = hloscope.open_run("tests/data/jax_mlp").module("jit_mlp")
+        >>> [k.name for k in m.kernels()][:2]
+        ['fusion.3', 'dot.1']
     """
 
-    def __init__(self, run: Run, dump: ModuleDump) -> None:
-        self.run, self.dump = run, dump
+    def __init__(self, view: RunView, dump: ModuleDump) -> None:
+        self.view, self.dump = view, dump
+
+    @property
+    def run(self) -> Run:
+        """The run folder it belongs to, as loaded."""
+        return self.view.run
 
     def __repr__(self) -> str:
         return f"ModuleView({self.key!r})"
@@ -168,8 +189,8 @@ class ModuleView:
 
     @functools.cached_property
     def inspection(self) -> Inspection:
-        """This module analysed and timed (built on first use)."""
-        return inspect_run(self.run, [self.dump.key], sources=True)
+        """The run's inspection narrowed to this module (`Inspection.select`)."""
+        return self.view.inspection.select([self.dump.key])
 
     @property
     def report(self) -> ModuleReport:
@@ -211,10 +232,7 @@ class ModuleView:
 
         options.setdefault("timings", self.inspection.kernel_times(self.key))
         spec = module_diagram(self.report, stage="before" if before else "after", **options)
-        with tempfile.TemporaryDirectory(prefix="hloscope-graph-") as tmp:
-            out = Path(tmp) / "graph.svg"
-            dot.render(spec, out, "svg")
-            return SVG(sanitize_svg(out.read_text(encoding="utf-8")))
+        return SVG(sanitize_svg(dot.render_svg(spec)))
 
     def _repr_html_(self) -> str:
         from hloscope.render.html import graphviz_diagrams, iframe_html, report_page
@@ -227,10 +245,15 @@ class ModuleView:
 
 def open_run(path: str | Path) -> RunView:
     """Load a run folder, a bare XLA dump folder, or one HLO file for a notebook
-    (`hloscope.load_run`).
+    (`hloscope.open_run`; `RunView(hloscope.load_run(path))` is the same).
 
     Raises:
         UsageError: The path holds no run.
+
+    Example:
+        >>> run = hloscope.open_run("tests/data/jax_mlp")
+        >>> run.inspection.main[0].name
+        'jit_mlp'
     """
     return RunView(load_run(path))
 

@@ -18,9 +18,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hloscope"
 
 # Lowest first. A module's layer is the longest prefix listed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("hloscope.errors", "hloscope.files", "hloscope.store"),
+    ("hloscope.errors", "hloscope.frameworks", "hloscope.files", "hloscope.store"),
     ("hloscope.hlo",),
-    ("hloscope.manifest", "hloscope.runs"),
+    ("hloscope.manifest", "hloscope.runs", "hloscope.unpack"),
     ("hloscope.capture",),
     ("hloscope.analysis",),
     ("hloscope.timing",),

@@ -9,7 +9,7 @@ from tests.conftest import DATA
 
 
 def test_run_and_module_methods() -> None:
-    run = hloscope.load_run(DATA / "jax_mlp")
+    run = hloscope.open_run(DATA / "jax_mlp")
     main = run.main()
     assert main.key == "0030.jit_mlp"  # the biggest module that is not a JAX helper
     rows = run.summary()
@@ -25,7 +25,7 @@ def test_run_and_module_methods() -> None:
 
 
 def test_a_module_is_analysed_once_however_often_it_is_asked_for() -> None:
-    run = hloscope.load_run(DATA / "jax_mlp")
+    run = hloscope.open_run(DATA / "jax_mlp")
     assert run.main() is run.module("0030.jit_mlp")
     assert any(m is run.main() for m in run.modules)
     first = run.main().inspection

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import UsageError
+from hloscope.frameworks import Framework
 from hloscope.manifest import MANIFEST, Compile, ModuleEntry, RunManifest
 from hloscope.runs import Run, load_run, read_manifest
 
 __all__ = ["Captured", "framework_of_call", "inspect"]
 
-_FRAMEWORKS = {"tensorflow": "tensorflow", "tf": "tensorflow", "jax": "jax"}
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)", re.M)
 _DUMP_SUBDIR = "dump"
 
@@ -35,14 +35,14 @@ class Captured:
     """What a framework module hands back for one function.
 
     Attributes:
-        framework: `tensorflow` or `jax`.
+        framework: The framework that compiled it.
         before: HLO text before optimization.
         after: HLO text after optimization.
         platform: What it was compiled for (`cpu`, `sm_90`, ...).
         compile: The compile as the framework timed it, where it says (JAX).
     """
 
-    framework: str
+    framework: Framework
     before: str
     after: str
     platform: str
@@ -78,17 +78,15 @@ def inspect(
             is not an earlier `inspect` run.
         MissingDependencyError: The framework is not installed.
     """
-    name = _FRAMEWORKS.get(framework.lower()) if framework else framework_of_call(fn, example_args)
-    if name is None and framework is None:
+    name = Framework.parse(framework) if framework else framework_of_call(fn, example_args)
+    if name is None:
         raise UsageError(
             "cannot tell whether the function is TensorFlow or JAX code; "
             "pass framework='tensorflow' or framework='jax'"
         )
-    if name is None:
-        raise UsageError(f"framework={framework!r}: use 'tensorflow' or 'jax'")
     folder = _prepare_folder(save_to)
     support = importlib.import_module(
-        "hloscope.capture.tf" if name == "tensorflow" else "hloscope.capture.jax"
+        "hloscope.capture.tf" if name is Framework.TENSORFLOW else "hloscope.capture.jax"
     )
     captured: Captured = support.capture(fn, example_args)
     return _write_run(folder, captured, fn)
@@ -98,17 +96,17 @@ _TF_MODULES = ("tensorflow", "keras", "tf_keras")
 _JAX_MODULES = ("jax", "jaxlib", "flax")
 
 
-def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> str | None:
-    """`tensorflow` or `jax`, from the types of the arguments, else from where `fn` (a
+def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> Framework | None:
+    """The framework of a call, from the types of the arguments, else from where `fn` (a
     `tf.function`, a jitted function) or the objects it closes over come from, else from
     which one framework is imported; None when nothing tells."""
 
-    def framework_of(obj: Any, module: str | None = None) -> str | None:
+    def framework_of(obj: Any, module: str | None = None) -> Framework | None:
         top = (module or type(obj).__module__ or "").split(".")[0]
         if top in _TF_MODULES:
-            return "tensorflow"
+            return Framework.TENSORFLOW
         if top in _JAX_MODULES:
-            return "jax"
+            return Framework.JAX
         return None
 
     found = {framework_of(leaf) for leaf in _leaves(list(args))} - {None}
@@ -119,8 +117,8 @@ def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> str | None
         }
         found.discard(None)
     if not found:
-        found = {fw for fw in ("tensorflow", "jax") if fw in sys.modules}
-    return str(found.pop()) if len(found) == 1 else None
+        found = {fw for fw in Framework if fw.value in sys.modules}
+    return found.pop() if len(found) == 1 else None
 
 
 def _leaves(value: Any, depth: int = 0) -> Iterator[Any]:
@@ -187,14 +185,14 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
             "TensorFlow reports XLA's compile time only in its log, not to the process: "
             "`hloscope dump` records it",
         )
-        if captured.framework == "tensorflow"
+        if captured.framework is Framework.TENSORFLOW
         else ("JAX compiled nothing here: this process had compiled the function before",)
     )
     manifest = RunManifest(
         source="inspect",
         function=getattr(fn, "__qualname__", None) or type(fn).__name__,
         started_at=_dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        framework=captured.framework,
+        frameworks=(captured.framework,),
         versions=info["versions"],
         platform=captured.platform,
         device=detect_device(captured.platform, info["devices"]),

@@ -10,6 +10,7 @@ import typer
 from hloscope.cli.app import (
     _command,
     _console,
+    _invocation,
     _print,
     _print_records,
     _stdout_is_terminal,
@@ -17,12 +18,14 @@ from hloscope.cli.app import (
 )
 
 if TYPE_CHECKING:
-    from hloscope.capture.run import DumpResult
+    from hloscope.capture.run import DumpPlan, DumpResult
+    from hloscope.runs import Run
 
 
 @app.command(rich_help_panel="Capture")
 @_command
 def dump(
+    ctx: typer.Context,
     script: Annotated[
         str | None,
         typer.Argument(
@@ -153,11 +156,8 @@ def dump(
     Example: hloscope dump samples/dense_relu.py -- --batch 32
              hloscope dump --profile samples/jax_mlp.py
     """
-    from hloscope.analysis.report import analyze_run
-    from hloscope.capture.run import plan_dump, run_dump
+    from hloscope.capture.run import DumpRequest
     from hloscope.errors import UsageError
-    from hloscope.render.progress import DumpProgress, outcome
-    from hloscope.render.text import modules_table
 
     script_args = list(args or [])
     if run_module is not None and script is not None:
@@ -165,37 +165,30 @@ def dump(
         script = None
     if run_module is None and script is None:
         raise UsageError("give a script to run: hloscope dump SCRIPT.py [-- ARGS...]")
-    plan_args: dict[str, Any] = dict(
+    request = DumpRequest(
         script=script,
-        args=script_args,
+        args=tuple(script_args),
         module=run_module,
         python=python,
         module_re=module_re,
         out=out,
         force=force,
-        command=[
-            "hloscope",
-            "dump",
-            *(["-m", run_module] if run_module else []),
-            *(["--python", python] if python else []),
-            *(["--module", module_re] if module_re else []),
-            *(["-o", str(out)] if out else []),
-            *(["--force"] if force else []),
-            *(["--profile"] if profile else []),
-            *(["--framework", framework] if framework else []),
-            *(["--skip-first", str(skip_first)] if profile and skip_first != 1 else []),
-            *(["--profile-steps", str(profile_steps)] if profile_steps else []),
-            *(["--python-trace"] if python_trace else []),
-            *([script] if script else []),
-            *(["--", *script_args] if script_args else []),
-        ],
         profile=profile,
         framework=framework,
         skip_first=skip_first,
         profile_steps=profile_steps,
         python_trace=python_trace,
     )
-    plan = plan_dump(**plan_args)
+    plan = request.plan(command=_invocation(ctx))
+    raise typer.Exit(_dump(plan, show_all=show_all, verbose=verbose, unfused=compare_unfused))
+
+
+def _dump(plan: DumpPlan, *, show_all: bool, verbose: bool, unfused: bool) -> int:
+    """Run the plan and show what it made; the exit code `dump` exits with."""
+    from hloscope.errors import UsageError
+    from hloscope.manifest import RunStatus
+    from hloscope.render.progress import outcome
+
     err = _console(stderr=True)
     if plan.flag_conflicts:
         err.print(
@@ -205,67 +198,78 @@ def dump(
             style="yellow",
             markup=False,
         )
-    with DumpProgress(plan, console=err, verbose=verbose) as progress:
-        result = run_dump(
-            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
-        )
+    result, hidden = _run(plan, err, verbose=verbose)
     for line in _capture_notes(result):
         err.print(f"hloscope: {line}", style="yellow", markup=False, soft_wrap=True)
-    if result.status == "module-not-found":
+    if result.status is RunStatus.MODULE_NOT_FOUND:
         raise UsageError(
             f"-m {plan.target}: no module named {plan.target!r} (run hloscope from the folder "
             "that holds it, or install it in that Python)"
         )
     if result.run.modules:
-        from hloscope.analysis.compilations import run_compilations
-        from hloscope.render.compilations import compilations_summary
-
-        full = not _stdout_is_terminal()  # piped: whole names, one line a module
-        analysed = analyze_run(result.run)
-        _print_records(modules_table(analysed, show_all=show_all, full_names=full))
-        summary = compilations_summary(
-            run_compilations(result.run, analysed.modules), show_all=show_all
-        )
-        if summary is not None:  # recompiled functions and the JIT cold start
-            _print_records(summary)
+        _print_modules(result.run, show_all=show_all)
     err.print(outcome(result), soft_wrap=True)
-    if progress.hidden:
+    if hidden:
         err.print(
-            f"({progress.hidden} lines of TensorFlow/XLA INFO logging hidden: in stderr.log; "
+            f"({hidden} lines of TensorFlow/XLA INFO logging hidden: in stderr.log; "
             "--verbose shows them)",
             style="dim",
             soft_wrap=True,
             markup=False,
         )
-    if compare_unfused and result.command_exit_code == 0:
-        _dump_unfused(plan_args, result.run.path, err)
-    raise typer.Exit(result.command_exit_code)
+    if unfused and result.command_exit_code == 0:
+        _dump_unfused(plan, result.run.path, err)
+    return result.command_exit_code
 
 
-def _dump_unfused(plan_args: dict[str, Any], fused: Path, err: Any) -> None:
+def _run(plan: DumpPlan, err: Any, *, verbose: bool = False) -> tuple[DumpResult, int]:
+    """Run a plan under the live progress display: the result, and how many lines of
+    framework logging the display hid."""
+    from hloscope.capture.run import run_dump
+    from hloscope.render.progress import DumpProgress
+
+    with DumpProgress(plan, console=err, verbose=verbose) as progress:
+        result = run_dump(
+            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
+        )
+    return result, progress.hidden
+
+
+def _print_modules(run: Run, *, show_all: bool) -> None:
+    """The dumped modules, one row each, then recompiled functions and the cold start."""
+    from hloscope.analysis.compilations import run_compilations
+    from hloscope.analysis.report import analyze_run
+    from hloscope.render.compilations import compilations_summary
+    from hloscope.render.text import modules_table
+
+    full = not _stdout_is_terminal()  # piped: whole names, one line a module
+    analysed = analyze_run(run)
+    _print_records(modules_table(analysed, show_all=show_all, full_names=full))
+    summary = compilations_summary(run_compilations(run, analysed.modules), show_all=show_all)
+    if summary is not None:  # recompiled functions and the JIT cold start
+        _print_records(summary)
+
+
+def _dump_unfused(fused: DumpPlan, folder: Path, err: Any) -> None:
     """The second run of `--compare-unfused`, then both runs side by side."""
     import os
 
     from hloscope.capture.compare import unfused_environ
-    from hloscope.capture.run import plan_dump, run_dump
     from hloscope.inspection import inspect_run
-    from hloscope.render.progress import DumpProgress, outcome
+    from hloscope.render.progress import outcome
     from hloscope.render.unfused import unfused_table
 
-    out = fused.with_name(fused.name + "-unfused")
-    plan = plan_dump(
-        **(plan_args | {"out": out, "force": True, "environ": unfused_environ(os.environ)})
-    )
-    with DumpProgress(plan, console=err) as progress:
-        result = run_dump(
-            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
-        )
+    request = fused.request.replaced(out=folder.with_name(folder.name + "-unfused"), force=True)
+    plan = request.plan(command=fused.command, environ=unfused_environ(os.environ))
+    result, _ = _run(plan, err)
     err.print(outcome(result), soft_wrap=True)
-    _print(unfused_table(inspect_run(fused), inspect_run(result.run)))
+    _print(unfused_table(inspect_run(folder), inspect_run(result.run)))
 
 
 def _capture_notes(result: DumpResult) -> list[str]:
     """What `--force` removed, and a profile that could not be recorded, one line each."""
+    from hloscope.manifest import RunStatus
+
     notes = []
     if result.removed:
         notes.append(
@@ -273,8 +277,8 @@ def _capture_notes(result: DumpResult) -> list[str]:
             f"{result.plan.run_dir}; other files there were kept"
         )
     profile = result.run.manifest.profile
-    if profile is not None and not profile.get("profiled") and result.status == "ok":
-        wanted = profile.get("framework") or "JAX or TensorFlow"
+    if profile is not None and not profile.profiled and result.status is RunStatus.OK:
+        wanted = " or ".join(f"{f}" for f in profile.frameworks) or "JAX or TensorFlow"
         notes.append(
             f"warning: --profile recorded nothing: the script never compiled with {wanted} "
             "(JAX's profiler starts at its first compile, TensorFlow's when it is imported)"

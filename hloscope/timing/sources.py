@@ -17,6 +17,7 @@ from typing import Protocol
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.errors import HloscopeError
 from hloscope.hlo.parser import parse_file
+from hloscope.manifest import ProfileSettings
 from hloscope.runs import NSYS_SOURCE, XSPACE_SOURCE, Run, scan_dump_dir
 from hloscope.timing import nsys
 from hloscope.timing.attribution import attribute, op_events
@@ -80,13 +81,11 @@ class ProfilerSource:
         return folder is not None and has_profile(folder)
 
     def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
-        settings = run.manifest.profile or {}
-        skip = settings.get("skip_first", 1)
-        limit = settings.get("max_executions")
+        settings = run.manifest.profile or ProfileSettings()
         return profile_timings(  # computed once, then kept in the run folder
             _profile_folder(run) or run.path,
-            skip_first=skip if isinstance(skip, int) and skip >= 0 else 1,
-            max_executions=limit if isinstance(limit, int) and limit > 0 else None,
+            skip_first=settings.skip_first,
+            max_executions=settings.max_executions,
             static=static or None,
         )
 
@@ -97,9 +96,9 @@ def _profile_folder(run: Run) -> Path | None:
     folder (a profile recorded another way and put there, a bare profiler log dir)."""
     if not run.path.is_dir():
         return None
-    named = (run.manifest.profile or {}).get("dir")
-    if run.manifest.source == "dump" and isinstance(named, str) and named:
-        return run.path / named
+    settings = run.manifest.profile
+    if run.manifest.source == "dump" and settings is not None:
+        return run.path / settings.dir
     return run.path
 
 

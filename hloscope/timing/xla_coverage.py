@@ -28,6 +28,7 @@ from hloscope.analysis.tf_graphs import (
 )
 from hloscope.capture.tf_graphs import GRAPHS_SUBDIR
 from hloscope.errors import HloscopeError
+from hloscope.frameworks import Framework
 from hloscope.runs import Run
 from hloscope.timing.results import ModuleTiming
 from hloscope.timing.sources import profile_folder
@@ -155,8 +156,7 @@ def _profile_traces(run: Run) -> list[Trace]:
 
 
 def _is_tensorflow(run: Run, modules: Sequence[ModuleReport]) -> bool:
-    framework = run.manifest.framework or ""
-    return "tensorflow" in framework or any(
+    return Framework.TENSORFLOW in run.manifest.frameworks or any(
         m.name.startswith(("cluster_", "a_inference_")) for m in modules
     )
 

@@ -86,7 +86,9 @@ def test_framework_detection_and_refusals(tmp_path: Path, monkeypatch: pytest.Mo
     assert framework_of_call(lambda x: x, (1.0,)) is None
     with pytest.raises(UsageError, match="framework='tensorflow' or framework='jax'"):
         hloscope.inspect(lambda x: x, 1.0)
-    with pytest.raises(UsageError, match="use 'tensorflow' or 'jax'"):
+    with pytest.raises(
+        UsageError, match="unknown framework 'torch'; expected 'tensorflow' or 'jax'"
+    ):
         hloscope.inspect(lambda x: x, 1.0, framework="torch")
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match="not empty"):
