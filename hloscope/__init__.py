@@ -62,6 +62,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ProfileSettings",
     ),
     "hloscope.runs": ("load_run", "Run", "ModuleDump", "is_trivial"),
+    "hloscope.passes": ("PassDump",),
     "hloscope.analysis.stats": ("module_stats", "ModuleStats", "ComputationStats"),
     "hloscope.analysis.fusion": ("ModuleAnalysis", "Kernel", "Loop", "Branch"),
     "hloscope.analysis.provenance": (
@@ -82,6 +83,18 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "FusesDifferently",
     ),
     "hloscope.analysis.tf_graphs": ("TfFunction", "TfCluster", "TfOp"),
+    "hloscope.analysis.torch_graphs": ("TorchXlaRun", "TorchGraphs", "TorchGraph", "GraphFunction"),
+    "hloscope.analysis.torch_xla": ("TorchXlaRecords", "GraphEvent", "TimedMetric"),
+    "hloscope.analysis.passes": (
+        "pass_story",
+        "PassStory",
+        "PassStep",
+        "PassTime",
+        "Counts",
+        "KernelHistory",
+        "KernelEvent",
+        "OpHistory",
+    ),
     "hloscope.analysis.diff": (
         "diff_runs",
         "diff_modules",
@@ -152,10 +165,22 @@ if TYPE_CHECKING:
     from hloscope.analysis.fusion import Branch, Kernel, Loop, ModuleAnalysis
     from hloscope.analysis.match import kernel_times_for, match_modules
     from hloscope.analysis.memory import Allocation, BufferValue, MemoryReport
+    from hloscope.analysis.passes import (
+        Counts,
+        KernelEvent,
+        KernelHistory,
+        OpHistory,
+        PassStep,
+        PassStory,
+        PassTime,
+        pass_story,
+    )
     from hloscope.analysis.provenance import Placement, Provenance, SourceOp, kernel_of_before_ops
     from hloscope.analysis.report import ModuleReport, RunReport
     from hloscope.analysis.stats import ComputationStats, ModuleStats, module_stats
     from hloscope.analysis.tf_graphs import TfCluster, TfFunction, TfOp
+    from hloscope.analysis.torch_graphs import GraphFunction, TorchGraph, TorchGraphs, TorchXlaRun
+    from hloscope.analysis.torch_xla import GraphEvent, TimedMetric, TorchXlaRecords
     from hloscope.errors import (
         DocumentError,
         HloParseError,
@@ -187,6 +212,7 @@ if TYPE_CHECKING:
         Target,
     )
     from hloscope.notebook import SVG, ModuleView, RunView, inspect, open_run, to_dataframe
+    from hloscope.passes import PassDump
     from hloscope.render.diagram import (
         Cluster,
         DiagramSpec,

@@ -34,20 +34,23 @@ class Framework(str, enum.Enum):
 
     TENSORFLOW = "tensorflow"
     JAX = "jax"
+    TORCH_XLA = "torch_xla"
 
     def __str__(self) -> str:
         return self.value
 
     @classmethod
     def parse(cls, name: str) -> Framework:
-        """The framework a name means: `tf`/`tensorflow` or `jax`, any case.
+        """The framework a name means: `tf`/`tensorflow`, `jax`, or `torch`/`torch_xla`
+        (PyTorch/XLA), any case.
 
         Raises:
             UsageError: The name is no framework hloscope knows; the message lists them.
         """
         found = _ALIASES.get(name.strip().lower())
         if found is None:
-            known = " or ".join(repr(f.value) for f in cls)
+            names = [repr(f.value) for f in cls]
+            known = ", ".join(names[:-1]) + " or " + names[-1]
             raise UsageError(f"unknown framework {name!r}; expected {known}")
         return found
 
@@ -63,6 +66,10 @@ _ALIASES: dict[str, Framework] = {
     "tf": Framework.TENSORFLOW,
     "tensorflow": Framework.TENSORFLOW,
     "jax": Framework.JAX,
+    "torch": Framework.TORCH_XLA,
+    "torch_xla": Framework.TORCH_XLA,
+    "torch-xla": Framework.TORCH_XLA,
+    "pytorch": Framework.TORCH_XLA,
 }
 
 

@@ -20,9 +20,12 @@ from hloscope.analysis.compilations import Compilations, run_compilations
 from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
+from hloscope.analysis.passes import PassStory, pass_story
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
+from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
 from hloscope.errors import DocumentError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
+from hloscope.passes import pass_dumps
 from hloscope.runs import Run, load_run
 from hloscope.timing.bench import BenchResult
 from hloscope.timing.helpers import weigh_helpers
@@ -63,6 +66,10 @@ class Inspection:
         xla_coverage: For TensorFlow, which of its ops ran inside XLA and which outside
             (auto-clustering, or XLA functions among plain ops); None where that does
             not apply.
+        torch_xla: PyTorch/XLA's graphs, their executions and its own records, for a
+            torch_xla run.
+        passes: Each module's pass story (`analysis.passes`), by module key, for the
+            modules with per-pass dumps; filled only when asked for (the HTML page).
     """
 
     report: RunReport
@@ -74,6 +81,8 @@ class Inspection:
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
     compilations: Compilations = field(default_factory=Compilations)
     xla_coverage: XlaCoverage | None = None
+    torch_xla: TorchXlaRun | None = None
+    passes: Mapping[str, PassStory] = field(default_factory=dict, repr=False)
     # cost() results by module key, filled on first use
     _costs: dict[str, ModuleCost | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -128,6 +137,8 @@ class Inspection:
             memory={k: m for k, m in self.memory.items() if k in kept},
             compilations=run_compilations(self.run, modules, shapes_of=wanted),
             xla_coverage=self.xla_coverage,
+            torch_xla=self.torch_xla,
+            passes={k: s for k, s in self.passes.items() if k in kept},
         )
 
     def cost(self, key: str) -> ModuleCost | None:
@@ -176,6 +187,7 @@ def inspect_run(
     *,
     timings: bool = True,
     bench: bool = True,
+    passes: bool = False,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
 
@@ -185,6 +197,8 @@ def inspect_run(
         modules: Patterns selecting modules (see `Run.module`); all modules when empty.
         timings: Read the run's measured timings, when it holds any.
         bench: Read the run's `bench.json`, when it has one.
+        passes: Tell the pass story of each module with per-pass dumps (for the HTML
+            page); a story that cannot be read is left out.
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason
@@ -228,7 +242,23 @@ def inspect_run(
         memory=_memory(report.modules),
         compilations=run_compilations(loaded, report.modules, shapes_of=selected),
         xla_coverage=coverage,
+        torch_xla=torch_xla_run(loaded),
+        passes=_passes(loaded, report.modules) if passes else {},
     )
+
+
+def _passes(run: Run, modules: Iterable[ModuleReport]) -> dict[str, PassStory]:
+    """The pass stories of the modules that have per-pass dumps."""
+    found = pass_dumps(run)
+    out: dict[str, PassStory] = {}
+    for m in modules:
+        if m.key not in found:
+            continue
+        try:
+            out[m.key] = pass_story(run, run.module(m.key), dumps=found[m.key], report=m)
+        except HloscopeError:
+            continue  # the page shows the module without its story
+    return out
 
 
 def _memory(modules: Iterable[ModuleReport]) -> dict[str, MemoryReport | str]:

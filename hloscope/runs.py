@@ -564,11 +564,12 @@ def _dump_size(m: ModuleDump) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _load_cached(path: str, mtime_ns: int) -> HloModule:
-    from hloscope.hlo.proto import is_proto_path, load_module_file
+    from hloscope.hlo.proto import is_proto_path, load_module_file, with_stack_frames
 
-    if not is_proto_path(path):
-        _check_hlo_start(Path(path))
-    return load_module_file(path)
+    if is_proto_path(path):
+        return load_module_file(path)
+    _check_hlo_start(Path(path))
+    return with_stack_frames(load_module_file(path))
 
 
 def _check_hlo_start(path: Path) -> None:

@@ -17,7 +17,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hloscope"
 
 @pytest.mark.parametrize(
     ("name", "framework"),
-    [("tf", Framework.TENSORFLOW), (" TensorFlow ", Framework.TENSORFLOW), ("JAX", Framework.JAX)],
+    [
+        ("tf", Framework.TENSORFLOW),
+        (" TensorFlow ", Framework.TENSORFLOW),
+        ("JAX", Framework.JAX),
+        ("PyTorch", Framework.TORCH_XLA),
+        ("torch_xla", Framework.TORCH_XLA),
+    ],
 )
 def test_every_spelling_parses(name: str, framework: Framework) -> None:
     assert Framework.parse(name) is framework
@@ -25,7 +31,7 @@ def test_every_spelling_parses(name: str, framework: Framework) -> None:
 
 
 def test_an_unknown_framework_is_one_usage_error_naming_the_known_ones() -> None:
-    with pytest.raises(UsageError, match="'tensorflow' or 'jax'"):
+    with pytest.raises(UsageError, match="'tensorflow', 'jax' or 'torch_xla'"):
         Framework.parse("caffe")
     assert Framework.lookup("caffe") is None
 

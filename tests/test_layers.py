@@ -20,7 +20,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hloscope"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("hloscope.errors", "hloscope.frameworks", "hloscope.files", "hloscope.store"),
     ("hloscope.hlo",),
-    ("hloscope.manifest", "hloscope.runs", "hloscope.unpack"),
+    (
+        "hloscope.manifest",
+        "hloscope.runs",
+        "hloscope.unpack",
+        "hloscope.passes",
+        "hloscope.pass_log",
+    ),
     ("hloscope.capture",),
     ("hloscope.analysis",),
     ("hloscope.timing",),

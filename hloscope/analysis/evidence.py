@@ -67,6 +67,10 @@ FRAMEWORK_PATHS = (
     "/site-packages/flax/",
     "/site-packages/optax/",
     "/site-packages/tf_keras/",
+    "/site-packages/torch/",
+    "/site-packages/torch_xla/",
+    "/site-packages/torchax/",
+    "/site-packages/functorch/",
     "/tensorflow/python/",
     "/hloscope/capture/",
     "<frozen ",
@@ -75,7 +79,8 @@ FRAMEWORK_PATHS = (
 
 @functools.lru_cache(maxsize=4096)
 def is_framework_file(path: str) -> bool:
-    """Whether a source path lies inside TensorFlow, Keras, JAX (or hloscope's runner)."""
+    """Whether a source path lies inside TensorFlow, Keras, JAX, PyTorch (or hloscope's
+    runner)."""
     # Cached: a module's thousands of frames name a few hundred files.
     return any(part in path for part in FRAMEWORK_PATHS)
 

@@ -65,6 +65,21 @@ class ProfileOutcome:
 
 
 @dataclass(frozen=True)
+class TorchXlaOutcome:
+    """What the child's PyTorch/XLA hooks did (`torch_xla_hooks.TorchXla.finish`).
+
+    Attributes:
+        env: The variables they set as the script imported torch_xla.
+        device: The PJRT device type torch_xla ran on (`CPU`, `CUDA`, `TPU`), if read.
+        error: Why torch_xla's metrics could not be read, if they could not.
+    """
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    device: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ChildReport:
     """The child's report on the script it ran.
 
@@ -80,6 +95,8 @@ class ChildReport:
         compiles: What the compile watch heard; None when it was not set up.
         compile_watch_error: Why the compile watch could not run, if it could not.
         profile: How `--profile` went; None without `--profile`.
+        torch_xla: What the PyTorch/XLA hooks did; None when the script did not
+            import torch_xla.
 
     Example:
         >>> r = ChildReport.from_json({"exit_code": 0, "versions": {"jax": "0.10.2"}})
@@ -96,6 +113,12 @@ class ChildReport:
     compiles: CompileWatchReport | None = None
     compile_watch_error: str | None = None
     profile: ProfileOutcome | None = None
+    torch_xla: TorchXlaOutcome | None = None
+
+    @property
+    def torch_xla_env(self) -> Mapping[str, str]:
+        """The variables the PyTorch/XLA hooks set for the script (empty without them)."""
+        return self.torch_xla.env if self.torch_xla is not None else {}
 
     @property
     def traceback(self) -> tuple[str, ...]:
@@ -128,6 +151,12 @@ class ChildReport:
                 "keras_backend": self.profile.keras_backend,
                 "errors": list(self.profile.errors),
             }
+        if self.torch_xla is not None:
+            doc["torch_xla"] = {
+                "env": dict(self.torch_xla.env),
+                "device": self.torch_xla.device,
+                "error": self.torch_xla.error,
+            }
         return doc
 
     @classmethod
@@ -152,6 +181,7 @@ class ChildReport:
             raise DocumentError("devices should be a list of objects", where=where)
         watched = doc.get("compiles")
         profile = doc.get("profile")
+        torch_xla = doc.get("torch_xla")
         return cls(
             exit_code=exit_code,
             module_not_found=doc.get("error") == "module-not-found",
@@ -162,6 +192,7 @@ class ChildReport:
             compiles=_watch(watched, where) if watched is not None else None,
             compile_watch_error=_text(doc.get("compile_watch_error"), "compile_watch_error", where),
             profile=_profile(profile, where) if profile is not None else None,
+            torch_xla=_torch_xla(torch_xla, where) if torch_xla is not None else None,
         )
 
 
@@ -242,4 +273,14 @@ def _profile(doc: Any, where: str) -> ProfileOutcome:
         profiled=_names(doc.get("profiled"), "profile.profiled", where),
         keras_backend=_text(doc.get("keras_backend"), "profile.keras_backend", where),
         errors=tuple(str(e) for e in errors),
+    )
+
+
+def _torch_xla(doc: Any, where: str) -> TorchXlaOutcome:
+    if not isinstance(doc, dict):
+        raise DocumentError("torch_xla should be an object", where=where)
+    return TorchXlaOutcome(
+        env=_texts(doc.get("env"), "torch_xla.env", where),
+        device=_text(doc.get("device"), "torch_xla.device", where),
+        error=_text(doc.get("error"), "torch_xla.error", where),
     )

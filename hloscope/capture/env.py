@@ -22,6 +22,7 @@ __all__ = ["cpu_model", "detect_device", "detect_platform", "framework_of_run"]
 _PREFIXES = {
     Framework.TENSORFLOW: ("a_inference_", "cluster_", "tf_"),
     Framework.JAX: ("jit_", "pjit_", "xmap_", "pmap_"),
+    Framework.TORCH_XLA: ("SyncTensorsGraph",),
 }
 
 
@@ -35,7 +36,7 @@ def framework_of_run(
     Args:
         versions: Imported packages and their versions (from the child report).
         modules: The run's modules; their names tell (TensorFlow names its modules
-            `a_inference_*`/`cluster_*`, JAX `jit_*`).
+            `a_inference_*`/`cluster_*`, JAX `jit_*`, PyTorch/XLA `SyncTensorsGraph.*`).
         used: The frameworks the child saw the script trace or compile with (its compile
             watch). With the module names, they decide; what was merely imported
             (TensorFlow imports JAX) counts only when nothing else tells.

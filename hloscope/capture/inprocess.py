@@ -1,7 +1,8 @@
 """`hloscope.inspect`: capture one function's HLO in the running process (notebooks).
 
-No child process and no environment variables: the framework's own API gives the HLO
-text before and after XLA's optimizations (`hloscope.capture.tf`, `hloscope.capture.jax`).
+No child process: the framework's own API gives the HLO text before and after XLA's
+optimizations (`hloscope.capture.tf`, `hloscope.capture.jax`); for PyTorch/XLA, which has
+none, XLA's dump of the function's graph (`hloscope.capture.torch`).
 The texts are written to a run folder with XLA's dump file names and a `run.json`, and
 the folder is loaded with `load_run`, so the result is the same `Run` the CLI makes.
 """
@@ -26,6 +27,11 @@ from hloscope.runs import Run, load_run, read_manifest
 
 __all__ = ["Captured", "framework_of_call", "inspect"]
 
+_SUPPORT = {
+    Framework.TENSORFLOW: "hloscope.capture.tf",
+    Framework.JAX: "hloscope.capture.jax",
+    Framework.TORCH_XLA: "hloscope.capture.torch",
+}
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)", re.M)
 _DUMP_SUBDIR = "dump"
 
@@ -39,7 +45,10 @@ class Captured:
         before: HLO text before optimization.
         after: HLO text after optimization.
         platform: What it was compiled for (`cpu`, `sm_90`, ...).
-        compile: The compile as the framework timed it, where it says (JAX).
+        compile: The compile as the framework timed it, where it says (JAX, torch_xla).
+        before_proto: XLA's binary dump of the module before optimization, when it wrote
+            one (torch_xla's: it holds the stack frames its text leaves out).
+        after_proto: The same after optimization.
     """
 
     framework: Framework
@@ -47,6 +56,8 @@ class Captured:
     after: str
     platform: str
     compile: Compile | None = None
+    before_proto: bytes | None = None
+    after_proto: bytes | None = None
 
 
 def inspect(
@@ -59,14 +70,17 @@ def inspect(
 
     TensorFlow functions go through `tf.function(fn, jit_compile=True)
     .experimental_get_compiler_ir`, JAX functions through `jax.jit(fn).lower(...)` and
-    `.compile()`; already-wrapped functions are used as they are.
+    `.compile()`; already-wrapped functions are used as they are. A PyTorch function or
+    `nn.Module` runs lazily on torch_xla's device and its graph is compiled there
+    (`hloscope.capture.torch`: call it before the process first uses the XLA device).
 
     Args:
-        fn: The function: a plain Python function, a `tf.function` or a jitted JAX
-            function.
-        *example_args: Arguments to compile it for (tensors, arrays, pytrees of them).
-        framework: `"tensorflow"` (or `"tf"`) or `"jax"`; detected from `fn` and the
-            arguments when None.
+        fn: The function: a plain Python function, a `tf.function`, a jitted JAX
+            function, or a PyTorch function or `nn.Module`.
+        *example_args: Arguments to compile it for (tensors, arrays, pytrees of them;
+            PyTorch tensors on the CPU are copied to the XLA device).
+        framework: `"tensorflow"` (or `"tf"`), `"jax"` or `"torch"`; detected from `fn`
+            and the arguments when None.
         save_to: The run folder to write (created if missing; an earlier
             `hloscope.inspect` run there is replaced). Default: a new temporary folder.
 
@@ -81,25 +95,24 @@ def inspect(
     name = Framework.parse(framework) if framework else framework_of_call(fn, example_args)
     if name is None:
         raise UsageError(
-            "cannot tell whether the function is TensorFlow or JAX code; "
-            "pass framework='tensorflow' or framework='jax'"
+            "cannot tell whether the function is TensorFlow, JAX or PyTorch code; "
+            "pass framework='tensorflow', 'jax' or 'torch'"
         )
     folder = _prepare_folder(save_to)
-    support = importlib.import_module(
-        "hloscope.capture.tf" if name is Framework.TENSORFLOW else "hloscope.capture.jax"
-    )
+    support = importlib.import_module(_SUPPORT[name])
     captured: Captured = support.capture(fn, example_args)
     return _write_run(folder, captured, fn)
 
 
 _TF_MODULES = ("tensorflow", "keras", "tf_keras")
 _JAX_MODULES = ("jax", "jaxlib", "flax")
+_TORCH_MODULES = ("torch", "torch_xla")
 
 
 def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> Framework | None:
     """The framework of a call, from the types of the arguments, else from where `fn` (a
-    `tf.function`, a jitted function) or the objects it closes over come from, else from
-    which one framework is imported; None when nothing tells."""
+    `tf.function`, a jitted function, an `nn.Module`) or the objects it closes over come
+    from, else from which one framework is imported; None when nothing tells."""
 
     def framework_of(obj: Any, module: str | None = None) -> Framework | None:
         top = (module or type(obj).__module__ or "").split(".")[0]
@@ -107,14 +120,19 @@ def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> Framework 
             return Framework.TENSORFLOW
         if top in _JAX_MODULES:
             return Framework.JAX
+        if top in _TORCH_MODULES:
+            return Framework.TORCH_XLA
         return None
 
     found = {framework_of(leaf) for leaf in _leaves(list(args))} - {None}
     if not found:
         closure = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())]
-        found = {framework_of(fn)} | {
-            framework_of(obj, getattr(obj, "__module__", None)) for obj in [fn, *closure]
-        }
+        bases = type(fn).__mro__[1:]  # an `nn.Module` subclass defined in a script
+        found = (
+            {framework_of(fn)}
+            | {framework_of(obj, getattr(obj, "__module__", None)) for obj in [fn, *closure]}
+            | {framework_of(None, base.__module__) for base in bases}
+        )
         found.discard(None)
     if not found:
         found = {fw for fw in Framework if fw.value in sys.modules}
@@ -175,6 +193,9 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
     after = dump / f"{stem}.{_file_platform(captured.platform)}_after_optimizations.txt"
     before.write_text(captured.before, encoding="utf-8")
     after.write_text(captured.after, encoding="utf-8")
+    for path, proto in ((before, captured.before_proto), (after, captured.after_proto)):
+        if proto is not None:  # beside the text, where `runs` looks for its stack frames
+            path.with_name(path.name[: -len(".txt")] + ".hlo.pb").write_bytes(proto)
     info = framework_info()
     key = f"0000.{module_name}"
     compiles = (replace(captured.compile, module=key),) if captured.compile else ()
@@ -186,7 +207,10 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
             "`hloscope dump` records it",
         )
         if captured.framework is Framework.TENSORFLOW
-        else ("JAX compiled nothing here: this process had compiled the function before",)
+        else (
+            f"{'torch_xla' if captured.framework is Framework.TORCH_XLA else 'JAX'} compiled "
+            "nothing here: this process had compiled the function before",
+        )
     )
     manifest = RunManifest(
         source="inspect",

@@ -40,7 +40,9 @@ from hloscope.capture.compiles import record_compiles
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.capture.folder import choose_run_dir, release_run_dir
+from hloscope.capture.passes import pass_environ
 from hloscope.capture.tf_graphs import GRAPHS_SUBDIR, graph_dump_env, keep_read_stage
+from hloscope.capture.torch_xla_hooks import FOLDER as TORCH_XLA_FOLDER
 from hloscope.errors import DocumentError, HloscopeError, UsageError
 from hloscope.frameworks import Framework, join_frameworks
 from hloscope.manifest import (
@@ -76,7 +78,7 @@ PROFILE_SUBDIR = "profile"
 PROFILE_ENV = "HLOSCOPE_PROFILE"
 # What a run folder holds that hloscope wrote: all `--force` removes. The caches
 # (`hloscope.store`): timings computed from the profile, `report --json` documents.
-_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR)
+_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR, TORCH_XLA_FOLDER)
 _OWN_FILES = (
     MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, CHILD_REPORT, TIMINGS_CACHE,
     REPORT_CACHE,
@@ -112,6 +114,9 @@ class DumpRequest:
         skip_first: With `profile`: executions of each module left out as warm-up.
         profile_steps: With `profile`: steady-state executions kept per module.
         python_trace: With `profile`: also record Python calls (`--python-trace`).
+        passes: Also dump the module after every pass whose name matches this regex
+            (`.*`: every pass that changed it) and log XLA's pass timings (`--passes`,
+            `--pass-re`); None: only before and after optimization.
 
     Example:
         >>> request = DumpRequest("samples/jax_mlp.py", profile=True)
@@ -131,6 +136,7 @@ class DumpRequest:
     skip_first: int = 1
     profile_steps: int | None = None
     python_trace: bool = False
+    passes: str | None = None
 
     def plan(
         self,
@@ -186,6 +192,10 @@ class DumpPlan:
             None otherwise.
         made: Folders the plan created (the default run folder, claimed atomically,
             and `hloscope-runs/` when it was new), removed again when nothing runs.
+        passes: With `--passes`: the regex of the passes after which XLA dumps the
+            module (`.*`: every pass that changed it); None otherwise.
+        env_notes: Settings of the user's environment that had to give way, one line
+            each (the logging variables `--passes` sets).
         request: The request it was planned from.
     """
 
@@ -204,6 +214,8 @@ class DumpPlan:
     replace: bool = False
     profile: ProfileSettings | None = None
     made: tuple[Path, ...] = ()
+    passes: str | None = None
+    env_notes: tuple[str, ...] = ()
     request: DumpRequest = field(default_factory=DumpRequest, compare=False, repr=False)
 
     @property
@@ -318,12 +330,14 @@ def _plan(
         target = str(script)
         _check_script(Path(target), compile_it=python is None)
         kind, stem = "script", Path(target).stem
-    module_re = request.module_re
-    if module_re is not None:
+    module_re, passes = request.module_re, request.passes
+    for option, regex in (("--module", module_re), ("--pass-re", passes)):
+        if regex is None:
+            continue
         try:
-            re.compile(module_re)
+            re.compile(regex)
         except re.error as e:
-            raise UsageError(f"--module {module_re!r}: not a valid regex ({e})") from None
+            raise UsageError(f"{option} {regex!r}: not a valid regex ({e})") from None
     env = os.environ if environ is None else environ
     cwd = Path.cwd()
     run_dir, replace, made = choose_run_dir(
@@ -332,7 +346,7 @@ def _plan(
     run_dir = run_dir if run_dir.is_absolute() else cwd / run_dir
     made = tuple(p if p.is_absolute() else cwd / p for p in made)
     dump_dir = run_dir / DUMP_SUBDIR
-    flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re)
+    flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re, passes)
     env_set = {
         "XLA_FLAGS": flags.value,
         "PYTHONUNBUFFERED": "1",
@@ -340,6 +354,11 @@ def _plan(
         "TF_CPP_VMODULE": tf_vmodule(env.get("TF_CPP_VMODULE")),
     }
     env_set.update(graph_dump_env(env, run_dir))  # what TensorFlow auto-clusters
+    env_notes: tuple[str, ...] = ()
+    if passes is not None:
+        # on top of what is set above: TensorFlow's compile log keeps its module
+        logging, env_notes = pass_environ({**env, **env_set})
+        env_set.update(logging)
     profile_plan = None
     if request.profile:
         try:
@@ -371,6 +390,8 @@ def _plan(
         replace=replace,
         profile=profile_plan,
         made=made,
+        passes=passes,
+        env_notes=env_notes,
         request=request,
     )
 
@@ -508,6 +529,7 @@ def run_dump(
     compiles, compile_notes = record_compiles(child, plan.run_dir / STDERR_LOG, run.modules)
     used = {*(child.compiles.used if child.compiles else ()), *(c.framework for c in compiles)}
     manifest = manifest.updated(
+        env=_env_set(plan, child),
         status=status,
         exit_code=exit_code,
         interrupted=interrupted,
@@ -663,6 +685,12 @@ def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
 
 # ---------------------------------------------------------------------------------------
 # After the run
+
+
+def _env_set(plan: DumpPlan, child: ChildReport) -> dict[str, str]:
+    """What hloscope set for the script: the plan's variables, and those the child set
+    as the script imported torch_xla (`torch_xla_hooks`), which win."""
+    return {**plan.env_set, **child.torch_xla_env}
 
 
 def _status(child: ChildReport, run: Run, exit_code: int, interrupted: bool) -> RunStatus:

@@ -95,15 +95,15 @@ def dump(
         typer.Option(
             "--profile",
             help="Also run the framework's profiler around the script (TensorFlow "
-            "tf.profiler, JAX jax.profiler) and keep the profile in the run: per-kernel "
-            "times in report, graph and the HTML page.",
+            "tf.profiler, JAX jax.profiler, torch_xla.debug.profiler) and keep the profile "
+            "in the run: per-kernel times in report, graph and the HTML page.",
         ),
     ] = False,
     framework: Annotated[
         str | None,
         typer.Option(
             "--framework",
-            help="tf or jax: with --profile, profile only this framework [default: the "
+            help="tf, jax or torch: with --profile, profile only this framework [default: the "
             "one the script imports and compiles with, decided while it runs].",
             show_default=False,
         ),
@@ -135,6 +135,25 @@ def dump(
             show_default=False,
         ),
     ] = None,
+    passes: Annotated[
+        bool,
+        typer.Option(
+            "--passes",
+            help="Also dump the module after every pass that changed it "
+            "(--xla_dump_hlo_pass_re=.*) and log XLA's time for every pass: `hloscope "
+            "passes RUN` tells the story. Big models write a lot (~125 MB for 96 layers).",
+        ),
+    ] = False,
+    pass_re: Annotated[
+        str | None,
+        typer.Option(
+            "--pass-re",
+            help="With or without --passes: dump only around passes whose name matches "
+            "(--xla_dump_hlo_pass_re; matching passes are dumped changed or not).",
+            metavar="REGEX",
+            show_default=False,
+        ),
+    ] = None,
     compare_unfused: Annotated[
         bool,
         typer.Option(
@@ -155,6 +174,7 @@ def dump(
 
     Example: hloscope dump samples/dense_relu.py -- --batch 32
              hloscope dump --profile samples/jax_mlp.py
+             hloscope dump --passes samples/dense_relu.py
     """
     from hloscope.capture.run import DumpRequest
     from hloscope.errors import UsageError
@@ -165,6 +185,7 @@ def dump(
         script = None
     if run_module is None and script is None:
         raise UsageError("give a script to run: hloscope dump SCRIPT.py [-- ARGS...]")
+    pass_regex = pass_re if pass_re is not None else (".*" if passes else None)
     request = DumpRequest(
         script=script,
         args=tuple(script_args),
@@ -178,6 +199,7 @@ def dump(
         skip_first=skip_first,
         profile_steps=profile_steps,
         python_trace=python_trace,
+        passes=pass_regex,
     )
     plan = request.plan(command=_invocation(ctx))
     raise typer.Exit(_dump(plan, show_all=show_all, verbose=verbose, unfused=compare_unfused))
@@ -198,6 +220,8 @@ def _dump(plan: DumpPlan, *, show_all: bool, verbose: bool, unfused: bool) -> in
             style="yellow",
             markup=False,
         )
+    for note in plan.env_notes:
+        err.print(f"hloscope: warning: {note}", style="yellow", markup=False, soft_wrap=True)
     result, hidden = _run(plan, err, verbose=verbose)
     for line in _capture_notes(result):
         err.print(f"hloscope: {line}", style="yellow", markup=False, soft_wrap=True)
@@ -217,6 +241,8 @@ def _dump(plan: DumpPlan, *, show_all: bool, verbose: bool, unfused: bool) -> in
             soft_wrap=True,
             markup=False,
         )
+    if plan.passes is not None:
+        _pass_dump_note(result, err)
     if unfused and result.command_exit_code == 0:
         _dump_unfused(plan, result.run.path, err)
     return result.command_exit_code
@@ -266,6 +292,34 @@ def _dump_unfused(fused: DumpPlan, folder: Path, err: Any) -> None:
     _print(unfused_table(inspect_run(folder), inspect_run(result.run)))
 
 
+def _pass_dump_note(result: DumpResult, err: Any) -> None:
+    """How much `--passes` wrote, with a warning when it is a lot."""
+    from hloscope.capture.passes import pass_dump_size
+    from hloscope.render.format import fmt_bytes
+
+    size = pass_dump_size(result.plan.dump_dir)
+    if not size.files:
+        err.print(
+            "hloscope: --passes: XLA wrote no per-pass dumps (did the script compile?)",
+            style="yellow",
+            markup=False,
+        )
+        return
+    line = (
+        f"per-pass dumps: {size.files} files, {fmt_bytes(size.bytes)} in "
+        f"{result.plan.dump_dir}; `hloscope passes {result.run.path}` tells the story"
+    )
+    err.print(f"hloscope: {line}", markup=False, soft_wrap=True)
+    if size.big:
+        err.print(
+            "hloscope: warning: that is a lot of disk: dump fewer passes with --pass-re "
+            "REGEX or fewer modules with --module REGEX",
+            style="yellow",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
 def _capture_notes(result: DumpResult) -> list[str]:
     """What `--force` removed, and a profile that could not be recorded, one line each."""
     from hloscope.manifest import RunStatus
@@ -278,7 +332,7 @@ def _capture_notes(result: DumpResult) -> list[str]:
         )
     profile = result.run.manifest.profile
     if profile is not None and not profile.profiled and result.status is RunStatus.OK:
-        wanted = " or ".join(f"{f}" for f in profile.frameworks) or "JAX or TensorFlow"
+        wanted = " or ".join(f"{f}" for f in profile.frameworks) or "JAX, TensorFlow or torch_xla"
         notes.append(
             f"warning: --profile recorded nothing: the script never compiled with {wanted} "
             "(JAX's profiler starts at its first compile, TensorFlow's when it is imported)"

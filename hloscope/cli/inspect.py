@@ -89,7 +89,7 @@ def report(
         return
     from hloscope.inspection import inspect_run
 
-    inspection = inspect_run(run, module or ())
+    inspection = inspect_run(run, module or (), passes=html is not None)
     for line in _warnings(inspection):
         _echo(line, err=True)
     peaks = _peaks(inspection, peak_bandwidth, peak_flops)
@@ -192,6 +192,14 @@ def ops(
     ] = False,
     json: JsonOption = False,
     fmt: FormatOption = "text",
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history",
+            help="Also say which compiler pass made each op's kernel, and where an op that "
+            "runs alone left a fusion (needs `hloscope dump --passes`; see `hloscope passes`).",
+        ),
+    ] = False,
 ) -> None:
     """Where did each of my ops go? One line per source op: the kernel it fused into and
     with which other ops, or that it runs alone (and the evidence why), or that
@@ -206,12 +214,20 @@ def ops(
     _say_outcome(inspection)
     shown = [m for m in (inspection.modules if module else inspection.main) if m.provenance]
     selected = [(m, m.placements(op, unfused=unfused)) for m in shown]
+    stories = _stories(inspection, shown) if history else {}
     if json:
         from hloscope.render.json import placement_doc
+        from hloscope.render.passes import op_history_doc
+
+        def doc(m: Any, p: Any) -> dict[str, Any]:
+            d = placement_doc(p)
+            if m.key in stories:
+                d["history"] = op_history_doc(p, stories[m.key])
+            return d
 
         _print_json(
             [
-                {"module": m.key, "name": m.name, "ops": [placement_doc(p) for p in ps]}
+                {"module": m.key, "name": m.name, "ops": [doc(m, p) for p in ps]}
                 for m, ps in selected
             ]
         )
@@ -254,8 +270,30 @@ def ops(
         others = [o for p in placements for o in p.shares_with]
         names = short_names([*labels, *others], 56) if terminal else {}
         width = min(40, max((len(names.get(x, x)) for x in labels), default=0))
+        story = stories.get(m.key)
         for p in placements:
-            _print_records(placement_line(p, kinds, width, names))
+            line = placement_line(p, kinds, width, names)
+            if story is not None:
+                from hloscope.render.passes import op_history_text
+
+                told = op_history_text(p, story)
+                if told:
+                    line.append(f"  ⟨{told}⟩", style="dim")
+            _print_records(line)
+
+
+def _stories(inspection: Any, shown: list[Any]) -> dict[str, Any]:
+    """The pass stories of the shown modules that have per-pass dumps (`--history`)."""
+    from hloscope.analysis.passes import no_pass_dumps_hint, pass_stories
+    from hloscope.errors import UsageError
+    from hloscope.passes import pass_dumps
+
+    found = pass_dumps(inspection.run)
+    keys = [m.key for m in shown if m.key in found]
+    if not keys:
+        raise UsageError(no_pass_dumps_hint(inspection.run))
+    reports = {m.key: m for m in shown}
+    return {s.key: s for s in pass_stories(inspection.run, keys, reports=reports)}
 
 
 def _say_outcome(inspection: Any) -> None:

@@ -107,7 +107,8 @@ def bench(
     """Time a function eagerly and under XLA, side by side, in this process.
 
     TensorFlow: eager, tf.function without XLA, tf.function(jit_compile=True). JAX: op by
-    op (jax.disable_jit) and jax.jit. Each mode reports its first call (tracing and
+    op (jax.disable_jit) and jax.jit. PyTorch: eager on the CPU and torch_xla (a
+    function or nn.Module, moved to the XLA device with its tensors). Each mode reports its first call (tracing and
     compilation), the median and p10/p90 of the steady-state calls, the speed-up against
     eager, and peak device memory where the framework reports it.
 

@@ -23,11 +23,12 @@ import json
 import lzma
 import struct
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hloscope.errors import HloParseError, MissingDependencyError
+from hloscope.errors import HloParseError, HloscopeError, MissingDependencyError
 from hloscope.files import decompress_xz
 from hloscope.hlo.lexical import parse_shape
 from hloscope.hlo.model import (
@@ -45,7 +46,15 @@ from hloscope.hlo.opcodes import KNOWN_OPCODES
 from hloscope.hlo.parser import parse_file
 from hloscope.hlo.text import MAX_DUMP_BYTES, read_dump
 
-__all__ = ["PROTO_SUFFIXES", "is_proto_path", "load_module_file", "parse_proto", "parse_proto_file"]
+__all__ = [
+    "PROTO_SUFFIXES",
+    "is_proto_path",
+    "load_module_file",
+    "parse_proto",
+    "parse_proto_file",
+    "proto_beside",
+    "with_stack_frames",
+]
 
 PROTO_SUFFIXES = (".hlo.pb", ".hlo.pb.xz")
 
@@ -233,6 +242,62 @@ def load_module_file(path: str | Path, *, strict: bool = False) -> HloModule:
     if is_proto_path(path):
         return parse_proto_file(path)
     return parse_file(path, strict=strict)
+
+
+def proto_beside(path: str | Path) -> Path | None:
+    """The binary dump XLA wrote beside a text dump (`--xla_dump_hlo_as_proto`), if any:
+    `module_0000.X.before_optimizations.txt` -> `...before_optimizations.hlo.pb` (or
+    `.hlo.pb.xz`, compressed)."""
+    p = Path(path)
+    if not p.name.endswith(".txt"):
+        return None
+    for suffix in PROTO_SUFFIXES:
+        found = p.with_name(p.name[: -len(".txt")] + suffix)
+        if found.is_file():
+            return found
+    return None
+
+
+def with_stack_frames(module: HloModule) -> HloModule:
+    """The text-parsed `module`, with the stack frames of the binary dump beside it.
+
+    The XLA that PyTorch/XLA 2.9 bundles keeps each instruction's Python call stack in
+    its modules (`stack_frame_index`; torch_xla fills it with `XLA_HLO_DEBUG=1`) and in
+    the binary dump, but prints only the innermost frame in the text
+    (`source_file`/`source_line`). Each instruction that has no `stack_frame_id` in the
+    text gets the one its namesake has in the binary dump, and the module gets its
+    frame table; everything else stays as the text has it.
+
+    Returns:
+        `module` unchanged when it has frames, has no binary dump beside it, or the
+        binary dump cannot be read (or holds none).
+    """
+    beside = proto_beside(module.path) if module.path and not module.stack_frames else None
+    if beside is None:
+        return module
+    try:
+        binary = parse_proto_file(beside)
+    except HloscopeError:  # unreadable, or no protobuf: the text stands alone
+        return module
+    if not binary.stack_frames:
+        return module
+    ids = {
+        (comp.name, inst.name): inst.metadata.stack_frame_id
+        for comp, inst in binary.instructions()
+        if inst.metadata is not None and inst.metadata.stack_frame_id
+    }
+    computations = []
+    for comp in module.computations:
+        insts = tuple(
+            inst._replace(metadata=replace(inst.metadata, stack_frame_id=found))
+            if inst.metadata is not None
+            and inst.metadata.stack_frame_id is None
+            and (found := ids.get((comp.name, inst.name)))
+            else inst
+            for inst in comp.instructions
+        )
+        computations.append(replace(comp, instructions=insts))
+    return replace(module, computations=tuple(computations), stack_frames=binary.stack_frames)
 
 
 def parse_proto_file(path: str | Path) -> HloModule:

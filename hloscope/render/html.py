@@ -35,6 +35,7 @@ from hloscope.render.compilations import (
 )
 from hloscope.render.diagram import PAGE_MAX_NODES
 from hloscope.render.json import SCHEMA_VERSION, module_doc, roofline_keys, run_doc
+from hloscope.render.passes import story_doc
 from hloscope.render.timing import timings_doc
 from hloscope.runs import ModuleDump, Run
 from hloscope.timing.roofline import Peaks
@@ -199,6 +200,8 @@ def page_data(
         extra = module_compile_doc(inspection.compilations, m.key)
         doc = module_doc(m, timing=timing, extra=extra | roofline_keys(inspection, m.key, peaks))
         extras = _module_extras(m, dumps.get(m.key))
+        story = inspection.passes.get(m.key)
+        extras["passes"] = story_doc(story, extras=True) if story is not None else None
         if diagrams is not None and not m.trivial:
             extras["diagrams"] = _diagrams_doc(diagrams, m, inspection.kernel_times(m.key))
         doc.update(extras)

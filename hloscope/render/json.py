@@ -211,13 +211,14 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
     median_us, min_us, max_us, share}]`); `cost`, `memory` and `roofline` as
     `hloscope.render.roofline` documents them (README.md, "JSON"); `compilations`: every
-    function compiled more than once (`render.compilations.compilations_doc`).
+    function compiled more than once (`render.compilations.compilations_doc`); for a
+    PyTorch/XLA run, `torch_xla` (`hloscope.render.torch_xla.torch_xla_doc`).
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
         peaks: The device's roofs, for `roofline` (None leaves it null).
     """
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "run": run_doc(inspection.run),
         "xla_coverage": coverage_doc(inspection.xla_coverage, inspection.modules),
@@ -232,6 +233,11 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
         ],
         "compilations": compilations_doc(inspection.compilations),
     }
+    if inspection.torch_xla is not None:  # PyTorch/XLA runs only
+        from hloscope.render.torch_xla import torch_xla_doc
+
+        doc["torch_xla"] = torch_xla_doc(inspection.torch_xla)
+    return doc
 
 
 def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from hloscope.render.format import fmt_bytes, fmt_us, short_name, short_names
 from hloscope.render.json import run_doc
 from hloscope.render.parallel import parallel_lines
 from hloscope.render.timing import module_detail
+from hloscope.render.torch_xla import torch_xla_text
 from hloscope.timing.helpers import folded_time
 from hloscope.timing.results import ModuleTiming
 
@@ -243,6 +244,8 @@ def report_view(
     compiled = compilations_view(inspection.compilations, show_all=show_all)
     if compiled is not None:
         parts.append(compiled)
+    if inspection.torch_xla is not None:
+        parts.extend(torch_xla_text(inspection.torch_xla))
     for m in report.modules if show_all else report.main:
         parts.append(module_details(m, full_names=full_names))
         cluster = cluster_line(inspection.xla_coverage, m)

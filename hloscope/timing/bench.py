@@ -2,7 +2,7 @@
 
 TensorFlow runs eagerly, as a `tf.function` without XLA, and as a
 `tf.function(jit_compile=True)`; JAX runs op by op (`jax.disable_jit()`) and under
-`jax.jit`. Each mode gets a timed first call (tracing, compilation), warm-up, then
+`jax.jit`; PyTorch runs eagerly on the CPU and on torch_xla's lazy XLA device. Each mode gets a timed first call (tracing, compilation), warm-up, then
 repetitions until enough time has passed, with every result synchronised. The statistics
 take an injected clock, so tests drive them with a fake one. The frameworks are imported
 only inside `bench`, never by importing this module. The timed calls of the modes are
@@ -677,6 +677,46 @@ def _planned_peak(
     return peak
 
 
+def _torch_modes(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[list[Mode], str, list[str]]:
+    """Eager PyTorch on the CPU, and the same function on torch_xla's device: traced
+    lazily, compiled by XLA once per graph (cached after), each call's outputs
+    materialised and waited for (`xm.unlazy`)."""
+    from hloscope.capture.torch import import_torch_xla, to_device, xla_leaves
+
+    torch, torch_xla = import_torch_xla()
+    import torch_xla.core.xla_model as xm
+    import torch_xla.runtime as xr
+
+    cpu = torch.device("cpu")
+    fn_cpu, args_cpu = to_device(fn, args, cpu, torch)
+    fn_xla, args_xla = to_device(fn, args, torch_xla.device(), torch)
+
+    def eager() -> Any:
+        return fn_cpu(*args_cpu)
+
+    def lazy() -> Any:
+        out = fn_xla(*args_xla)
+        xm.unlazy(list(xla_leaves(out, torch)))
+        return out
+
+    device = f"CPU ({_cpu_name()}, {os.cpu_count()} cores); torch_xla on PJRT {xr.device_type()}"
+    notes = [
+        "peak memory: not measured (neither eager PyTorch on the CPU nor torch_xla reports it)"
+    ]
+    modes = [
+        Mode("eager", "eager (CPU)", eager),
+        Mode("xla", "torch_xla", lazy),
+    ]
+    return modes, device, notes
+
+
+_MODES = {
+    Framework.TENSORFLOW: _tf_modes,
+    Framework.JAX: _jax_modes,
+    Framework.TORCH_XLA: _torch_modes,
+}
+
+
 def bench(
     fn: Callable[..., Any],
     *args: Any,
@@ -691,9 +731,11 @@ def bench(
     """Time `fn(*args)` eagerly and under XLA, side by side.
 
     Args:
-        fn: The plain function (not a `tf.function` / `jax.jit`).
+        fn: The plain function (not a `tf.function` / `jax.jit`), or a PyTorch function
+            or `nn.Module` (copied to each mode's device, as its tensor arguments are).
         *args: Its arguments.
-        framework: `tensorflow` (`tf`) or `jax`; detected from the arguments when None.
+        framework: `tensorflow` (`tf`), `jax` or `torch`; detected from the arguments
+            when None.
         repeats: Timed calls per mode; None for adaptive (see `measure`).
         min_time: Seconds of timed calls per mode in adaptive mode.
         clock: Seconds as a float (`time.perf_counter`).
@@ -712,10 +754,10 @@ def bench(
     name = Framework.parse(framework) if framework else framework_of_call(fn, args)
     if name is None:
         raise UsageError(
-            "cannot tell whether this is a TensorFlow or a JAX function; "
-            "pass framework='tensorflow' or framework='jax'"
+            "cannot tell whether this is a TensorFlow, JAX or PyTorch function; "
+            "pass framework='tensorflow', 'jax' or 'torch'"
         )
-    modes, device, notes = (_tf_modes if name is Framework.TENSORFLOW else _jax_modes)(fn, args)
+    modes, device, notes = _MODES[name](fn, args)
     results = run_modes(
         modes, clock=clock, repeats=repeats, min_time=min_time, warmup=warmup, rounds=rounds
     )

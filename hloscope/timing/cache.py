@@ -43,7 +43,8 @@ __all__ = [
     "timings_to_doc",
 ]
 
-CACHE_VERSION = 4  # 3: ops on the device clock, modules without op events listed; 4: per device
+CACHE_VERSION = 5  # 3: ops on the device clock, modules without op events listed; 4: per
+# device; 5: executions split by each op's n-th run where the first-op split is inconsistent
 """The shape of a kept `ProfileTimings` document (part of every key)."""
 _MAX_ENTRIES = 4
 # A big GPU run's timings are tens of MB; past this the file is not read.

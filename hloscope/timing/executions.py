@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -69,6 +69,7 @@ SPLIT_EXECUTE_EVENT = "execute event"
 SPLIT_MODULE_EVENT = "XLA Modules line"
 SPLIT_LAUNCH = "launch correlation"
 SPLIT_REPEAT = "first op repeats"
+SPLIT_OCCURRENCE = "each op's n-th run"
 # What an execution's wall time is (ModuleTiming.wall_from).
 WALL_OPS = "first op start to last op end"
 WALL_EXECUTE = "enclosing execute event"
@@ -278,7 +279,33 @@ def split(ops: list[OpEvent], module: str, ctx: Context) -> tuple[list[Execution
             execs.append(Execution([]))
         execs[-1].ops.append(o)
         previous = o.op
+    by_run = _by_occurrence(ordered, execs)
+    if by_run is not None:
+        return by_run, SPLIT_OCCURRENCE, WALL_OPS
     return execs, SPLIT_REPEAT, WALL_OPS
+
+
+def _by_occurrence(ordered: list[OpEvent], execs: list[Execution]) -> list[Execution] | None:
+    """The executions when every op ran the same n > 1 times but the first-op split
+    disagrees (its executions differ in size): the k-th run of each op is in the k-th.
+
+    Ops of one execution that run on several threads can start before its first op
+    (the PJRT CPU client's thunks, as PyTorch/XLA runs them): sorted by start, they fall
+    into the execution before. Executions of one module do not overlap, so counting
+    each op's runs tells them apart.
+    """
+    counts = Counter(o.op for o in ordered)
+    n = counts[ordered[0].op]
+    if n < 2 or any(c != n for c in counts.values()):
+        return None
+    if len({len(ex.ops) for ex in execs}) == 1 and len(execs) == n:
+        return None  # the first-op split is consistent: keep it
+    out = [Execution([]) for _ in range(n)]
+    seen: Counter[str] = Counter()
+    for o in ordered:
+        out[seen[o.op]].ops.append(o)
+        seen[o.op] += 1
+    return out
 
 
 def _by_span(ops: list[OpEvent], found: Mapping[int, _Span | None]) -> list[Execution]:

@@ -81,15 +81,13 @@ def test_framework_detection_and_refusals(tmp_path: Path, monkeypatch: pytest.Mo
     assert framework_of_call(lambda x: x, ([{"a": FakeTensor()}],)) == "tensorflow"
     FakeTensor.__module__ = "jaxlib._jax"
     assert framework_of_call(lambda x: x, (FakeTensor(),)) == "jax"
-    for name in ("tensorflow", "jax"):
+    for name in ("tensorflow", "jax", "torch_xla"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     assert framework_of_call(lambda x: x, (1.0,)) is None
-    with pytest.raises(UsageError, match="framework='tensorflow' or framework='jax'"):
+    with pytest.raises(UsageError, match="framework='tensorflow', 'jax' or 'torch'"):
         hloscope.inspect(lambda x: x, 1.0)
-    with pytest.raises(
-        UsageError, match="unknown framework 'torch'; expected 'tensorflow' or 'jax'"
-    ):
-        hloscope.inspect(lambda x: x, 1.0, framework="torch")
+    with pytest.raises(UsageError, match="unknown framework 'mxnet'; expected 'tensorflow'"):
+        hloscope.inspect(lambda x: x, 1.0, framework="mxnet")
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match="not empty"):
         hloscope.inspect(lambda x: x, 1.0, framework="jax", save_to=tmp_path)

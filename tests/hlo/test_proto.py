@@ -274,6 +274,66 @@ def test_an_xz_bomb_is_a_parse_error_in_bounded_memory(
     assert peak < 24 << 20  # the xz dictionary (8 MiB) and 1 MiB of output; not 64 MiB
 
 
+# ---------------------------------------------------------------------------------------
+# torch_xla: stack frames only in the binary dump beside the text
+
+
+def _hlo_module_bytes(hlo_proto: bytes) -> bytes:
+    """Field 1 (`hlo_module`) of a serialized HloProto."""
+    assert hlo_proto[0] == 0x0A
+    i, n, shift = 1, 0, 0
+    while True:
+        b = hlo_proto[i]
+        n |= (b & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if b < 0x80:
+            return hlo_proto[i : i + n]
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize(
+    "text", sorted((DATA / "torch_mlp" / "dump").glob("*.txt")), ids=lambda p: p.name
+)
+def test_torch_xla_frames_come_from_the_binary_dump_beside(text: Path) -> None:
+    """torch_xla's XLA prints no stack frames; XLA (jaxlib's, reading the binary dump
+    beside) prints them: every instruction gets the stack XLA gives it, nothing else
+    changes."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    plain = parse_file(text)
+    assert not plain.stack_frames
+    assert all(
+        i.metadata is None or i.metadata.stack_frame_id is None for _, i in plain.instructions()
+    )
+    grafted = proto.with_stack_frames(plain)
+    beside = proto.proto_beside(text)
+    assert beside is not None and beside.name.endswith(".hlo.pb.xz")
+    xla = hlo.HloModule.from_serialized_hlo_module_proto(
+        _hlo_module_bytes(lzma.decompress(beside.read_bytes()))
+    )
+    want = parse_module(xla.to_string())
+    assert want.stack_frames
+    got_insts = dict(((c.name, i.name), i) for c, i in grafted.instructions())
+    framed = 0
+    for comp, inst in want.instructions():
+        ours = got_insts[(comp.name, inst.name)]
+        assert grafted.stack(ours) == want.stack(inst), inst.name
+        framed += bool(want.stack(inst))
+    assert framed > 0
+    assert [(c.name, i.name, i.opcode, i.attributes) for c, i in grafted.instructions()] == [
+        (c.name, i.name, i.opcode, i.attributes) for c, i in plain.instructions()
+    ]
+
+
+def test_frames_are_not_grafted_without_a_readable_dump_beside(tmp_path: Path) -> None:
+    src = sorted((DATA / "torch_mlp" / "dump").glob("module_0000*before_optimizations.txt"))[0]
+    text = tmp_path / src.name
+    text.write_bytes(src.read_bytes())
+    module = parse_file(text)
+    assert proto.with_stack_frames(module) is module  # nothing beside
+    (tmp_path / (src.name[: -len(".txt")] + ".hlo.pb")).write_bytes(b"\x0a\x05junk!")
+    assert proto.with_stack_frames(module) is module  # unreadable beside
+
+
 WINDOWED = """HloModule w, is_scheduled=true
 
 %max (a: f32[], b: f32[]) -> f32[] {

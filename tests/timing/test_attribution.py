@@ -18,6 +18,7 @@ from hloscope.timing.executions import (
     SPLIT_EXECUTE_EVENT,
     SPLIT_LAUNCH,
     SPLIT_MODULE_EVENT,
+    SPLIT_OCCURRENCE,
     SPLIT_REPEAT,
     SPLIT_RUN_ID,
     WALL_EXECUTE,
@@ -263,6 +264,30 @@ def test_first_op_repeats_when_nothing_else_tells_executions_apart() -> None:
     assert m.split_by == SPLIT_REPEAT
     assert m.executions == 3
     assert m.launches_per_execution == pytest.approx(7 / 3)
+
+
+def test_each_ops_nth_run_when_threads_start_ops_before_the_first() -> None:
+    """PyTorch/XLA's CPU thunks of one execution run on two threads (no run id, no
+    execute event around them): `b` of a later execution can start before its `a`.
+    Every op ran three times, so the k-th run of each is in the k-th execution."""
+    events = [
+        _op("a", 0, 2, line="x"),
+        _op("b", 1, 2, line="y"),
+        _op("c", 3, 1, line="x"),
+        _op("b", 10, 2, line="y"),  # before this execution's `a`
+        _op("a", 11, 2, line="x"),
+        _op("c", 13, 1, line="x"),
+        _op("a", 20, 2, line="x"),
+        _op("b", 20.5, 2, line="y"),
+        _op("c", 23, 1, line="x"),
+    ]
+    m = attribute(_trace(*events), skip_first=0).modules["m"]
+    assert m.split_by == SPLIT_OCCURRENCE
+    assert m.executions == 3 and m.launches_by_execution == (3, 3, 3)
+    assert m.execution_us == (4.0, 4.0, 4.0)
+    # where the first op's repeats split consistently, they still do
+    same = [_op(n, t, 1) for t, n in enumerate(["a", "b", "a", "b"])]
+    assert attribute(_trace(*same), skip_first=0).modules["m"].split_by == SPLIT_REPEAT
 
 
 def test_modules_sharing_a_name_are_keyed_by_program_id() -> None:

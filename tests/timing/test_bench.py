@@ -154,7 +154,7 @@ def test_framework_of_call_from_argument_types() -> None:
 
 def test_bench_needs_a_known_framework() -> None:
     with pytest.raises(UsageError, match="unknown framework"):
-        bench(lambda: None, framework="torch")
+        bench(lambda: None, framework="mxnet")
     if "tensorflow" not in sys.modules and "jax" not in sys.modules:
         with pytest.raises(UsageError, match="cannot tell"):
             bench(lambda x: x, 1)

@@ -20,6 +20,85 @@
     return p.kernels.join(", ");
   }
 
+  // ---------------------------------------------------------------- passes
+
+  // A kernel's line through the compiler passes, in a few words.
+  function historyText(k) {
+    if (!k || !k.history.length) return "an op no pass made into another kernel";
+    return k.history.map(function (e) {
+      var from = e.from && e.from.length ? (e.change === "renamed" ? " (was " + e.from[0] + ")" :
+        " from " + e.from.slice(0, 4).join(", ") + (e.from.length > 4 ? ", +" + (e.from.length - 4) : "")) : "";
+      return e.change + " by " + e.pass + " (#" + e.index + ")" + from;
+    }).join("; ");
+  }
+
+  function withChange(now, before) {
+    var cell = h("td", { class: "hs-num" }, fmtInt(now));
+    if (before !== null && before !== undefined && now !== before) {
+      var d = now - before;
+      add(cell, h("span", { class: "hs-muted" }, " (" + (d > 0 ? "+" : "−") + fmtInt(Math.abs(d)) + ")"));
+    }
+    return cell;
+  }
+
+  // The story of `hloscope dump --passes`: the passes that changed the module, in the
+  // order they ran, the counts after each, and where compile time went.
+  function passesSection(p) {
+    var keys = ["instructions", "fusions", "kernels", "launches"];
+    var timed = p.passes.some(function (s) { return s.duration_s !== null; });
+    var sec = h("section", { class: "hs-sub", data: { part: "passes" } },
+      h("h3", null, "Passes: how the kernels came to be"),
+      h("p", { class: "hs-muted" }, "Each compiler pass that changed the module, in the order XLA ran it, and the module after it (from the per-pass dumps of `hloscope dump --passes`). Click a kernel for the passes that made it."));
+    p.notes.forEach(function (n) { add(sec, h("p", { class: "hs-muted" }, "note: " + n)); });
+    var head = h("tr", null, h("th", null, "#"), h("th", null, "pipeline / pass"));
+    keys.forEach(function (k) { add(head, h("th", null, k)); });
+    if (timed) add(head, h("th", null, "time"));
+    add(head, h("th", null, ""));
+    var body = h("tbody");
+    var prev = p.start;
+    if (p.start) {
+      var first = h("tr", null, h("td", null, ""), h("td", { class: "hs-muted" }, "(before optimization)"));
+      keys.forEach(function (k) { add(first, h("td", { class: "hs-num" }, fmtInt(p.start[k]))); });
+      if (timed) add(first, h("td", null, ""));
+      add(first, h("td", null, ""));
+      add(body, first);
+    }
+    p.passes.forEach(function (s) {
+      var row = h("tr", { data: { pass: s.pass } }, h("td", { class: "hs-num hs-muted" }, String(s.index)),
+        h("td", null, s.pipeline ? h("span", { class: "hs-muted" }, s.pipeline + " / ") : null, h("b", null, s.pass)));
+      keys.forEach(function (k) { add(row, withChange(s[k], prev ? prev[k] : null)); });
+      if (timed) add(row, h("td", { class: "hs-num" }, s.duration_s === null ? "–" : fmtUs(s.duration_s * 1e6)));
+      add(row, h("td", { class: "hs-muted" }, s.note || ""));
+      add(body, row);
+      prev = s;
+    });
+    add(sec, h("table", { class: "hs-table hs-passes" }, h("thead", null, head), body));
+    var made = {};
+    p.kernels.forEach(function (k) { var by = k.first_pass || ""; made[by] = (made[by] || 0) + 1; });
+    var parts = Object.keys(made).sort(function (a, b) { return made[b] - made[a]; }).map(function (by) {
+      return fmtInt(made[by]) + (by ? " by " + by : " from the start");
+    });
+    add(sec, h("p", null, h("b", null, "kernels after optimization: "), parts.join(", ") || "none"));
+    var never = p.ops.filter(function (o) { return o.left_pass === null; }).length;
+    if (p.ops.length) {
+      add(sec, h("p", null, h("b", null, "ops that run alone: "), fmtInt(never) + " never shared a kernel, " +
+        fmtInt(p.ops.length - never) + " left one" + (p.ops.length > never ? " (" + p.ops.filter(function (o) {
+          return o.left_pass !== null;
+        }).slice(0, 5).map(function (o) { return o.op + " at " + o.left_pass; }).join("; ") + ")" : "")));
+    }
+    if (p.slowest.length) {
+      var tb = h("tbody");
+      p.slowest.forEach(function (t) {
+        add(tb, h("tr", null, h("td", null, t.pass), h("td", { class: "hs-num" }, fmtUs(t.seconds * 1e6)),
+          h("td", { class: "hs-num" }, p.seconds ? fmtPct(t.seconds / p.seconds) : "–"), h("td", { class: "hs-num" }, fmtInt(t.runs))));
+      });
+      add(sec, h("h4", null, "Where compile time goes: " + fmtUs(p.seconds * 1e6) + " in passes (XLA's pass timers)"));
+      add(sec, h("table", { class: "hs-table hs-slowest" },
+        h("thead", null, h("tr", null, h("th", null, "pass"), h("th", null, "time"), h("th", null, "share"), h("th", null, "runs"))), tb));
+    }
+    return sec;
+  }
+
   function ModuleView(summary, section) {
     this.summary = summary;
     this.section = section;
@@ -218,6 +297,12 @@
       add(main, unfused);
     }
 
+    this.historyOf = new Map();
+    if (d.passes) {
+      d.passes.kernels.forEach(function (k) { self.historyOf.set(k.name, k); });
+      add(main, passesSection(d.passes));
+    }
+
     var files = d.files || {};
     var fl = [files.before, files.after].filter(Boolean);
     if (fl.length) add(main, h("p", { class: "hs-muted hs-files" }, "dump files: " + fl.join(" · ")));
@@ -277,6 +362,13 @@
     var dl = h("dl", { class: "hs-kv" });
     facts.forEach(function (f) { add(dl, [h("dt", null, f[0]), h("dd", null, String(f[1]))]); });
     add(aside, dl);
+
+    // the passes that made it (hloscope dump --passes)
+    if (this.doc.passes) {
+      var hk = this.historyOf.get(k.name);
+      add(aside, h("h4", null, "History (compiler passes)"));
+      add(aside, h("p", { class: "hs-history" }, historyText(hk)));
+    }
 
     // source ops and lines
     var ops = k.source_ops.map(function (n) { return self.opByName.get(n) || { op: n, status: "?", location: null }; });
