@@ -25,6 +25,7 @@ from typing import Any
 
 from hloscope.errors import HloParseError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
+from hloscope.hlo.fusion_log import FusionDecisions, find_log, read_decisions
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.xspace import METADATA_PLANE, XPLANE_SUFFIX, XSpaceHlo, read_xspace_hlo
 from hloscope.manifest import MANIFEST, RunManifest
@@ -142,6 +143,16 @@ class ModuleDump:
             HloParseError: The file is not readable HLO text.
         """
         return _load(self.after) if self.after is not None else None
+
+    def load_fusion_decisions(self) -> FusionDecisions | None:
+        """XLA's priority-fusion decisions for this module, from the log XLA's GPU
+        fusion pass writes beside the after-optimization dump; None without one.
+
+        Raises:
+            HloParseError: The log is not readable protobuf text format.
+        """
+        log = find_log(self.after)
+        return read_decisions(log) if log is not None else None
 
 
 @dataclass(frozen=True)

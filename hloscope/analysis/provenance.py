@@ -31,8 +31,8 @@ from hloscope.analysis.evidence import (
     user_location,
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
-from hloscope.analysis.fusion_log import FusionDecisions
 from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source_op
+from hloscope.hlo.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
 
 __all__ = [

@@ -1,8 +1,9 @@
 """A run's fusion report: before vs after for every module, with provenance.
 
 `analyze_run` is what `hloscope report`, `hloscope ops` and the HTML report call: it
-pairs each module's before- and after-optimization text from a run (see
-`hloscope.runs`), analyses both with `analyze_module`, and joins them with `trace`.
+takes each module's parsed before- and after-optimization sides from the run (the run
+layer, `hloscope.runs`, reads and parses the files; nothing here opens one), analyses
+both with `analyze_module`, and joins them with `trace`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from dataclasses import dataclass, field
 
 from hloscope.analysis.compilations import find_modules, function_of
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
-from hloscope.analysis.fusion_log import find_log, read_decisions
 from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
@@ -134,12 +134,10 @@ def analyze_dump(dump: ModuleDump) -> ModuleReport:
     if after_module is not None:
         after = analyze_module(after_module)
         decisions = None
-        log = find_log(dump.after)
-        if log is not None:
-            try:
-                decisions = read_decisions(log)
-            except HloscopeError as e:
-                errors.append(str(e))
+        try:
+            decisions = dump.load_fusion_decisions()
+        except HloscopeError as e:
+            errors.append(str(e))
         provenance = trace(after_module, after, before_module, decisions)
     return ModuleReport(
         key=dump.key,
