@@ -53,6 +53,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "StackFrame",
     ),
     "hloscope.hlo.graph": ("to_networkx", "call_graph", "computation_graph"),
+    "hloscope.hlo.fusion_log": ("FusionDecisions",),
     "hloscope.manifest": (
         "RunManifest",
         "RunStatus",
@@ -190,6 +191,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from hloscope.frameworks import Framework
+    from hloscope.hlo.fusion_log import FusionDecisions
     from hloscope.hlo.graph import call_graph, computation_graph, to_networkx
     from hloscope.hlo.model import (
         Computation,

@@ -70,6 +70,11 @@ class Inspection:
             torch_xla run.
         passes: Each module's pass story (`analysis.passes`), by module key, for the
             modules with per-pass dumps; filled only when asked for (the HTML page).
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> ins.module('0030.jit_mlp').after.kernel_count, len(ins.kernel_times('0030.jit_mlp'))
+        (11, 11)
     """
 
     report: RunReport
@@ -206,6 +211,11 @@ def inspect_run(
 
     Raises:
         UsageError: The path holds no run, or a pattern matches no module (or several).
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> [m.key for m in ins.main], ins.timing_error
+        (['0030.jit_mlp'], '')
     """
     loaded = run if isinstance(run, Run) else load_run(run)
     patterns = list(modules)

@@ -154,6 +154,10 @@ class Target:
         kind: `script` or `module` (`python -m`).
         name: The script path or module name.
         args: The arguments given to it.
+
+    Example:
+        >>> hloscope.RunManifest(target=hloscope.Target('module', 'pkg.train')).script
+        '-m pkg.train'
     """
 
     kind: str
@@ -172,6 +176,12 @@ class ModuleEntry:
         platform: What it was compiled for, if known.
         before: The before-optimization file, relative to the run folder.
         after: The after-optimization file, relative to the run folder.
+
+    Example:
+        >>> entry = hloscope.ModuleEntry(key='0030.jit_mlp', name='jit_mlp', id='0030')
+        >>> doc = hloscope.RunManifest(modules=(entry,)).to_json()
+        >>> hloscope.RunManifest.from_json(doc).modules[0].key
+        '0030.jit_mlp'
     """
 
     key: str
@@ -198,6 +208,11 @@ class Compile:
         module: The key of the dumped module it made, where that can be told.
         reason: The framework's own explanation of why it compiled (JAX's
             `jax_explain_cache_misses`), if it gave one.
+
+    Example:
+        >>> c = hloscope.Compile(hloscope.Framework.JAX, 'jit(mlp)', 0.25, {'compile': 0.25})
+        >>> hloscope.RunManifest(compiles=(c,)).compile_s
+        0.25
     """
 
     framework: Framework
@@ -254,6 +269,14 @@ class RunManifest:
         compiles: Every compile the frameworks reported, in the order they happened.
         compile_notes: What the frameworks said about compiling beyond single compiles
             (TensorFlow's retracing warnings), and why compile times are missing.
+
+    Example:
+        >>> manifest = hloscope.load_run("tests/data/tf_dense_relu").manifest
+        >>> manifest.source, manifest.status
+        ('', None)
+        >>> m = hloscope.RunManifest(source='dump', frameworks=(hloscope.Framework.JAX,))
+        >>> hloscope.RunManifest.loads(m.dumps()) == m, m.framework
+        (True, 'jax')
     """
 
     schema_version: int = SCHEMA_VERSION

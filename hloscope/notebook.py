@@ -40,6 +40,11 @@ class SVG:
 
     Attributes:
         data: The SVG document, sanitised (no scripts, no event handlers).
+
+    Example:
+        >>> svg = hloscope.open_run("tests/data/tf_dense_relu").graph()
+        >>> isinstance(svg, hloscope.SVG), svg.data.lstrip().startswith('<svg')
+        (True, True)
     """
 
     data: str
@@ -64,11 +69,9 @@ class RunView:
         run: The run folder as loaded (`hloscope.runs.Run`).
 
     Example:
-        >>> view = hloscope.open_run("tests/data/jax_mlp")  # or RunView(hloscope.load_run(p))
-        >>> view.main().key
-        '0030.jit_mlp'
-        >>> view.summary()[0]["kernels"]
-        11
+        >>> view = hloscope.RunView(hloscope.load_run("tests/data/jax_mlp"))
+        >>> view.main().key, len(view.kernels())
+        ('0030.jit_mlp', 11)
     """
 
     def __init__(self, run: Run) -> None:
@@ -152,9 +155,9 @@ class ModuleView:
         dump: Its dump files.
 
     Example:
-        >>> m = hloscope.open_run("tests/data/jax_mlp").module("jit_mlp")
-        >>> [k.name for k in m.kernels()][:2]
-        ['fusion.3', 'dot.1']
+        >>> m = hloscope.open_run("tests/data/jax_mlp").module('jit_mlp')
+        >>> m.key, len(m.kernels()), len(m.ops())
+        ('0030.jit_mlp', 11, 27)
     """
 
     def __init__(self, view: RunView, dump: ModuleDump) -> None:
@@ -252,8 +255,8 @@ def open_run(path: str | Path) -> RunView:
 
     Example:
         >>> run = hloscope.open_run("tests/data/jax_mlp")
-        >>> run.inspection.main[0].name
-        'jit_mlp'
+        >>> run.main().key, run.summary()[0]['kernels']
+        ('0030.jit_mlp', 11)
     """
     return RunView(load_run(path))
 
@@ -262,7 +265,13 @@ def inspect(
     fn: Any, *example_args: Any, framework: str | None = None, save_to: str | Path | None = None
 ) -> RunView:
     """Compile `fn(*example_args)` with XLA in this process and show what it fused
-    (`hloscope.inspect`; see `hloscope.capture.inprocess.inspect` for the arguments)."""
+    (`hloscope.inspect`; see `hloscope.capture.inprocess.inspect` for the arguments).
+
+    Example:
+        >>> import jax.numpy as jnp  # doctest: +SKIP
+        >>> run = hloscope.inspect(lambda x: jnp.tanh(x) * 2, jnp.ones((8, 8)))  # doctest: +SKIP
+        >>> run.main().kernels()  # doctest: +SKIP
+    """
     from hloscope.capture.inprocess import inspect as capture
 
     return RunView(capture(fn, *example_args, framework=framework, save_to=save_to))
@@ -295,6 +304,10 @@ def to_dataframe(rows: Iterable[Any]) -> Any:
 
     Raises:
         MissingDependencyError: pandas is not installed.
+
+    Example:
+        >>> rows = hloscope.open_run("tests/data/jax_mlp").summary()
+        >>> df = hloscope.to_dataframe(rows)  # doctest: +SKIP
     """
     try:
         import pandas as pd

@@ -105,6 +105,11 @@ class ModuleDump:
         stamp: The timestamp prefix older TensorFlow puts on file names, if any.
         qualified: Whether the key carries the stamp (same id and name dumped by
             several processes into one folder).
+
+    Example:
+        >>> dump = hloscope.load_run("tests/data/jax_mlp").main()
+        >>> dump.key, dump.module_id, dump.platform, dump.load_after().name
+        ('0030.jit_mlp', '0030', 'cpu', 'jit_mlp')
     """
 
     name: str
@@ -165,6 +170,11 @@ class Run:
             single files.
         modules: The modules, ordered by module id.
         dump_dir: The folder with the XLA dump files; None for a single file.
+
+    Example:
+        >>> run = hloscope.load_run("tests/data/jax_mlp")
+        >>> run.module('30').name, run.module('jit_mlp').key
+        ('jit_mlp', '0030.jit_mlp')
     """
 
     path: Path
@@ -237,6 +247,11 @@ def load_run(path: str | Path) -> Run:
         UsageError: The path is missing, is a folder without HLO dumps, or is a profile
             that carries no HLO.
         ProfileReadError: An `*.xplane.pb` that is not an XSpace.
+
+    Example:
+        >>> run = hloscope.load_run("tests/data/jax_mlp")
+        >>> len(run.modules), run.main().key, run.platform
+        (21, '0030.jit_mlp', 'cpu')
     """
     p = Path(path)
     if p.is_file() and is_nsys_archive(p):
@@ -523,6 +538,11 @@ def is_trivial(module: ModuleDump) -> bool:
     Args:
         module: The module; its before-optimization file is parsed when the name does
             not decide (the after file when there is no before file).
+
+    Example:
+        >>> run = hloscope.load_run("tests/data/jax_mlp")
+        >>> hloscope.is_trivial(run.module('jit__threefry_split')), hloscope.is_trivial(run.main())
+        (True, False)
     """
     name = re.sub(r"\.\d+$", "", module.name)
     for prefix in ("jit__", "jit_", "pjit__", "pjit_"):

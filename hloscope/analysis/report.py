@@ -35,6 +35,11 @@ class ModuleReport:
         error: Why a side could not be read, when it could not ("" otherwise).
         before_module: The parsed before-optimization module, if dumped and readable.
         after_module: The parsed after-optimization module, if dumped and readable.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp')
+        >>> m.before.ops, m.after.kernel_count, round(m.ops_per_kernel, 1), m.alone
+        (70, 11, 6.4, 4)
     """
 
     key: str
@@ -96,6 +101,11 @@ class RunReport:
         run: The run that was analysed.
         modules: Reports, biggest first (trivial modules last); the compilations of one
             function together, in compile order.
+
+    Example:
+        >>> report = hloscope.inspect_run("tests/data/jax_mlp").report
+        >>> len(report.modules), [m.key for m in report.main]
+        (21, ['0030.jit_mlp'])
     """
 
     run: Run

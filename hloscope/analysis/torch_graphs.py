@@ -138,6 +138,11 @@ class TorchGraph:
         trigger: Where the user's code triggered its first compile (`torch_xla.sync()`,
             a tensor read), from torch_xla's log.
         inputs: The entry computation's parameter shapes (of its first module).
+
+    Example:
+        >>> function = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs.functions[0]
+        >>> isinstance(function.graphs[0], hloscope.TorchGraph)
+        True
     """
 
     key: str
@@ -174,6 +179,11 @@ class GraphFunction:
         name: Its `function_name`.
         graphs: Its distinct graphs, in compile order.
         varying: The input dimensions whose sizes differ between them.
+
+    Example:
+        >>> function = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs.functions[0]
+        >>> isinstance(function, hloscope.GraphFunction), len(function.graphs) >= 1
+        (True, True)
     """
 
     name: str
@@ -196,6 +206,11 @@ class TorchGraphs:
         compiles: Modules compiled (torch_xla graphs in the dump).
         executions: Executions torch_xla logged, in all; None without a log.
         note: Why executions are not known per graph ("" when they are).
+
+    Example:
+        >>> graphs = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs
+        >>> isinstance(graphs, hloscope.TorchGraphs), len(graphs.functions)
+        (True, 1)
     """
 
     graphs: tuple[TorchGraph, ...]
@@ -319,6 +334,11 @@ class TorchXlaRun:
     Attributes:
         records: torch_xla's own counters, metrics and log, when the run holds them.
         graphs: Its torch_xla modules grouped into graphs and functions.
+
+    Example:
+        >>> torch = hloscope.inspect_run('tests/data/torch_mlp').torch_xla
+        >>> isinstance(torch, hloscope.TorchXlaRun), len(torch.graphs.functions) > 0
+        (True, True)
     """
 
     records: TorchXlaRecords | None

@@ -58,6 +58,12 @@ class GraphEvent:
             frame logged; None when none was.
         inputs: Graph inputs, as logged.
         outputs: Graph outputs, as logged.
+
+    Example:
+        >>> records = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.records
+        >>> event = records.compiles[0]
+        >>> isinstance(event, hloscope.GraphEvent), event.kind
+        (True, 'compile')
     """
 
     kind: str
@@ -76,6 +82,11 @@ class TimedMetric:
         count: Samples posted (one per compile, per execution).
         total_s: Their sum, seconds.
         samples_s: The last samples torch_xla keeps, seconds, in order.
+
+    Example:
+        >>> records = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.records
+        >>> all(isinstance(m, hloscope.TimedMetric) for m in records.metrics.values())
+        True
     """
 
     count: int
@@ -97,6 +108,11 @@ class TorchXlaRecords:
         logged: Whether the run has the debug analysis (else `compiles` and
             `executions` are empty because nothing was logged, not because nothing ran).
         errors: What could not be read, one line each.
+
+    Example:
+        >>> records = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.records
+        >>> isinstance(records, hloscope.TorchXlaRecords)
+        True
     """
 
     compiles: tuple[GraphEvent, ...] = ()

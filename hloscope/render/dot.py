@@ -69,6 +69,11 @@ def to_dot(spec: DiagramSpec) -> str:
 
     Returns:
         The DOT text.
+
+    Example:
+        >>> spec = hloscope.module_diagram(hloscope.inspect_run("tests/data/tf_dense_relu").main[0])
+        >>> hloscope.to_dot(spec).startswith('digraph')
+        True
     """
     # Iterations capped as `hloscope.analysis.collapse` budgets them (issue 14).
     big = len(spec.nodes) > DOT_LIMITS_ABOVE or spec.collapsed

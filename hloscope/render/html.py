@@ -119,6 +119,11 @@ def report_html(
 
     Returns:
         The page, one self-contained HTML document.
+
+    Example:
+        >>> inspection = hloscope.inspect_run("tests/data/tf_dense_relu")
+        >>> hloscope.report_html(inspection, diagrams=False).startswith('<!DOCTYPE html>')
+        True
     """
     draw = graphviz_diagrams if diagrams else None
     return report_page(inspection, diagrams=draw, title=title, peaks=peaks)
@@ -132,6 +137,13 @@ def write_html(inspection: Inspection, path: str | Path, **options: Any) -> Path
 
     Raises:
         UsageError: The file cannot be written (missing folder, permissions).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / 'report.html'
+        >>> inspection = hloscope.inspect_run("tests/data/tf_dense_relu")
+        >>> hloscope.write_html(inspection, out, diagrams=False) == out
+        True
     """
     out = Path(path)
     page = report_html(inspection, **options)

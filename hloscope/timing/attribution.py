@@ -551,6 +551,14 @@ def attribute(
 
     Returns:
         The timings, modules with the most total time first.
+
+    Example:
+        >>> from pathlib import Path
+        >>> path = next(Path('tests/data/jax_mlp_profile').rglob('*.xplane.pb'))
+        >>> trace = hloscope.read_trace(path)
+        >>> timings = hloscope.attribute(trace, skip_first=1)
+        >>> sorted(timings.modules)[:1]
+        ['jit_mlp']
     """
     if skip_first < 0:
         raise UsageError("skip_first must be 0 or more")

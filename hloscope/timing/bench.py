@@ -218,6 +218,13 @@ class ModeResult:
         compile_s: Of the first call, the seconds the framework says it spent compiling
             (JAX's compile events: tracing, lowering and XLA's compile), None where it
             does not say.
+
+    Example:
+        >>> modes = [{'name': 'jit', 'median_s': 0.0005, 'repeats': 40}]
+        >>> doc = {'framework': 'jax', 'baseline': 'jit', 'modes': modes}
+        >>> mode = hloscope.BenchResult.from_json(doc).mode('jit')
+        >>> mode.median_s, mode.repeats
+        (0.0005, 40)
     """
 
     name: str
@@ -253,6 +260,15 @@ class BenchResult:
         baseline: The mode speed-ups are relative to.
         notes: Caveats, one line each.
         target: What was benchmarked (`samples/x.py:bench`), when known.
+
+    Example:
+        >>> modes = [{'name': 'op-by-op', 'median_s': 2e-3}, {'name': 'jit', 'median_s': 5e-4}]
+        >>> doc = {'framework': 'jax', 'baseline': 'op-by-op', 'modes': modes}
+        >>> result = hloscope.BenchResult.from_json(doc)
+        >>> result.framework, result.mode('jit').speedup
+        (<Framework.JAX: 'jax'>, None)
+        >>> hloscope.BenchResult.from_json(result.to_json()) == result
+        True
     """
 
     framework: Framework
@@ -750,6 +766,11 @@ def bench(
     Raises:
         UsageError: The framework cannot be told or is not supported.
         MissingDependencyError: The framework is not installed.
+
+    Example:
+        >>> import jax.numpy as jnp  # doctest: +SKIP
+        >>> result = hloscope.bench(lambda x: jnp.tanh(x) * 2, jnp.ones((64, 64)))  # doctest: +SKIP
+        >>> result.mode('jit').speedup  # doctest: +SKIP
     """
     name = Framework.parse(framework) if framework else framework_of_call(fn, args)
     if name is None:

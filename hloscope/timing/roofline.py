@@ -46,6 +46,11 @@ class Peaks:
         flops_low: Peak FLOP/s for 16-bit and narrower work (tensor cores), where it
             differs; None when the same.
         source: Where the figures come from (`table`, `probe`, `flags`).
+
+    Example:
+        >>> peaks = hloscope.Peaks('my GPU', bandwidth=3.35e12, flops=989e12)
+        >>> round(peaks.ridge)
+        295
     """
 
     name: str

@@ -169,6 +169,12 @@ def run_timings(
 
     Raises:
         HloscopeError: A measurement is there but cannot be read.
+
+    Example:
+        >>> run = hloscope.load_run("tests/data/jax_mlp_profile")
+        >>> timings = hloscope.run_timings(run)
+        >>> timings.format, sorted(timings.modules)[:1]
+        ('xplane', ['jit_mlp'])
     """
     for source in SOURCES:
         if source.found(run):
@@ -204,6 +210,11 @@ def load_profile(
 
     Raises:
         ProfileReadError: No profile found, or the file is not a profile.
+
+    Example:
+        >>> timings = hloscope.load_profile("tests/data/jax_mlp_profile")
+        >>> timings.format, timings.skip_first
+        ('xplane', 1)
     """
     files = find_profiles(run_or_dir)
 

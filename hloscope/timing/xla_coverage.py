@@ -59,6 +59,11 @@ class OutsideOp:
         time_us: Its time in the profile, summed over its calls after the warm-up ones;
             None when the run was not profiled.
         calls: Those calls.
+
+    Example:
+        >>> coverage = hloscope.inspect_run('tests/data/tf_auto_clustering').xla_coverage
+        >>> all(isinstance(op, hloscope.OutsideOp) for op in coverage.outside)
+        True
     """
 
     op: str
@@ -83,6 +88,11 @@ class XlaCoverage:
         time_outside_us: Their summed time in the profile (None: not profiled).
         time_in_xla_us: The measured wall time of the XLA modules' steady executions
             (else of the `_XlaRun`/`XlaLaunch` launches); None when not profiled.
+
+    Example:
+        >>> coverage = hloscope.inspect_run('tests/data/tf_auto_clustering').xla_coverage
+        >>> isinstance(coverage, hloscope.XlaCoverage), len(coverage.functions)
+        (True, 1)
     """
 
     source: str
