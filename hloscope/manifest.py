@@ -488,7 +488,7 @@ class _Reader:
         return _clean(value) if value is not None else None
 
     def integer(self, key: str) -> int | None:
-        value = self._get(key, int, "an integer")
+        value: int | None = self._get(key, int, "an integer")
         if value is not None and abs(value) > 2**63:
             raise DocumentError(f"field {key!r} is out of range", where=self.where)
         return value
@@ -504,10 +504,12 @@ class _Reader:
         return float(value)
 
     def flag(self, key: str) -> bool | None:
-        return self._get(key, bool, "true or false")
+        value: bool | None = self._get(key, bool, "true or false")
+        return value
 
     def obj(self, key: str) -> dict[str, Any] | None:
-        return self._get(key, dict, "an object")
+        value: dict[str, Any] | None = self._get(key, dict, "an object")
+        return value
 
     def items(self, key: str) -> list[Any]:
         return self._get(key, list, "a list") or []

@@ -225,6 +225,8 @@ def test_py_typed_is_shipped() -> None:
     assert (ROOT / "hloscope" / "py.typed").is_file()
     config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^"hloscope" = \[.*"py\.typed".*\]$', config, re.M)
+    mypy = config.split("[tool.mypy]", 1)[1].split("\n[", 1)[0]
+    assert re.search(r"^strict = true$", mypy, re.M) and 'files = ["hloscope"]' in mypy
 
 
 def test_load_run_then_inspect_run_and_the_notebook_view_agree() -> None:

@@ -146,7 +146,7 @@ def to_dot(spec: DiagramSpec) -> str:
             attrs["constraint"] = "false"
             attrs["style"] = "dashed"
         g.edge(safe_id(e.src), safe_id(e.dst), **attrs)
-    return g.source
+    return str(g.source)
 
 
 def render(
@@ -295,7 +295,7 @@ def _plain(text: str, limit: int = TOOLTIP_CHARS) -> str:
     """
     text = ellipsis(_CONTROL_CHARS.sub(" ", text), limit)
     text = text.replace("&", "&amp;").replace("\\", "\u29f5")
-    return graphviz.nohtml("\\n".join(text.split("\n")))
+    return str(graphviz.nohtml("\\n".join(text.split("\n"))))
 
 
 def _html_label(

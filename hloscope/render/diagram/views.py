@@ -170,7 +170,9 @@ def kernel_graph(
     )
 
 
-def _after_node_kernels(nodes: Sequence[Node], kernels: Collection[str]) -> dict[str, tuple]:
+def _after_node_kernels(
+    nodes: Sequence[Node], kernels: Collection[str]
+) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for n in nodes:
         shown = tuple(m for m in n.members if m in kernels) or ((n.kernel,) if n.kernel else ())
