@@ -242,7 +242,12 @@ def _invocation(ctx: typer.Context) -> list[str]:
     then the arguments, a variadic one after `--`. Rebuilt from what the command line
     parser read (the command's `ctx`), for the records a command keeps (run.json's
     `command`)."""
-    words = ["hloscope", *ctx.command_path.split()[1:]]
+    names: list[str] = []
+    at: Any = ctx
+    while at.parent is not None:  # the subcommands' names, whatever ran the root
+        names.append(at.info_name or "")
+        at = at.parent
+    words = ["hloscope", *reversed(names)]
     positional: list[str] = []
     variadic: list[str] = []
     for param in ctx.command.params:
