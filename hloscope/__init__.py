@@ -84,7 +84,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "FusesDifferently",
     ),
     "hloscope.analysis.tf_graphs": ("TfFunction", "TfCluster", "TfOp"),
-    "hloscope.analysis.torch_graphs": ("TorchXlaRun", "TorchGraphs", "TorchGraph", "GraphFunction"),
+    "hloscope.analysis.torch_graphs": ("TorchXlaRun", "TorchGraphs", "TorchGraph", "ModuleCompile"),
     "hloscope.analysis.torch_xla": ("TorchXlaRecords", "GraphEvent", "TimedMetric"),
     "hloscope.analysis.passes": (
         "pass_story",
@@ -180,7 +180,7 @@ if TYPE_CHECKING:
     from hloscope.analysis.report import ModuleReport, RunReport
     from hloscope.analysis.stats import ComputationStats, ModuleStats, module_stats
     from hloscope.analysis.tf_graphs import TfCluster, TfFunction, TfOp
-    from hloscope.analysis.torch_graphs import GraphFunction, TorchGraph, TorchGraphs, TorchXlaRun
+    from hloscope.analysis.torch_graphs import ModuleCompile, TorchGraph, TorchGraphs, TorchXlaRun
     from hloscope.analysis.torch_xla import GraphEvent, TimedMetric, TorchXlaRecords
     from hloscope.errors import (
         DocumentError,

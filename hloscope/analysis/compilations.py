@@ -3,14 +3,18 @@ variant with its input shapes, compile time and kernels.
 
 XLA compiles for static shapes: a `jax.jit` function called at six sequence lengths is
 six modules (`jit_attend` six times), a `tf.function(jit_compile=True)` retraced at four
-is four (`a_inference_attend_15/31/47/63__XlaMustCompile_...`). `function_of` is the one
-place that says which function a module compiles (a framework plugs in by adding a rule
-to `FUNCTION_RULES`); `run_compilations` groups a run's modules by it, in compile order
-(module id), reads each variant's input and output shapes from its entry computation
-layout, finds the inputs whose shapes vary, compares the kernels of the variants, joins
-the compile times the run recorded, and words one line of advice in the framework's own
-terms. `find_modules` lets `--module` pick a variant: `jit_attend#3` (compile order,
-from 0) or `jit_attend(f32[24,32])` (by input shape).
+is four (`a_inference_attend_15/31/47/63__XlaMustCompile_...`). `run_functions` is the one
+place that says which function each module compiles. A framework plugs in one of two
+ways: a rule on the module's name in `FUNCTION_RULES` (JAX, TensorFlow), or, where the
+name does not say (PyTorch/XLA names every graph `SyncTensorsGraph.<n>`), a rule on the
+whole run in `RUN_RULES`, which may read the framework's own records of the run (the line
+whose sync compiled each graph) and give each module's compile time and cause too.
+`run_compilations` groups a run's modules by function, in compile order (module id),
+reads each variant's input and output shapes from its entry computation layout, finds
+the inputs whose shapes vary, compares the kernels of the variants, joins the compile
+times the run recorded, and words one line of advice in the framework's own terms.
+`find_modules` lets `--module` pick a variant: `jit_attend#3` (compile order, from 0) or
+`jit_attend(f32[24,32])` (by input shape).
 """
 
 from __future__ import annotations
@@ -22,16 +26,20 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hloscope.analysis.fusion import ModuleAnalysis
-from hloscope.errors import UsageError
+from hloscope.analysis.torch_graphs import torch_xla_functions
+from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.lexical import parse_shape, split_top
 from hloscope.hlo.model import HloModule, Shape
 from hloscope.runs import ModuleDump, Run, is_trivial, module_header
 
 __all__ = [
     "FUNCTION_RULES",
+    "RUN_RULES",
+    "Claim",
     "Compilation",
     "Compilations",
     "FunctionRule",
+    "RunRule",
     "Variant",
     "Varying",
     "entry_shapes",
@@ -39,6 +47,7 @@ __all__ = [
     "find_modules",
     "function_of",
     "run_compilations",
+    "run_functions",
     "shape_string",
     "varying_groups",
     "varying_where",
@@ -58,6 +67,7 @@ _ARG_PATH = re.compile(r"^\[0\]\[(\d+)\]$|^\[1\]\['(.+)'\]$")
 _JAX = re.compile(r"^(?:jit|pjit|pmap|xmap)_.+")
 _TF_FUNCTION = re.compile(r"^(a?_?_?inference_.+?)_\d+$")
 _TF_CLUSTER = re.compile(r"^cluster_\d+$")
+_COMMENT = re.compile(r"/\*.*?\*/")
 
 
 def _tensorflow(name: str) -> tuple[str, str] | None:
@@ -83,6 +93,40 @@ FUNCTION_RULES: list[FunctionRule] = [_tensorflow, _jax]
 """Each framework's naming rule, tried in order; a framework plugs in by appending one."""
 
 
+class Claim(Protocol):
+    """What a framework's run rule says of one module it knows."""
+
+    @property
+    def framework(self) -> str:
+        """The framework (`torch_xla`)."""
+        ...
+
+    @property
+    def function(self) -> str:
+        """The function the module compiles (`SyncTensorsGraph@train.py:76`)."""
+        ...
+
+    @property
+    def compile_s(self) -> float | None:
+        """Seconds the framework took to compile it, from its own records, if known."""
+        ...
+
+    @property
+    def reason(self) -> str | None:
+        """Why the framework compiled it, in its own words, if it said."""
+        ...
+
+
+RunRule = Callable[[Run], Mapping[str, Claim]]
+"""A framework's rule on a whole run: module key -> its claim, for the modules it knows
+(none for a run that is not that framework's). For frameworks whose module names do not
+say which function a module compiles; it may read the framework's records in the run."""
+
+RUN_RULES: list[RunRule] = [torch_xla_functions]
+"""Each framework's run rule, tried in order before the naming rules; the first to claim
+a module groups it."""
+
+
 def framework_and_function(name: str) -> tuple[str | None, str]:
     """`(framework, function)` of a module name: the first rule that knows the name,
     else no framework and the name less its numeric `.N` suffixes."""
@@ -93,9 +137,35 @@ def framework_and_function(name: str) -> tuple[str | None, str]:
     return None, _SUFFIX.sub("", name)
 
 
+def run_claims(run: Run) -> dict[str, Claim]:
+    """What the run rules say of a run's modules, by module key (the first rule that
+    claims a module wins)."""
+    out: dict[str, Claim] = {}
+    for rule in RUN_RULES:
+        for key, claim in rule(run).items():
+            out.setdefault(key, claim)
+    return out
+
+
+def run_functions(run: Run) -> dict[str, tuple[str | None, str]]:
+    """Each module's `(framework, function)`, by module key: a run rule's claim where one
+    claims it, else its name's (`framework_and_function`)."""
+    claims = run_claims(run)
+    out: dict[str, tuple[str | None, str]] = {}
+    for m in run.modules:
+        claim = claims.get(m.key)
+        out[m.key] = (
+            (claim.framework, claim.function)
+            if claim is not None
+            else framework_and_function(m.name)
+        )
+    return out
+
+
 def function_of(name: str) -> str:
-    """The function a module compiles: its name with what changes between compiles of
-    that function removed (hashes, numeric suffixes, TensorFlow's trace counter).
+    """The function a module compiles, by its name alone: its name with what changes
+    between compiles of that function removed (hashes, numeric suffixes, TensorFlow's
+    trace counter). `run_functions` also asks the run rules.
 
     Args:
         name: An HloModule name (`jit_attend`, `a_inference_attend_31__XlaMust..._.3`).
@@ -149,7 +219,8 @@ def entry_shapes(layout: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         parameter, and the result's tuple elements (or the one result); None when the
         text is not a layout.
     """
-    text = layout.strip()
+    # XLA numbers long tuples as it prints them (`/*index=5*/f32[128]`): not the shape
+    text = _COMMENT.sub("", layout).strip()
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1].strip()
     if not text.startswith("("):
@@ -194,14 +265,22 @@ def module_shapes(
     dump: ModuleDump, report: Analysed | None = None
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A module's input and output shapes: from its parsed module when there is one,
-    else from its file's header; empty when neither says."""
+    else from its text file's header, else (a binary dump: nsys-jax's, torch_xla's) from
+    the module parsed now; empty when none says."""
     layout = None
     for parsed in (report.before_module, report.after_module) if report is not None else ():
         if parsed is not None:
             layout = parsed.attributes.get("entry_computation_layout")
             if layout:
                 break
-    found = entry_shapes(layout or _layout_of(module_header(dump)) or "")
+    layout = layout or _layout_of(module_header(dump))
+    if not layout and report is None:
+        try:
+            parsed = dump.load_before() or dump.load_after()
+        except HloscopeError:  # unreadable: the report says so; no shapes here
+            parsed = None
+        layout = parsed.attributes.get("entry_computation_layout") if parsed else None
+    found = entry_shapes(layout or "")
     return found or ((), ())
 
 
@@ -249,7 +328,8 @@ class Varying:
         arg: The entry parameter's number (None when the number of inputs differs).
         dim: The dimension that differs (None when the element type or rank does).
         values: Per compilation, in compile order: the dimension's size, or the whole
-            shape (or the input count) when `dim` is None.
+            shape (or the input count) when `dim` is None; None for a compilation set
+            apart (`Compilation.set_apart`: not compared, its inputs being others).
 
     Example:
         >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
@@ -259,13 +339,13 @@ class Varying:
 
     arg: int | None
     dim: int | None
-    values: tuple[int | str, ...]
+    values: tuple[int | str | None, ...]
 
 
 def varying_groups(varying: Sequence[Varying]) -> list[tuple[tuple[int, ...], Varying]]:
     """Varying dimensions that vary alike, together: `q`, `k` and `v` all of length
     8, 16, 24 are one group `((0, 1, 2), arg 0 dim 0)`; in the order first seen."""
-    groups: dict[tuple[int | None, tuple[int | str, ...]], list[Varying]] = {}
+    groups: dict[tuple[int | None, tuple[int | str | None, ...]], list[Varying]] = {}
     for v in varying:
         if v.arg is None or v.dim is None:
             groups[(None, (id(v),))] = [v]
@@ -336,6 +416,15 @@ class Compilation:
         return len(self.variants)
 
     @property
+    def set_apart(self) -> tuple[Variant, ...]:
+        """The compilations left out when comparing input shapes: for a framework whose
+        function is the code between two syncs (PyTorch/XLA), those whose inputs differ
+        in number or rank from most (the first training step, which creates the
+        optimizer's state); none for the others."""
+        compared = {v.index for v in _compared(self.framework, self.variants)}
+        return tuple(v for v in self.variants if v.index not in compared)
+
+    @property
     def compile_s(self) -> float | None:
         """Seconds spent compiling it (the measured compilations), None if none was."""
         measured = [v.compile_s for v in self.variants if v.compile_s is not None]
@@ -343,8 +432,9 @@ class Compilation:
 
     @property
     def fuses_differently(self) -> tuple[FusesDifferently, ...]:
-        """The compilations whose kernels by kind differ from most compilations'."""
-        analysed = [v for v in self.variants if v.kernels is not None]
+        """The compilations whose kernels by kind differ from most compilations' (among
+        those whose inputs are compared: one set apart is another graph)."""
+        analysed = [v for v in _compared(self.framework, self.variants) if v.kernels is not None]
         if len(analysed) < 2:
             return ()
         signature = {v.index: tuple(sorted(v.kernels_by_kind.items())) for v in analysed}
@@ -447,13 +537,22 @@ class Compilations:
         return None
 
 
-def group(modules: Iterable[ModuleDump]) -> dict[str, list[ModuleDump]]:
+def group(
+    modules: Iterable[ModuleDump], functions: Mapping[str, tuple[str | None, str]] | None = None
+) -> dict[str, list[ModuleDump]]:
     """The modules of each function, in compile order (module id); functions in the
-    order each was first compiled."""
+    order each was first compiled.
+
+    Args:
+        modules: The modules.
+        functions: Each module's `(framework, function)` by key (`run_functions`); a
+            module not in it is grouped by its name (`function_of`).
+    """
     ordered = sorted(modules, key=lambda m: (m.id_number is None, m.id_number or 0, m.key))
     out: dict[str, list[ModuleDump]] = {}
     for m in ordered:
-        out.setdefault(function_of(m.name), []).append(m)
+        found = functions.get(m.key) if functions is not None else None
+        out.setdefault(found[1] if found is not None else function_of(m.name), []).append(m)
     return out
 
 
@@ -475,9 +574,11 @@ def run_compilations(
     by_key = {r.key: r for r in reports}
     manifest = run.manifest
     compiled = {c.module: c for c in manifest.compiles if c.module is not None}
+    claims = run_claims(run)
+    functions_by_key = run_functions(run)
     wanted = None if shapes_of is None else set(shapes_of)
     functions = []
-    for name, dumps in group(run.modules).items():
+    for name, dumps in group(run.modules, functions_by_key).items():
         if wanted is not None and not wanted & {d.key for d in dumps}:
             continue
         variants = []
@@ -486,54 +587,105 @@ def run_compilations(
             inputs, outputs = module_shapes(d, report)
             after = report.after if report is not None else None
             c = compiled.get(d.key)
+            claim = claims.get(d.key)
             variants.append(
                 Variant(
                     key=d.key,
                     index=i,
                     inputs=inputs,
                     outputs=outputs,
-                    compile_s=c.seconds if c is not None else None,
+                    compile_s=c.seconds if c is not None else _claimed_seconds(claim),
                     kernels=after.kernel_count if after is not None else None,
                     kernels_by_kind=dict(after.kernels_by_kind) if after is not None else {},
-                    reason=c.reason if c is not None else None,
+                    reason=c.reason if c is not None else claim.reason if claim else None,
                 )
             )
-        framework = framework_and_function(dumps[0].name)[0]
+        framework = functions_by_key[dumps[0].key][0]
         trivial = by_key[dumps[0].key].trivial if dumps[0].key in by_key else is_trivial(dumps[0])
-        functions.append(Compilation(name, framework, tuple(variants), _varying(variants), trivial))
+        functions.append(
+            Compilation(name, framework, tuple(variants), _varying(framework, variants), trivial)
+        )
     return Compilations(
         functions=tuple(functions),
-        compile_s=manifest.compile_s,
+        compile_s=manifest.compile_s if manifest.compile_s is not None else _claimed_total(claims),
         wall_s=manifest.wall_time_s,
         notes=manifest.compile_notes,
     )
 
 
-def _varying(variants: Sequence[Variant]) -> tuple[Varying, ...]:
-    """The inputs whose shapes differ between compilations, dimension by dimension."""
-    if len(variants) < 2 or any(not v.inputs for v in variants):
+def _claimed_seconds(claim: Claim | None) -> float | None:
+    return claim.compile_s if claim is not None else None
+
+
+def _claimed_total(claims: Mapping[str, Claim]) -> float | None:
+    """The compile time of the claimed modules, where the framework timed each of them
+    (a run whose frameworks recorded no compile of their own in run.json)."""
+    seconds = [c.compile_s for c in claims.values()]
+    if not seconds or any(s is None for s in seconds):
+        return None
+    return sum(s for s in seconds if s is not None)
+
+
+# Frameworks whose function is the code between two syncs rather than a Python function
+# with arguments: its graphs may differ in their inputs' number and ranks (the first
+# step also creates the optimizer's state; a branch takes other tensors), so input
+# shapes are compared only among the compilations whose inputs have the same ranks.
+_COMPARED_BY_RANKS = frozenset({"torch_xla"})
+
+
+def _ranks(v: Variant) -> tuple[int, ...] | None:
+    """The rank of each input (None when a shape does not parse)."""
+    try:
+        return tuple(len(parse_shape(t).dimensions) for t in v.inputs)
+    except ValueError:
+        return None
+
+
+def _compared(framework: str | None, variants: Sequence[Variant]) -> tuple[Variant, ...]:
+    """The compilations whose input shapes are compared: all of them, or for a framework
+    of `_COMPARED_BY_RANKS` the most numerous group with the same input ranks (the later
+    one on a tie: the first step is the odd one out)."""
+    if framework not in _COMPARED_BY_RANKS or len(variants) < 2:
+        return tuple(variants)
+    by_ranks: dict[tuple[int, ...] | None, list[Variant]] = {}
+    for v in variants:
+        by_ranks.setdefault(_ranks(v), []).append(v)
+    groups = list(by_ranks.values())
+    return tuple(groups[max(range(len(groups)), key=lambda i: (len(groups[i]), i))])
+
+
+def _varying(framework: str | None, variants: Sequence[Variant]) -> tuple[Varying, ...]:
+    """The inputs whose shapes differ between compilations, dimension by dimension
+    (among `_compared` ones; None in `values` for the others)."""
+    compared = _compared(framework, variants)
+    if len(compared) < 2 or any(not v.inputs for v in compared):
         return ()
-    counts = {len(v.inputs) for v in variants}
+    place = {v.index: i for i, v in enumerate(compared)}
+
+    def spread(values: Sequence[int | str]) -> tuple[int | str | None, ...]:
+        return tuple(values[place[v.index]] if v.index in place else None for v in variants)
+
+    counts = {len(v.inputs) for v in compared}
     if len(counts) > 1:
-        return (Varying(None, None, tuple(f"{len(v.inputs)} inputs" for v in variants)),)
+        return (Varying(None, None, spread([f"{len(v.inputs)} inputs" for v in compared])),)
     out: list[Varying] = []
     for arg in range(counts.pop()):
-        texts = [v.inputs[arg] for v in variants]
+        texts = [v.inputs[arg] for v in compared]
         if len(set(texts)) == 1:
             continue
         try:
             shapes = [parse_shape(t) for t in texts]
         except ValueError:
-            out.append(Varying(arg, None, tuple(texts)))
+            out.append(Varying(arg, None, spread(texts)))
             continue
         types = {(s.element_type, len(s.dimensions), s.is_tuple) for s in shapes}
         if len(types) > 1 or shapes[0].is_tuple:
-            out.append(Varying(arg, None, tuple(texts)))
+            out.append(Varying(arg, None, spread(texts)))
             continue
         for dim in range(len(shapes[0].dimensions)):
-            values = tuple(s.dimensions[dim] for s in shapes)
+            values = [s.dimensions[dim] for s in shapes]
             if len(set(values)) > 1:
-                out.append(Varying(arg, dim, values))
+                out.append(Varying(arg, dim, spread(values)))
     return tuple(out)
 
 
@@ -595,9 +747,57 @@ def _advice(c: Compilation) -> str:
             "tf.function per call, make TensorFlow trace again; pass tensors, or fix the "
             "signature with input_signature"
         )
+    if c.framework == "torch_xla":
+        return _torch_xla_advice(c, place)
     if dims:
         return f"XLA compiles once per input shape: pad or bucket {place} to a few sizes"
     return "XLA compiled it again with the same input shapes"
+
+
+# torch_xla's cause for a graph compiled because Python read a tensor's value
+# (`.item()`, `print`, `if tensor:`) before the step's sync.
+_TENSOR_READ = "access tensor value"
+
+
+def _torch_xla_advice(c: Compilation, place: str) -> str:
+    """PyTorch/XLA's terms: torch_xla traces the code between two `torch_xla.sync()`
+    calls into a graph and compiles it for each new input shape or structure; its
+    advice is to keep shapes the same between steps (pad, few shape variations), to read
+    tensor values after the sync, and not to bake changing Python numbers into the graph
+    (docs: "Troubleshooting recompilations", "Known Performance Caveats")."""
+    if any(_TENSOR_READ in (v.reason or "") for v in c.variants):
+        read = (
+            "Python read a tensor's value before torch_xla.sync() (.item(), print, an if on "
+            "a tensor), which compiles and runs the graph traced so far as a graph of its "
+            "own: read values after the sync, or less often"
+        )
+        return f"{read}; its inputs vary too: pad or bucket {place}" if place else read
+    if place:
+        return (
+            f"pad or bucket {place} to a few sizes: torch_xla compiles the graph again for "
+            "each new input shape (pad sequences to a fixed length; drop_last=True keeps a "
+            "DataLoader's short last batch from compiling a graph of its own)"
+        )
+    apart = c.set_apart
+    first, last = len(c.variants[0].inputs), len(c.variants[-1].inputs)
+    if [v.index for v in apart] == [0] and first < last:
+        return (
+            f"nothing to fix: #0 is the first step ({first} inputs, then {last}); it also "
+            "creates state that later steps take as inputs (an optimizer's, e.g. AdamW's "
+            "moments), so the step compiles once more, once"
+        )
+    if apart:
+        return (
+            "the code traced between two torch_xla.sync() calls differs from step to step "
+            "(graphs with other inputs): Python control flow on tensor values, or a loop "
+            "whose count changes; keep each step's code the same, with torch_xla.sync() at "
+            "the end of the step"
+        )
+    return (
+        "same input shapes each time, so the graph itself changed: a Python number that "
+        "changes between steps (a learning-rate schedule, a step counter) is traced into "
+        "the graph as a constant; keep it in a tensor on the XLA device"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -640,14 +840,15 @@ def find_modules(run: Run, pattern: str) -> list[ModuleDump]:
                 f"{_listing(function, variants)}"
             )
         return found
-    functions = group(run.modules)
+    by_key = run_functions(run)
+    functions = group(run.modules, by_key)
     if pattern in functions and len(functions[pattern]) > 1:
         return functions[pattern]
     try:
         return [run.module(pattern)]
     except UsageError:
         named = [m for m in run.modules if m.name == pattern]
-        if len(named) > 1 and len({function_of(m.name) for m in named}) == 1:
+        if len(named) > 1 and len({by_key[m.key][1] for m in named}) == 1:
             return named
         raise
 
@@ -671,12 +872,13 @@ def find_module(run: Run, pattern: str) -> ModuleDump:
 
 def _function(run: Run, name: str) -> tuple[str, list[ModuleDump]]:
     """A function by its name, a module name or key of it, or a unique part of its name."""
-    functions = group(run.modules)
+    by_key = run_functions(run)
+    functions = group(run.modules, by_key)
     if name in functions:
         return name, functions[name]
     for m in run.modules:
         if name in (m.key, m.name):
-            return function_of(m.name), functions[function_of(m.name)]
+            return by_key[m.key][1], functions[by_key[m.key][1]]
     partial = [f for f in functions if name in f]
     if len(partial) == 1:
         return partial[0], functions[partial[0]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hloscope.analysis.compilations import find_modules, function_of
+from hloscope.analysis.compilations import find_modules, run_functions
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
 from hloscope.errors import HloscopeError
@@ -186,15 +186,16 @@ def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
     reports = [analyze_dump(d) for d in dumps]
     # a function's compilations stay together, in compile order, where its biggest is
     ids = {d.key: (d.id_number is None, d.id_number or 0, d.key) for d in dumps}
+    functions = run_functions(run)
     biggest: dict[str, int] = {}
     first: dict[str, tuple[bool, int, str]] = {}
     for r in reports:
-        f = function_of(r.name)
+        f = functions[r.key][1]
         biggest[f] = max(biggest.get(f, 0), r.size)
         first[f] = min(first.get(f, ids[r.key]), ids[r.key])
 
     def order(r: ModuleReport) -> tuple[bool, int, str, tuple[bool, int, str]]:
-        f = function_of(r.name)
+        f = functions[r.key][1]
         return (r.trivial, -biggest[f], first[f][2], ids[r.key])
 
     reports.sort(key=order)

@@ -1,9 +1,10 @@
-"""PyTorch/XLA's graphs: which dumped modules are the same graph, and how many times
-each ran.
+"""PyTorch/XLA's graphs: which dumped modules are the same graph, how many times each
+ran, and which function each compiles.
 
-torch_xla names every graph it compiles `SyncTensorsGraph.<n>`, whatever it computes, and
-compiles a graph once per shape and structure (its cache is keyed on the IR's hash); the
-dump holds one module per compile. The modules group two ways:
+torch_xla names every graph it compiles `SyncTensorsGraph.<n>`, whatever it computes (or
+after the name the user gave `torch_xla.compile`), and compiles a graph once per shape
+and structure (its cache is keyed on the IR's hash); the dump holds one module per
+compile. The modules group two ways:
 
 - by graph (`graph_key`): the same before-optimization HLO up to instruction and
   computation names, constants' values and metadata; the same graph, had it been
@@ -19,7 +20,10 @@ dump holds one module per compile. The modules group two ways:
 `group_graphs` joins the modules to torch_xla's own log of compiles and executions
 (`hloscope.analysis.torch_xla`): the n-th compile logged is the n-th module dumped, and
 each execution names its graph's hash, so each graph gets its executions (the training
-steps that ran it, where a step is one graph).
+steps that ran it, where a step is one graph), and each module its compile time (the
+n-th sample of torch_xla's `CompileTime`). `torch_xla_functions` is how the compilations
+view (`hloscope.analysis.compilations`, one view of recompiles for every framework)
+groups a torch_xla run: by function, with torch_xla's compile times and causes.
 """
 
 from __future__ import annotations
@@ -27,44 +31,59 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter, OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from hloscope.analysis.torch_xla import TorchXlaRecords, read_records
+from hloscope.analysis.torch_xla import (
+    DEBUG_FILE,
+    FOLDER,
+    METRICS_FILE,
+    TorchXlaRecords,
+    read_records,
+)
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule, SourceLocation
 from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES
-from hloscope.runs import Run
+from hloscope.runs import ModuleDump, Run
 
 __all__ = [
+    "FRAMEWORK",
     "GRAPH_NAME",
-    "GraphFunction",
+    "ModuleCompile",
     "TorchGraph",
     "TorchGraphs",
     "TorchXlaRun",
-    "Varying",
     "function_key",
     "function_name",
     "graph_key",
     "group_graphs",
     "is_torch_graph",
+    "torch_xla_functions",
     "torch_xla_run",
 ]
 
+FRAMEWORK = "torch_xla"
+"""The framework's name, as run.json and the compilations view say it."""
 GRAPH_NAME = "SyncTensorsGraph"
-"""What torch_xla names every graph it compiles (`SyncTensorsGraph.<n>`)."""
+"""What torch_xla names every graph it compiles (`SyncTensorsGraph.<n>`), unless the
+user named it (`torch_xla.compile(step, name="train_step")`: `train_step.<n>`)."""
 # Attributes that name things (computations, the source) rather than say what is done.
 _NAMING = frozenset(CALLED_COMPUTATION_ATTRIBUTES) | {"metadata", "frontend_attributes"}
 # Attributes that hold sizes of dimensions, masked in the function key.
 _SIZED = frozenset({"slice", "dynamic_slice_sizes", "padding", "window"})
 _DIMS = re.compile(r"\[([^\]]*)\]")
 _DIGITS = re.compile(r"\d+")
+_SUFFIX = re.compile(r"(\.\d+)+$")
 
 
-def is_torch_graph(name: str) -> bool:
-    """Whether an HloModule name is one torch_xla gives (`SyncTensorsGraph.364`)."""
-    return name == GRAPH_NAME or name.startswith(GRAPH_NAME + ".")
+def is_torch_graph(name: str, named: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether an HloModule name is one torch_xla gives: `SyncTensorsGraph.364`, or a
+    graph named by the user (`train_step.245`) where `named` holds the names torch_xla
+    logged (`GraphEvent.name`)."""
+    base = _SUFFIX.sub("", name)
+    return base == GRAPH_NAME or base in named
 
 
 def graph_key(module: HloModule) -> str:
@@ -89,8 +108,13 @@ def function_name(module: HloModule, trigger: SourceLocation | None = None) -> s
 
     Returns:
         `SyncTensorsGraph@train.py:64` with a trigger; else `SyncTensorsGraph~1f2e3d4c`
-        (the start of `function_key`: the modules of one structure up to sizes).
+        (the start of `function_key`: the modules of one structure up to sizes). A graph
+        the user named (`torch_xla.compile(step, name="train_step")`) is that function
+        whatever line called it: `train_step`.
     """
+    base = _SUFFIX.sub("", module.name)
+    if base != GRAPH_NAME:
+        return base
     if trigger is not None and trigger.line is not None:
         return f"{GRAPH_NAME}@{os.path.basename(trigger.file)}:{trigger.line}"
     return f"{GRAPH_NAME}~{function_key(module)[:8]}"
@@ -140,9 +164,9 @@ class TorchGraph:
         inputs: The entry computation's parameter shapes (of its first module).
 
     Example:
-        >>> function = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs.functions[0]
-        >>> isinstance(function.graphs[0], hloscope.TorchGraph)
-        True
+        >>> graph = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs.graphs[0]
+        >>> graph.function, graph.modules, graph.executions
+        ('SyncTensorsGraph@torch_mlp.py:76', ('0000.SyncTensorsGraph.212',), 3)
     """
 
     key: str
@@ -154,46 +178,28 @@ class TorchGraph:
 
 
 @dataclass(frozen=True)
-class Varying:
-    """A dimension of an input that differs between graphs of one function.
+class ModuleCompile:
+    """One torch_xla module as the compilations view groups it (what
+    `hloscope.analysis.compilations` reads of a framework's claim on a module).
 
     Attributes:
-        arg: The parameter number in the entry computation.
-        dim: The dimension.
-        values: Its size in each of `modules`, in compile order.
-        modules: The modules compared: the function's graphs whose entry parameters
-            have the same ranks (AdamW's first step, with fewer inputs, is left out).
-    """
-
-    arg: int
-    dim: int
-    values: tuple[int, ...]
-    modules: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class GraphFunction:
-    """The graphs of one function (`function_name`): one step compiled at several sizes.
-
-    Attributes:
-        name: Its `function_name`.
-        graphs: Its distinct graphs, in compile order.
-        varying: The input dimensions whose sizes differ between them.
+        function: Its function (`TorchGraph.function`).
+        compile_s: Seconds torch_xla took to compile it (its `CompileTime` sample),
+            None where the samples cannot be paired with the modules.
+        reason: Why torch_xla compiled it, in its words (`user torch_xla.sync`, `most
+            likely user code trying to access tensor value before torch_xla.sync`).
+        framework: `torch_xla`.
 
     Example:
-        >>> function = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs.functions[0]
-        >>> isinstance(function, hloscope.GraphFunction), len(function.graphs) >= 1
-        (True, True)
+        >>> graphs = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs
+        >>> graphs.modules['0000.SyncTensorsGraph.212'].reason
+        'user torch_xla.sync'
     """
 
-    name: str
-    graphs: tuple[TorchGraph, ...]
-    varying: tuple[Varying, ...] = ()
-
-    @property
-    def compiles(self) -> int:
-        """Modules compiled for it."""
-        return sum(len(g.modules) for g in self.graphs)
+    function: str
+    compile_s: float | None = None
+    reason: str | None = None
+    framework: str = FRAMEWORK
 
 
 @dataclass(frozen=True)
@@ -202,22 +208,23 @@ class TorchGraphs:
 
     Attributes:
         graphs: The distinct graphs, in compile order.
-        functions: The graphs grouped by structure up to sizes, in compile order.
         compiles: Modules compiled (torch_xla graphs in the dump).
         executions: Executions torch_xla logged, in all; None without a log.
         note: Why executions are not known per graph ("" when they are).
+        modules: Each module's function, compile time and cause, by module key, in
+            compile order: what the compilations view groups.
 
     Example:
         >>> graphs = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs
-        >>> isinstance(graphs, hloscope.TorchGraphs), len(graphs.functions)
-        (True, 1)
+        >>> graphs.distinct, graphs.compiles, graphs.executions
+        (2, 2, 4)
     """
 
     graphs: tuple[TorchGraph, ...]
-    functions: tuple[GraphFunction, ...]
     compiles: int
     executions: int | None = None
     note: str = ""
+    modules: Mapping[str, ModuleCompile] = field(default_factory=dict)
 
     @property
     def distinct(self) -> int:
@@ -225,9 +232,9 @@ class TorchGraphs:
         return len(self.graphs)
 
     @property
-    def recompiled(self) -> tuple[GraphFunction, ...]:
-        """The functions compiled more than once."""
-        return tuple(f for f in self.functions if f.compiles > 1)
+    def timed(self) -> bool:
+        """Whether each module has its compile time (torch_xla's samples paired)."""
+        return bool(self.modules) and all(m.compile_s is not None for m in self.modules.values())
 
 
 def group_graphs(
@@ -242,10 +249,12 @@ def group_graphs(
 
     Returns:
         The graphs. Executions are joined only when the log holds one compile per module
-        (a `--module` filter dumps fewer); else `note` says why they are missing.
+        (a `--module` filter dumps fewer); else `note` says why they are missing. Compile
+        times are joined when torch_xla kept one `CompileTime` sample per module.
     """
     hashes: list[str | None] = [None] * len(modules)
     triggers: list[SourceLocation | None] = [None] * len(modules)
+    causes: list[str | None] = [None] * len(modules)
     runs: Counter[str] | None = None
     note = ""
     if records is None or not records.logged:
@@ -258,6 +267,7 @@ def group_graphs(
     else:
         hashes = [c.graph_hash for c in records.compiles]
         triggers = [c.frame for c in records.compiles]
+        causes = [c.cause or None for c in records.compiles]
         if records.executions or not records.compiles:
             runs = Counter(e.graph_hash for e in records.executions)
         else:  # PT_XLA_DEBUG_LEVEL=1 (the user's) logs compiles only
@@ -281,18 +291,28 @@ def group_graphs(
                 inputs=_inputs(first),
             )
         )
-    functions: dict[str, list[TorchGraph]] = {}
-    for g in graphs:
-        functions.setdefault(g.function, []).append(g)
+    function = {k: g.function for g in graphs for k in g.modules}
+    seconds = _compile_seconds(records, len(modules))
     return TorchGraphs(
         graphs=tuple(graphs),
-        functions=tuple(
-            GraphFunction(name, tuple(gs), _varying(gs)) for name, gs in functions.items()
-        ),
         compiles=len(modules),
         executions=_total(records),
         note=note,
+        modules={
+            key: ModuleCompile(function[key], seconds[i], causes[i])
+            for i, (key, _) in enumerate(modules)
+        },
     )
+
+
+def _compile_seconds(records: TorchXlaRecords | None, modules: int) -> list[float | None]:
+    """Each module's compile time: the n-th `CompileTime` sample is the n-th compile,
+    where torch_xla posted one sample per module and kept them all (it keeps only the
+    last ones of a long run)."""
+    timed = records.metric("CompileTime") if records is not None else None
+    if timed is None or not modules or not timed.count == len(timed.samples_s) == modules:
+        return [None] * modules
+    return list(timed.samples_s)
 
 
 def _total(records: TorchXlaRecords | None) -> int | None:
@@ -307,26 +327,6 @@ def _inputs(module: HloModule) -> tuple[tuple[int, ...], ...]:
     return tuple(p.shape.dimensions for p in module.entry.parameters)
 
 
-def _varying(graphs: Sequence[TorchGraph]) -> tuple[Varying, ...]:
-    """Parameter dimensions whose sizes differ between graphs of one function, compared
-    among the graphs whose parameters have the same ranks (the most of them; the later
-    ones on a tie)."""
-    by_ranks: dict[tuple[int, ...], list[TorchGraph]] = {}
-    for g in graphs:
-        by_ranks.setdefault(tuple(len(d) for d in g.inputs), []).append(g)
-    same = max(reversed(list(by_ranks.values())), key=len)
-    if len(same) < 2:
-        return ()
-    modules = tuple(g.modules[0] for g in same)
-    out = []
-    for arg, dims in enumerate(same[0].inputs):
-        for dim in range(len(dims)):
-            values = tuple(g.inputs[arg][dim] for g in same)
-            if len(set(values)) > 1:
-                out.append(Varying(arg, dim, values, modules))
-    return tuple(out)
-
-
 @dataclass(frozen=True)
 class TorchXlaRun:
     """What a run tells of PyTorch/XLA beyond its modules.
@@ -337,8 +337,8 @@ class TorchXlaRun:
 
     Example:
         >>> torch = hloscope.inspect_run('tests/data/torch_mlp').torch_xla
-        >>> isinstance(torch, hloscope.TorchXlaRun), len(torch.graphs.functions) > 0
-        (True, True)
+        >>> isinstance(torch, hloscope.TorchXlaRun), torch.graphs.distinct
+        (True, 2)
     """
 
     records: TorchXlaRecords | None
@@ -347,9 +347,61 @@ class TorchXlaRun:
 
 def torch_xla_run(run: Run) -> TorchXlaRun | None:
     """The torch_xla view of a run; None when it holds neither torch_xla modules nor
-    torch_xla's records. Every torch_xla module of the run counts, selected or not."""
-    found = [m for m in run.modules if is_torch_graph(m.name)]
+    torch_xla's records. Every torch_xla module of the run counts, selected or not.
+
+    The view is kept for the run's files as they are (the report, the compilations view
+    and `--module` all ask for it): it is computed again only when a file changed."""
+    key = _fingerprint(run)
+    if key in _VIEWS:
+        _VIEWS.move_to_end(key)
+        return _VIEWS[key]
+    view = _view(run)
+    _VIEWS[key] = view
+    while len(_VIEWS) > _VIEWS_KEPT:
+        _VIEWS.popitem(last=False)
+    return view
+
+
+def torch_xla_functions(run: Run) -> Mapping[str, ModuleCompile]:
+    """How the compilations view groups a torch_xla run: each torch_xla module's function,
+    compile time and cause, by module key; empty for a run without torch_xla modules.
+
+    This is torch_xla's hook in `hloscope.analysis.compilations.RUN_RULES`: a module's
+    name (`SyncTensorsGraph.364`) does not say which code it compiles; torch_xla's log
+    of the run does."""
+    view = torch_xla_run(run)
+    return view.graphs.modules if view is not None else {}
+
+
+_VIEWS: OrderedDict[tuple[object, ...], TorchXlaRun | None] = OrderedDict()
+_VIEWS_KEPT = 4
+
+
+def _fingerprint(run: Run) -> tuple[object, ...]:
+    """The run's folder, its modules' files and torch_xla's records, as they are now."""
+    files = [p for m in run.modules for p in (m.before, m.after)]
+    if run.path.is_dir():
+        files += [run.path / FOLDER / DEBUG_FILE, run.path / FOLDER / METRICS_FILE]
+    return (str(run.path), tuple(m.key for m in run.modules), *map(_stamp, files))
+
+
+def _stamp(path: Path | None) -> tuple[str, int, int] | None:
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), st.st_mtime_ns, st.st_size)
+
+
+def _view(run: Run) -> TorchXlaRun | None:
     records = read_records(run.path) if run.path.is_dir() else None
+    named = {c.name for c in records.compiles if c.name} if records is not None else set()
+    found: list[ModuleDump] = sorted(
+        (m for m in run.modules if is_torch_graph(m.name, named)),
+        key=lambda m: (m.id_number is None, m.id_number or 0, m.key),
+    )
     if not found and records is None:
         return None
     parsed = []

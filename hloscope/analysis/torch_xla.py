@@ -41,6 +41,9 @@ _MAX_METRICS_BYTES = 4 << 20
 
 _KINDS = {"Compilation Analysis": "compile", "Execution Analysis": "execute"}
 _FRAME = re.compile(r"\s+(?P<function>.+?) \((?P<file>.+):(?P<line>\d+)\)\s*")
+# Python's own library (contextlib, functools): frames between torch_xla and the user's
+# code when the step is wrapped (`torch_xla.compile` as a decorator or context manager).
+_STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)[^/]+\.py$")
 # What torch_xla's `.item()`/`print()`-style reads show as: not an op without a lowering.
 LOCAL_SCALAR = "aten::_local_scalar_dense"
 
@@ -58,6 +61,9 @@ class GraphEvent:
             frame logged; None when none was.
         inputs: Graph inputs, as logged.
         outputs: Graph outputs, as logged.
+        name: The graph's name where the user gave one (`torch_xla.compile(f,
+            name=...)`, else the function's `__name__`): its modules are named after it
+            (`train_step.245`) instead of `SyncTensorsGraph.<n>`; "" when none was logged.
 
     Example:
         >>> records = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.records
@@ -72,6 +78,7 @@ class GraphEvent:
     frame: SourceLocation | None = None
     inputs: int | None = None
     outputs: int | None = None
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +203,7 @@ def _blocks(text: str) -> Iterator[tuple[str, list[str]]]:
 
 
 def _event(kind: str, lines: list[str]) -> GraphEvent | None:
-    graph_hash = ""
+    graph_hash = name = ""
     cause = lines[0].strip() if lines and lines[0].startswith("  ") else ""
     inputs = outputs = None
     frames: list[SourceLocation] = []
@@ -205,6 +212,8 @@ def _event(kind: str, lines: list[str]) -> GraphEvent | None:
         text = line.strip()
         if text.startswith("Graph Hash:"):
             graph_hash = text.split(":", 1)[1].strip()
+        elif text.startswith("Graph Name:"):
+            name = text.split(":", 1)[1].strip()
         elif text.startswith("Number of Graph Inputs:"):
             inputs = _int(text)
         elif text.startswith("Number of Graph Outputs:"):
@@ -217,9 +226,11 @@ def _event(kind: str, lines: list[str]) -> GraphEvent | None:
             frames.append(SourceLocation(m["file"], int(m["line"]), m["function"]))
     if not graph_hash:
         return None
-    user = next((f for f in frames if not is_framework_file(f.file)), None)
+    user = next(
+        (f for f in frames if not is_framework_file(f.file) and not _STDLIB.search(f.file)), None
+    )
     return GraphEvent(
-        kind, graph_hash, cause, user or (frames[0] if frames else None), inputs, outputs
+        kind, graph_hash, cause, user or (frames[0] if frames else None), inputs, outputs, name
     )
 
 

@@ -262,7 +262,8 @@ def _run(plan: DumpPlan, err: Any, *, verbose: bool = False) -> tuple[DumpResult
 
 
 def _print_modules(run: Run, *, show_all: bool) -> None:
-    """The dumped modules, one row each, then recompiled functions and the cold start."""
+    """The dumped modules, one row each, then recompiled functions and the cold start,
+    and a PyTorch/XLA run's graphs."""
     from hloscope.analysis.compilations import run_compilations
     from hloscope.analysis.report import analyze_run
     from hloscope.render.compilations import compilations_summary
@@ -274,6 +275,12 @@ def _print_modules(run: Run, *, show_all: bool) -> None:
     summary = compilations_summary(run_compilations(run, analysed.modules), show_all=show_all)
     if summary is not None:  # recompiled functions and the JIT cold start
         _print_records(summary)
+    from hloscope.analysis.torch_graphs import torch_xla_run
+    from hloscope.render.torch_xla import torch_xla_summary
+
+    torch_xla = torch_xla_run(run)
+    if torch_xla is not None:  # each graph's executions, ops that ran on the CPU
+        _print_records(torch_xla_summary(torch_xla))
 
 
 def _dump_unfused(fused: DumpPlan, folder: Path, err: Any) -> None:

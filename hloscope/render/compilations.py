@@ -175,8 +175,33 @@ def run_status_line(manifest: RunManifest, modules: int) -> Text | None:
 
 
 def _values(v: Varying) -> str:
-    shown = ", ".join(str(x) for x in v.values[:12])
-    return shown + (", …" if len(v.values) > 12 else "")
+    """`8, 16, 24`; the values of compilations set apart (None) are left out, and the
+    compilations the others are of named: `48, 32, 64 (#1–#3)`."""
+    known = [(i, x) for i, x in enumerate(v.values) if x is not None]
+    shown = ", ".join(str(x) for _, x in known[:12]) + (", …" if len(known) > 12 else "")
+    if len(known) < len(v.values):
+        shown += f" ({_indices([i for i, _ in known])})"
+    return shown
+
+
+def _indices(indices: Sequence[int]) -> str:
+    """`#1–#3`, `#1, #3`: compilations by index."""
+    if len(indices) > 2 and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"#{indices[0]}–#{indices[-1]}"
+    return ", ".join(f"#{i}" for i in indices)
+
+
+def _set_apart(c: Compilation) -> str:
+    """`#0 takes 15 inputs, the others 27`: the compilations whose inputs were not
+    compared (see `Compilation.set_apart`)."""
+    apart = c.set_apart
+    if not apart:
+        return ""
+    counts = ", ".join(str(len(v.inputs)) for v in apart)
+    others = {len(v.inputs) for v in c.variants if v not in apart}
+    verb = "takes" if len(apart) == 1 else "take"
+    rest = f", the others {others.pop()}" if len(others) == 1 else ""
+    return f"{_indices([v.index for v in apart])} {verb} {counts} inputs{rest}"
 
 
 def headline(c: Compilation) -> Text:
@@ -188,7 +213,10 @@ def headline(c: Compilation) -> Text:
         line.append(f" · {varying_where(args, v)}: {_values(v)}")
     if len(groups) > 3:
         line.append(f" · {len(groups) - 3} more dimensions vary")
-    if not c.varying and c.variants[0].inputs:
+    apart = _set_apart(c)
+    if apart:
+        line.append(f" · {apart}")
+    elif not c.varying and c.variants[0].inputs:
         line.append(" · same input shapes each time")
     if c.compile_s is not None:
         line.append(f" · {fmt_seconds(c.compile_s)} compiling", style="bold")
@@ -232,6 +260,10 @@ def _differs_lines(c: Compilation) -> list[Text]:
     return out
 
 
+# torch_xla's causes (2.9) for a graph compiled where a step ends, as it should.
+_TORCH_XLA_PLAIN = frozenset(
+    {"user torch_xla.sync", "torch_xla.sync in parallel loader at step end", "torch_xla.compile"}
+)
 _JAX_AT = re.compile(r"^at (\S+), now (.+) and before (.+)$")
 
 
@@ -252,6 +284,9 @@ def _said_lines(c: Compilation, notes: Sequence[str]) -> list[Text]:
     elif c.framework == "tensorflow":
         name = c.function.split("inference_", 1)[-1]
         said = [n for n in notes if f" calls to {name} " in n]
+    elif c.framework == "torch_xla":  # its cause, unless the plain sync of a step
+        causes = dict.fromkeys(v.reason for v in c.variants if v.reason)
+        said = [f"torch_xla's cause: {x}" for x in causes if x not in _TORCH_XLA_PLAIN]
     return [Text(f"  {s}", style="dim") for s in said]
 
 

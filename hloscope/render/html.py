@@ -247,11 +247,21 @@ def page_data(
         "run": run_doc(run) | _run_extras(run) | {"cold_start": cold.plain if cold else None},
         "modules": summaries,
         "compilations": compilations_page_doc(comps, indices),
+        "torch_xla": _torch_xla_doc(inspection, indices),
         "heaviest": heaviest[:TOP_KERNELS],
         "timed": bool(inspection.module_timings),
         "bench": _bench(inspection),
     }
     return {"overview": overview, "modules": details}
+
+
+def _torch_xla_doc(inspection: Inspection, indices: Mapping[str, int]) -> dict[str, Any] | None:
+    """A PyTorch/XLA run's graphs for the page (`render.torch_xla`); None for others."""
+    if inspection.torch_xla is None:
+        return None
+    from hloscope.render.torch_xla import torch_xla_page_doc
+
+    return torch_xla_page_doc(inspection.torch_xla, indices)
 
 
 def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -541,7 +551,15 @@ def _asset(name: str) -> str:
 # The page script's pieces in assets/report/, one job each. They share one scope, so they
 # are joined in this order inside one function; dom.js opens with the script's contract
 # (strings from HLO or user code reach the DOM as text, never as markup).
-_REPORT_JS = ("dom.js", "table.js", "diagram.js", "overview.js", "module.js", "page.js")
+_REPORT_JS = (
+    "dom.js",
+    "table.js",
+    "diagram.js",
+    "overview.js",
+    "torch_xla.js",
+    "module.js",
+    "page.js",
+)
 
 
 def _script() -> str:

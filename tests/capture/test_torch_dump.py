@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from hloscope.analysis.compilations import run_compilations
+from hloscope.analysis.report import analyze_run
 from hloscope.analysis.torch_graphs import torch_xla_run
 from hloscope.cli import app
 from hloscope.runs import load_run
@@ -32,6 +34,7 @@ def torch_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     args = ["dump", "--profile", str(SAMPLES / "torch_mlp.py"), "-o", str(out), "--"]
     result = CliRunner().invoke(app, [*args, "--batch-sizes", sizes], env={"XLA_FLAGS": None})
     assert result.exit_code == 0, result.output
+    (out.parent / "dump-output.txt").write_text(result.output)  # what the user saw
     return out
 
 
@@ -73,11 +76,15 @@ def test_recompiles_and_steps_are_the_scripts(torch_run: Path) -> None:
     assert first.executions == 1  # AdamW's first step
     later = list(dict.fromkeys(SIZES[1:]))
     assert [g.executions for g in steady] == [SIZES[1:].count(s) for s in later]
-    (function,) = graphs.functions
-    assert function.name == "SyncTensorsGraph@torch_mlp.py:76" and function.compiles == 4
-    varying = {(v.arg, v.dim): list(v.values) for v in function.varying}
-    assert varying == {(0, 0): later, (7, 0): later}  # labels s64[B], inputs f32[B,64]
-    assert all(v.modules == tuple(g.modules[0] for g in steady) for v in function.varying)
+    # one function in the compilations view: the first step set apart, the batch
+    # dimension varying among the later steps' graphs
+    run = load_run(torch_run)
+    (step,) = run_compilations(run, analyze_run(run).modules).functions
+    assert step.function == "SyncTensorsGraph@torch_mlp.py:76" and step.count == 4
+    assert [v.index for v in step.set_apart] == [0]
+    varying = {(v.arg, v.dim): list(v.values) for v in step.varying}
+    # labels s64[B], inputs f32[B,64]
+    assert varying == {(0, 0): [None, *later], (7, 0): [None, *later]}
     # each profiled module ran as often as torch_xla logged its graph
     timed = load_profile(torch_run, skip_first=0).modules.values()
     by_program = {t.program_id: t.executions for t in timed}
@@ -89,7 +96,12 @@ def test_recompiles_and_steps_are_the_scripts(torch_run: Path) -> None:
 def test_report_and_ops_name_aten_ops_on_the_scripts_lines(torch_run: Path) -> None:
     runner = CliRunner()
     text = runner.invoke(app, ["report", str(torch_run)], terminal_width=200).output
-    assert f"torch_xla: 4 distinct graphs ran {len(SIZES)} times · 4 compiles" in text
+    assert f"torch_xla: 4 distinct graphs ran {len(SIZES)} times · {len(SIZES)} executions" in text
+    assert "SyncTensorsGraph@torch_mlp.py:76 compiled 4× · args 0, 7 dim 0: 48, 32, 64" in text
+    # `dump` ends with the same: the recompile line, then the torch_xla block
+    said = (torch_run.parent / "dump-output.txt").read_text()
+    assert "SyncTensorsGraph@torch_mlp.py:76 compiled 4× · args 0, 7 dim 0: 48, 32, 64" in said
+    assert f"torch_xla: 4 distinct graphs ran {len(SIZES)} times" in said
     doc = json.loads(runner.invoke(app, ["report", str(torch_run), "--json"]).stdout)
     assert doc["run"]["framework"] == "torch_xla"
     assert doc["torch_xla"]["distinct_graphs"] == 4 and doc["torch_xla"]["executions"] == len(SIZES)
@@ -147,10 +159,10 @@ xla_ops = collections.Counter(
     for c in xla.computations() for i in c.instructions()
 )
 ours = collections.Counter(i.opcode for _, i in before.instructions())
-view = hloscope.load_run(run.path).main()
+view = hloscope.open_run(run.path).main()
 ops = {{p.op.name: p.status for p in view.ops()}}
 mlp = hloscope.inspect(MLP().eval(), torch.randn(4, 64))
-mlp_ops = {{p.op.name for p in hloscope.load_run(mlp.path).main().ops()}}
+mlp_ops = {{p.op.name for p in hloscope.open_run(mlp.path).main().ops()}}
 result = hloscope.bench(MLP().eval(), torch.randn(4, 64), repeats=3, rounds=1)
 print(json.dumps({{
     "name": before.name,

@@ -60,6 +60,7 @@
     }
     add(app, overview);
     add(app, compilationsSection(ov, openModule));
+    add(app, torchXlaSection(ov, openModule));
     add(app, heaviestSection(ov, openKernel));
     add(app, benchSection(ov.bench));
 
