@@ -60,7 +60,9 @@ class Inspection:
         bench_error: Why the run's `bench.json` could not be read ("" when it could, or
             when there is none).
         memory: Each module's planned memory (XLA's buffer-assignment files), by module
-            key; a module whose dump lacks them is absent, an unreadable one is its error.
+            key; a module whose dump lacks them, or whose files could not be read, is
+            absent.
+        memory_errors: Why a module's memory files could not be read, by module key.
         compilations: The run's modules grouped by the function they compile, with
             shapes and compile times (the functions of the selected modules).
         xla_coverage: For TensorFlow, which of its ops ran inside XLA and which outside
@@ -83,7 +85,8 @@ class Inspection:
     timing_error: str = ""
     bench: BenchResult | None = None
     bench_error: str = ""
-    memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
+    memory: Mapping[str, MemoryReport] = field(default_factory=dict, repr=False)
+    memory_errors: Mapping[str, str] = field(default_factory=dict, repr=False)
     compilations: Compilations = field(default_factory=Compilations)
     xla_coverage: XlaCoverage | None = None
     torch_xla: TorchXlaRun | None = None
@@ -140,6 +143,7 @@ class Inspection:
             bench=self.bench,
             bench_error=self.bench_error,
             memory={k: m for k, m in self.memory.items() if k in kept},
+            memory_errors={k: e for k, e in self.memory_errors.items() if k in kept},
             compilations=run_compilations(self.run, modules, shapes_of=wanted),
             xla_coverage=self.xla_coverage,
             torch_xla=self.torch_xla,
@@ -236,6 +240,7 @@ def inspect_run(
     report = weigh_helpers(report, joined)  # a costly helper is not folded away
     skip = loaded.manifest.profile.skip_first if loaded.manifest.profile else 1
     coverage = xla_coverage(loaded, report, joined, skip_first=skip, profiled=timings)
+    memory, memory_errors = _memory(report.modules)
     bench_result, bench_error = None, ""
     if bench:
         try:
@@ -249,7 +254,8 @@ def inspect_run(
         timing_error=error,
         bench=bench_result,
         bench_error=bench_error,
-        memory=_memory(report.modules),
+        memory=memory,
+        memory_errors=memory_errors,
         compilations=run_compilations(loaded, report.modules, shapes_of=selected),
         xla_coverage=coverage,
         torch_xla=torch_xla_run(loaded),
@@ -271,18 +277,20 @@ def _passes(run: Run, modules: Iterable[ModuleReport]) -> dict[str, PassStory]:
     return out
 
 
-def _memory(modules: Iterable[ModuleReport]) -> dict[str, MemoryReport | str]:
-    out: dict[str, MemoryReport | str] = {}
+def _memory(modules: Iterable[ModuleReport]) -> tuple[dict[str, MemoryReport], dict[str, str]]:
+    """Each module's planned memory, and why a module's could not be read."""
+    found: dict[str, MemoryReport] = {}
+    errors: dict[str, str] = {}
     for m in modules:
         path = m.after_module.path if m.after_module is not None else None
         try:
-            found = read_memory(Path(path)) if path else None
+            memory = read_memory(Path(path)) if path else None
         except HloscopeError as e:
-            out[m.key] = str(e)
+            errors[m.key] = str(e)
             continue
-        if found is not None:
-            out[m.key] = found
-    return out
+        if memory is not None:
+            found[m.key] = memory
+    return found, errors
 
 
 def read_bench(run: Run) -> BenchResult | None:

@@ -109,3 +109,22 @@ def test_cache_entries_round_trip_and_refuse_another_shape() -> None:
     for bad in ({"name": "x"}, {"name": "x", "bandwidth": "nan", "flops": 1}, [], None):
         with pytest.raises(DocumentError):
             Peaks.from_json(bad)
+
+
+def test_unreadable_memory_files_are_an_error_beside_the_reports(tmp_path: Path) -> None:
+    import shutil
+
+    from hloscope.inspection import inspect_run
+    from hloscope.render.json import report_doc
+    from tests.conftest import DATA
+
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "memory_reports", run)
+    broken = next(run.glob("*dense_relu*-buffer-assignment.txt"))
+    broken.write_text("Allocation 0: size=not-a-number\n" * 3)
+    inspection = inspect_run(run, timings=False, bench=False)
+    key = next(m.key for m in inspection.modules if "dense_relu" in m.key)
+    assert key in inspection.memory_errors and key not in inspection.memory
+    assert any(k not in inspection.memory_errors for k in inspection.memory)  # the others
+    doc = next(m for m in report_doc(inspection)["modules"] if m["key"] == key)
+    assert doc["memory"] == {"peak_bytes": None, "error": inspection.memory_errors[key]}

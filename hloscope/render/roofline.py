@@ -64,12 +64,13 @@ def cost_doc(cost: ModuleCost | None) -> dict[str, Any] | None:
     }
 
 
-def memory_doc(memory: MemoryReport | str | None, *, top: int = 5) -> dict[str, Any]:
-    """`memory` of a module in `report --json`: XLA's planned peak and its split."""
+def memory_doc(memory: MemoryReport | None, *, error: str = "", top: int = 5) -> dict[str, Any]:
+    """`memory` of a module in `report --json`: XLA's planned peak and its split, or why
+    it is not there (`error`: its files could not be read)."""
+    if error:
+        return {"peak_bytes": None, "error": error}
     if memory is None:
         return {"peak_bytes": None, "missing": MISSING_HINT}
-    if isinstance(memory, str):
-        return {"peak_bytes": None, "error": memory}
     return {
         "peak_bytes": memory.peak,
         "allocated_bytes": memory.total,
@@ -129,7 +130,9 @@ def cost_view(
     for m in inspection.modules if show_all else inspection.main:
         parts.append(Text(f"── {short_name(m.key, 60)}: cost and memory", style="bold"))
         parts.append(_cost_line(inspection.cost(m.key)))
-        parts.append(_memory_line(inspection.memory.get(m.key)))
+        parts.append(
+            _memory_line(inspection.memory.get(m.key), inspection.memory_errors.get(m.key))
+        )
         roofs = module_roofline(inspection, m.key, peaks)
         if roofs and peaks is not None:
             parts.extend(_roof_part(roofs, peaks, top))
@@ -172,11 +175,11 @@ def _cost_line(cost: ModuleCost | None) -> Text:
     return Text(line)
 
 
-def _memory_line(memory: MemoryReport | str | None) -> Text:
+def _memory_line(memory: MemoryReport | None, error: str | None = None) -> Text:
+    if error:
+        return Text(f"planned memory: {error}", style="yellow")
     if memory is None:
         return Text(f"planned memory: not in the dump ({MISSING_HINT})", style="dim")
-    if isinstance(memory, str):
-        return Text(f"planned memory: {memory}", style="yellow")
     split = ", ".join(
         f"{kind} {fmt_bytes(memory.by_kind[kind])}" for kind in KINDS if memory.by_kind[kind]
     )
