@@ -22,11 +22,11 @@ from typing import Any
 
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
 from hloscope.files import decompress_xz, inside, read_regular
-from hloscope.runs import NSYS_TRACE, is_nsys_archive
 from hloscope.timing.devices import DeviceTally
 from hloscope.timing.executions import measured
 from hloscope.timing.intervals import NS_PER_US, ns_to_us, union_length
 from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings, cold_problems
+from hloscope.unpack import NSYS_TRACE, is_nsys_archive
 
 __all__ = [
     "NsysArchive",
