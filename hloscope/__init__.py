@@ -116,7 +116,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "hloscope.timing.attribution": ("attribute",),
     "hloscope.timing.results": ("ProfileTimings", "ModuleTiming", "KernelTiming", "DeviceTiming"),
     "hloscope.timing.xla_coverage": ("XlaCoverage", "OutsideOp"),
-    "hloscope.timing.roofline": ("Peaks",),
+    "hloscope.timing.roofline": ("Peaks", "KernelRoof"),
     "hloscope.timing.bench": ("bench", "BenchResult", "ModeResult"),
     "hloscope.inspection": ("inspect_run", "Inspection"),
     "hloscope.render.diagram": (
@@ -232,7 +232,7 @@ if TYPE_CHECKING:
     from hloscope.timing.attribution import attribute
     from hloscope.timing.bench import BenchResult, ModeResult, bench
     from hloscope.timing.results import DeviceTiming, KernelTiming, ModuleTiming, ProfileTimings
-    from hloscope.timing.roofline import Peaks
+    from hloscope.timing.roofline import KernelRoof, Peaks
     from hloscope.timing.sources import load_profile, run_timings
     from hloscope.timing.trace import Trace, TraceEvent
     from hloscope.timing.xla_coverage import OutsideOp, XlaCoverage

@@ -30,6 +30,7 @@ from hloscope.runs import Run, load_run
 from hloscope.timing.bench import BenchResult
 from hloscope.timing.helpers import weigh_helpers
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
+from hloscope.timing.roofline import KernelRoof, Peaks, roofline
 from hloscope.timing.sources import run_timings
 from hloscope.timing.xla_coverage import XlaCoverage, xla_coverage
 
@@ -160,6 +161,15 @@ class Inspection:
                 cost = module_cost(m.after_module, m.after)
             self._costs[key] = cost
         return self._costs[key]
+
+    def roofline(self, key: str, peaks: Peaks | None) -> list[KernelRoof]:
+        """A module's measured kernels placed against the device's roofs, furthest below
+        first (`timing.roofline.roofline`); empty without times, peaks or cost."""
+        times = self.kernel_times(key)
+        if times is None or peaks is None:
+            return []
+        cost = self.cost(key)
+        return roofline(cost, times, peaks) if cost is not None else []
 
     def timing(self, key: str) -> ModuleTiming | None:
         """A module's measured timing, by module key; None when it was not measured."""

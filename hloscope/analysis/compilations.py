@@ -30,6 +30,7 @@ from hloscope.analysis.torch_graphs import torch_xla_functions
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.lexical import parse_shape, split_top
 from hloscope.hlo.model import HloModule, Shape
+from hloscope.hlo.names import tf_mangled
 from hloscope.runs import ModuleDump, Run, is_trivial, module_header
 
 __all__ = [
@@ -74,7 +75,8 @@ def _tensorflow(name: str) -> tuple[str, str] | None:
     """`a_inference_attend_16__XlaMustCompile_..._.3` -> `a_inference_attend`;
     `cluster_3__XlaCompiledKernel_true_..._.42` -> `cluster_3` (an auto-clustered
     cluster keeps its number: each number is another cluster)."""
-    base = _SUFFIX.sub("", name.split("__Xla", 1)[0]).rstrip("_")
+    mangled = tf_mangled(name)
+    base = _SUFFIX.sub("", mangled[0] if mangled else name).rstrip("_")
     m = _TF_FUNCTION.match(base)
     if m is not None:
         return "tensorflow", m[1]

@@ -32,6 +32,11 @@ from functools import cached_property
 from hloscope.analysis import kernels as K
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
 
+CPU_CALL = "cpu-call"
+"""The kind of a CPU small call: a `call` XLA compiled into one kernel."""
+COMMAND_BUFFER = "command-buffer"
+"""The kind of a GPU command buffer: a `call` launched as one CUDA graph."""
+
 
 @dataclass(frozen=True, slots=True)
 class Executed:
@@ -132,6 +137,19 @@ class Kernel:
         """How many compute instructions it contains."""
         return len(self.ops)
 
+    @property
+    def is_fusion(self) -> bool:
+        """Whether it is a fusion: several HLO ops XLA made into one kernel (a `fusion`
+        instruction, or one an async pair wraps), not a call run as one kernel."""
+        return self.cls == K.FUSION and self.kind not in (CPU_CALL, COMMAND_BUFFER)
+
+    def __repr__(self) -> str:
+        launches = "?" if self.launches is None else str(self.launches)
+        return (
+            f"Kernel({self.name!r}, kind={self.kind!r}, launches={launches}, "
+            f"hlo_ops={self.instruction_count}, shape={self.shape.text!r})"
+        )
+
     def _repr_html_(self) -> str:
         from hloscope.render.display import repr_html  # the one allowed upward reach
 
@@ -194,7 +212,8 @@ class ModuleAnalysis:
             For a module before optimization: what eager execution would launch one
             by one (README, "How kernels are counted").
         kernels: The kernels (each executed instruction that launches one), in order.
-        fusions: Fusion instructions outside fused computations.
+        fusions: Kernels that are fusions (`Kernel.is_fusion`): `fusion` instructions
+            that launch, so never more than `kernels`.
         launches: Kernel launches per execution. A conditional contributes its
             costliest branch; a loop without known trip count contributes one trip.
         launches_exact: False when a loop trip count was unknown or a conditional
@@ -521,13 +540,9 @@ def analyze_module(
     launch_total += sum(per_cond.values())
 
     kinds = Counter(k.kind for k in kernels)
-    fusions = sum(
-        1
-        for c in module.computations
-        if c.name not in module.fused_computations
-        for i in c.instructions
-        if i.opcode == "fusion"
-    )
+    # Fusions that launch: a fusion in a loop's condition the runtime never evaluates, or
+    # inside a CPU small call (one kernel), runs as no kernel of its own.
+    fusions = sum(1 for k in kernels if k.is_fusion)
     return ModuleAnalysis(
         name=module.name,
         instructions=module.instruction_count,
@@ -767,9 +782,9 @@ def _kernel(
     elif ex.cls == K.FUSION:
         ops = fused_ops(module, inst)
         if is_small_call(inst):
-            kind = "cpu-call"
+            kind = CPU_CALL
         elif is_command_buffer(inst):
-            kind = "command-buffer"
+            kind = COMMAND_BUFFER
         call = _wrapped_library_call(module, inst)
         if call is not None:
             # A `__custom_fusion` address computation (a cuBLAS gemm on a dynamic slice)

@@ -77,7 +77,7 @@ class Counts:
 
     Attributes:
         instructions: Every instruction, fused computations included.
-        fusions: Fusion instructions outside fused computations.
+        fusions: Fusions that launch (`ModuleAnalysis.fusions`).
         kernels: Kernels (before any fusion: the ops, one kernel each).
         launches: Kernel launches per execution.
 

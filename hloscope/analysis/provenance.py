@@ -34,6 +34,7 @@ from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
 from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source_op
 from hloscope.hlo.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
+from hloscope.hlo.names import readable_name
 
 __all__ = [
     "ALONE",
@@ -133,6 +134,25 @@ class Placement:
     inferred: tuple[tuple[str, str], ...] = ()
     merged_with: str = ""
 
+    @property
+    def where(self) -> str:
+        """Where it went, in the words every view uses: `fused in fusion.3 with 2 other
+        ops`, `alone in MatMul.2`, `alone in 4 kernels` (an op XLA split, sharing none
+        of them), `folded`, `merged with add.1`, ..."""
+        kernels = self.kernels or tuple(k for k, _ in self.inferred)
+        into = kernels[0] if len(kernels) == 1 else f"{len(kernels)} kernels"
+        if self.status == FUSED and kernels:
+            others = len(self.shares_with)
+            return f"fused in {into} with {others} other op{'' if others == 1 else 's'}"
+        if self.status == ALONE and kernels:
+            return f"alone in {into}"
+        if self.status == MERGED and self.merged_with:
+            return f"merged with {self.merged_with}"
+        return self.status
+
+    def __repr__(self) -> str:
+        return f"Placement({self.op.name!r}: {self.where})"
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -161,6 +181,14 @@ class Provenance:
         """Source ops that run alone, biggest memory traffic first."""
         alone = [p for p in self.placements if p.status == ALONE]
         return sorted(alone, key=lambda p: -p.bytes)
+
+    def holding(self, kernel: str) -> list[Placement]:
+        """Placements of the ops whose work `kernel` does, or, for a kernel doing no op's
+        work, of the ops inferred for it (`inferred`), first seen first."""
+        names = {o.name for o in self.kernel_ops.get(kernel, ())}
+        if not names and kernel in self.inferred:
+            names = set(self.inferred[kernel].ops)
+        return [p for p in self.placements if p.op.name in names]
 
     def find(self, pattern: str) -> list[Placement]:
         """Placements whose op name, type or location contains `pattern` (any case)."""
@@ -389,7 +417,7 @@ def _why_alone(kernels: Iterable[Kernel], decisions: FusionDecisions | None) -> 
         if k.users > 1:
             facts.append(f"{k.users} consumers")
         if k.is_root:
-            facts.append(f"it is the result of computation {k.computation}")
+            facts.append(f"it is the result of computation {readable_name(k.computation)}")
 
     def said(fact: str | tuple[str, str]) -> str:
         if isinstance(fact, str):

@@ -63,17 +63,27 @@ class ModuleReport:
 
     @property
     def alone(self) -> int | None:
-        """Source ops that run as a kernel of their own (None without provenance)."""
+        """Source ops that share no kernel with another op: each runs in a kernel of its
+        own, or in several where XLA split it (None without provenance)."""
         if self.provenance is None:
             return None
         return sum(1 for p in self.provenance.placements if p.status == ALONE)
 
-    def placements(self, op: str | None = None, *, unfused: bool = False) -> list[Placement]:
+    @property
+    def source_ops(self) -> int | None:
+        """Source ops (framework ops named by the HLO's metadata) in the module: one per
+        line of `hloscope ops` (None without provenance)."""
+        return None if self.provenance is None else len(self.provenance.placements)
+
+    def placements(
+        self, op: str | None = None, *, unfused: bool = False, kernel: str | None = None
+    ) -> list[Placement]:
         """Where the source ops went, as `hloscope ops` lists them.
 
         Args:
             op: Only ops whose name, TF op type or source location contains this.
             unfused: Only ops that run as a kernel of their own, most bytes first.
+            kernel: Only the ops this kernel holds (`Provenance.holding`).
 
         Returns:
             The placements, first seen first (or by bytes with `unfused`); empty without
@@ -81,7 +91,10 @@ class ModuleReport:
         """
         if self.provenance is None:
             return []
-        found = self.provenance.find(op) if op else list(self.provenance.placements)
+        found = self.provenance.holding(kernel) if kernel else list(self.provenance.placements)
+        if op:
+            chosen = {id(p) for p in self.provenance.find(op)}
+            found = [p for p in found if id(p) in chosen]
         if unfused:
             found = sorted((p for p in found if p.status == ALONE), key=lambda p: -p.bytes)
         return found

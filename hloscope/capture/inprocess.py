@@ -5,6 +5,8 @@ optimizations (`hloscope.capture.tf`, `hloscope.capture.jax`); for PyTorch/XLA, 
 none, XLA's dump of the function's graph (`hloscope.capture.torch`).
 The texts are written to a run folder with XLA's dump file names and a `run.json`, and
 the folder is loaded with `load_run`, so the result is the same `Run` the CLI makes.
+Without `save_to` that folder is temporary: it is removed when the returned `Run` is
+garbage-collected, or when the interpreter exits.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 import shutil
 import sys
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -81,8 +84,11 @@ def inspect(
             PyTorch tensors on the CPU are copied to the XLA device).
         framework: `"tensorflow"` (or `"tf"`), `"jax"` or `"torch"`; detected from `fn`
             and the arguments when None.
-        save_to: The run folder to write (created if missing; an earlier
-            `hloscope.inspect` run there is replaced). Default: a new temporary folder.
+        save_to: A run folder to keep the capture in (created if missing; an earlier
+            `hloscope.inspect` run there is replaced), to read again later with
+            `hloscope report`, `ops`, `graph` or `hloscope.load_run`. Without it nothing
+            is kept: the files live in a temporary folder that is removed when the
+            returned run is garbage-collected, or at the latest when Python exits.
 
     Returns:
         The run, with one module; `run.modules[0].load_after()` is the optimized module.
@@ -100,8 +106,17 @@ def inspect(
         )
     folder = _prepare_folder(save_to)
     support = importlib.import_module(_SUPPORT[name])
-    captured: Captured = support.capture(fn, example_args)
-    return _write_run(folder, captured, fn)
+    try:
+        captured: Captured = support.capture(fn, example_args)
+        run = _write_run(folder, captured, fn)
+    except BaseException:
+        if save_to is None:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    if save_to is None:
+        # the run reads its files lazily: they go when it goes (finalizers also run at exit)
+        weakref.finalize(run, shutil.rmtree, folder, ignore_errors=True)
+    return run
 
 
 _TF_MODULES = ("tensorflow", "keras", "tf_keras")

@@ -218,11 +218,19 @@ def _write_compiles(logdir: Path, compiles: Sequence[tuple[str, float]]) -> None
 
 
 def _start_tensorflow(logdir: Path, python_trace: bool) -> None:
+    """TensorFlow's profiler with its default options (host tracer level 2, device 1, no
+    Python tracer), passed as none: TensorFlow's binding hands every option it is given
+    to XLA's `GetRemoteSessionManagerOptionsLocked` in a form that fails its type check
+    (`session_manager.cc`: "host_tracer_level expects an i value", one warning each, the
+    option ignored), so options would only print warnings. `--python-trace` is asked for
+    all the same: where a TensorFlow takes it, it applies."""
     import tensorflow as tf
 
-    options = tf.profiler.experimental.ProfilerOptions(
-        host_tracer_level=2, python_tracer_level=1 if python_trace else 0, device_tracer_level=1
-    )
+    options = None
+    if python_trace:
+        options = tf.profiler.experimental.ProfilerOptions(
+            host_tracer_level=2, python_tracer_level=1, device_tracer_level=1, delay_ms=0
+        )
     tf.profiler.experimental.start(str(logdir), options=options)
 
 

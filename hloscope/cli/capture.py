@@ -14,6 +14,7 @@ from hloscope.cli.app import (
     _print,
     _print_records,
     _stdout_is_terminal,
+    _width,
     app,
 )
 
@@ -271,7 +272,7 @@ def _print_modules(run: Run, *, show_all: bool) -> None:
 
     full = not _stdout_is_terminal()  # piped: whole names, one line a module
     analysed = analyze_run(run)
-    _print_records(modules_table(analysed, show_all=show_all, full_names=full))
+    _print_records(modules_table(analysed, show_all=show_all, full_names=full, width=_width()))
     summary = compilations_summary(run_compilations(run, analysed.modules), show_all=show_all)
     if summary is not None:  # recompiled functions and the JIT cold start
         _print_records(summary)
@@ -333,9 +334,9 @@ def _capture_notes(result: DumpResult) -> list[str]:
 
     notes = []
     if result.removed:
-        notes.append(
-            f"--force: removed the earlier run's {', '.join(result.removed)} from "
-            f"{result.plan.run_dir}; other files there were kept"
+        notes.append(  # the folder is named by the run's last line
+            "--force: removed the earlier run's files (other files there were kept):\n  "
+            + ", ".join(result.removed)
         )
     profile = result.run.manifest.profile
     if profile is not None and not profile.profiled and result.status is RunStatus.OK:

@@ -73,10 +73,12 @@ def diff(
         bool, typer.Option("--all", help="Also show JAX's trivial helper modules.")
     ] = False,
 ) -> None:
-    """What changed between two runs of the same program: per module, instructions,
-    kernels by kind, launches, ops per kernel and kernel time, A vs B; which kernels
-    split, merged, appeared, disappeared or changed kind (matched by the source ops they
-    hold, not by XLA's names); and which source ops stopped or started fusing.
+    """What changed between two runs of the same program, module by module.
+
+    Per module: instructions, kernels by kind, launches, HLO ops per kernel and kernel
+    time, A vs B; which kernels split, merged, appeared, disappeared or changed kind
+    (matched by the source ops they hold, not by XLA's names); and which source ops
+    stopped or started fusing.
 
     Modules pair by name (numeric suffixes and TensorFlow's hashes ignored), else by
     structure. Kernel changes are ordered by time where both runs were profiled, else by
@@ -147,15 +149,17 @@ def check(
         float | None,
         typer.Option(
             "--min-ops-per-kernel",
-            help="Fewest ops (before optimization) per kernel (after).",
+            help="Fewest HLO ops (before optimization) per kernel (after).",
             min=0.0,
             metavar="X",
         ),
     ] = None,
 ) -> None:
-    """Hold a run to a fusion budget, for CI: exit 1 with one line naming the module, the
-    metric, its value and the budget when a non-trivial module (or each --module) has
-    more kernels or launches, or fewer ops per kernel, than allowed.
+    """Hold a run to a fusion budget, for CI.
+
+    Exit 1 with one line naming the module, the metric, its value and the budget when a
+    non-trivial module (or each --module) has more kernels or launches per execution,
+    or fewer HLO ops per kernel, than allowed.
 
     A run whose script failed (or compiled nothing) fails the check: exit 1 with its
     error. Exit codes: 0 within budget, 1 budget exceeded or run failed, 2 usage error.

@@ -25,7 +25,7 @@ from hloscope.analysis.compilations import (
     varying_where,
 )
 from hloscope.manifest import RunManifest
-from hloscope.render.format import ellipsis, fmt_seconds, fmt_share, short_name
+from hloscope.render.format import counted, ellipsis, fmt_seconds, fmt_share, short_name
 
 __all__ = [
     "cold_start_line",
@@ -227,7 +227,7 @@ def _variant_lines(c: Compilation) -> list[Text]:
     out = []
     for v in c.variants[:_VARIANTS_LISTED]:
         shapes = f"{', '.join(v.inputs) or '?'} → {', '.join(v.outputs) or '?'}"
-        kernels = f"{v.kernels} kernels" if v.kernels is not None else ""
+        kernels = counted(v.kernels, "kernel") if v.kernels is not None else ""
         took = fmt_seconds(v.compile_s) if v.compile_s is not None else ""
         out.append(
             Text.assemble(
@@ -332,6 +332,6 @@ def cold_start_line(comps: Compilations) -> Text | None:
     return Text.assemble(
         ("compiling took ", ""),
         (fmt_seconds(comps.compile_s), "bold"),
-        f"{wall}: the JIT cold start, paid before the first call of each function at each "
-        f"new input shape ({count} module{'' if count == 1 else 's'} compiled)",
+        f"{wall}; {counted(count, 'module')} compiled\n(the JIT cold start: paid before "
+        "each function's first call at each new input shape)",
     )

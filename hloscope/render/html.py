@@ -34,9 +34,11 @@ from hloscope.render.compilations import (
     run_outcome,
 )
 from hloscope.render.diagram import PAGE_MAX_NODES
+from hloscope.render.figures import figure_cells, module_figures
+from hloscope.render.holds import kernel_holds
 from hloscope.render.json import SCHEMA_VERSION, module_doc, roofline_keys, run_doc
 from hloscope.render.passes import story_doc
-from hloscope.render.timing import timings_doc
+from hloscope.render.timing_json import timings_doc
 from hloscope.runs import ModuleDump, Run
 from hloscope.timing.roofline import Peaks
 
@@ -193,9 +195,11 @@ def page_data(
 ) -> dict[str, Any]:
     """The data the page embeds: an overview document and one document per module.
 
-    The overview is `report_doc`'s `run` plus each module's summary; each module
-    document is `module_doc` plus the fused instructions and HLO text of every kernel
-    and the diagrams. Modules are embedded separately so the page parses a module's
+    The overview is `report_doc`'s `run` plus each module's summary (with its
+    `render.figures` as the page prints them: `cells` of the modules table and
+    `figures`); each module document is `module_doc` plus those figures, what each
+    kernel holds (`holds`), the fused instructions and HLO text of every kernel and the
+    diagrams. Modules are embedded separately so the page parses a module's
     data only when its section is opened.
 
     Returns:
@@ -216,11 +220,22 @@ def page_data(
         extras["passes"] = story_doc(story, extras=True) if story is not None else None
         if diagrams is not None and not m.trivial:
             extras["diagrams"] = _diagrams_doc(diagrams, m, inspection.kernel_times(m.key))
+        # the figures as every view prints them, and what each kernel holds, in words
+        figures = module_figures(m, measured)
+        extras["figures"] = [
+            {"name": f.name, "label": f.label, "text": f.text} for f in figures.values()
+        ]
+        extras["holds"] = holds = kernel_holds(m)
         doc.update(extras)
         details.append(doc)
         summaries.append(
             {key: doc[key] for key in _SUMMARY_KEYS}
-            | {"index": index, "timing": _timing_summary(timing)}
+            | {
+                "index": index,
+                "timing": _timing_summary(timing),
+                "cells": figure_cells(figures),
+                "figures": extras["figures"],
+            }
         )
         if timing is not None:
             kinds = {k["name"]: k["kind"] for k in doc["kernels"]}
@@ -230,6 +245,7 @@ def page_data(
                         "module": m.key,
                         "index": index,
                         "kernel": k.get("name"),
+                        "holds": holds.get(k.get("name"), ""),
                         "kind": kinds.get(k.get("name"), "?"),
                         "total_us": k.get("total_us"),
                         "mean_us": k.get("mean_us"),

@@ -17,10 +17,10 @@ from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
 from hloscope.render.compilations import compilations_doc, module_compile_doc, run_outcome_doc
+from hloscope.render.cost_json import cost_doc, memory_doc, roofline_doc
 from hloscope.render.coverage import coverage_doc
 from hloscope.render.parallel import parallel_doc
-from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
-from hloscope.render.timing import timings_doc
+from hloscope.render.timing_json import timings_doc
 from hloscope.runs import Run
 from hloscope.timing.results import ModuleTiming
 from hloscope.timing.roofline import Peaks
@@ -155,6 +155,7 @@ def module_doc(
         "before": _analysis_doc(m.before, after=False),
         "after": _analysis_doc(m.after, after=True),
         "ops_per_kernel": round(m.ops_per_kernel, 3) if m.ops_per_kernel else None,
+        "source_ops": m.source_ops,
         "alone": m.alone,
         "kernels": kernels,
         "provenance": [placement_doc(p) for p in m.provenance.placements] if m.provenance else [],
@@ -196,10 +197,12 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     object per module, biggest first (a function's compilations together, in compile
     order), with `key`, `name` (HloModule name), `function`, `compilation`, `inputs`,
     `outputs`, `compile_s`, `platform`, `trivial`,
-    `before` {`instructions`, `ops`}, `after` {`instructions` (all, fused computations
-    included), `kernels`, `kernels_by_kind`, `fusions` (fusion instructions outside
-    fused computations), `launches` (per execution), `launches_exact`, `loops`,
-    `branches`}, `ops_per_kernel`, `alone`, `kernels` (one object per kernel),
+    `before` {`instructions`, `ops` (HLO ops)}, `after` {`instructions` (all, fused
+    computations included), `kernels`, `kernels_by_kind`, `fusions` (the kernels that
+    are fusions), `launches` (per execution), `launches_exact`, `loops`,
+    `branches`}, `ops_per_kernel` (HLO ops before per kernel after), `source_ops` (the
+    ops `hloscope ops` lists), `alone` (those sharing no kernel with another op),
+    `kernels` (one object per kernel),
     `provenance` (one object per source op: `op`, `type`, `location` (the first frame
     in the user's code, else what the dump records), `user_frame`, `status`
     (fused/alone/folded/dead/free/merged/removed), `kernels` (those doing its work),
@@ -247,7 +250,7 @@ def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict
         "memory": memory_doc(
             inspection.memory.get(key), error=inspection.memory_errors.get(key, "")
         ),
-        "roofline": roofline_doc(peaks, module_roofline(inspection, key, peaks)),
+        "roofline": roofline_doc(peaks, inspection.roofline(key, peaks)),
     }
 
 

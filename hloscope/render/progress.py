@@ -253,7 +253,7 @@ def outcome(result: DumpResult) -> RenderableType:
         parts.append(Text("\n".join("  " + s for s in result.xla_errors), style="red"))
     parts.append(
         Text(
-            f"run saved in {where}/ (dump/, stdout.log, stderr.log, run.json); "
+            f"run saved in {where}/ (dump/, stdout.log, stderr.log, run.json)\n"
             f"re-read it with: hloscope report {where}",
             style="dim",
         )

@@ -1,198 +1,34 @@
-"""Timing results -> JSON documents and rich tables.
+"""Timing results -> rich tables and lines for the terminal.
 
-The JSON builders fix the schemas of `hloscope profile --json`, `hloscope bench --json`
-and the `bench.json` a run keeps; the table builders return rich renderables and never
-print. Nothing here measures or computes beyond formatting.
+`module_detail` is one module's timing block (`hloscope report`, `hloscope profile`),
+`profile_table` the `hloscope profile` output, `bench_table` the `hloscope bench` one.
+They return renderables and never print; the JSON documents of the same results are
+`render.timing_json`. Every time says whether it is per execution (one run of the
+module, on one device) or a total over the profiled executions.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us
+from hloscope.render.fit import fit_names, name_room
+from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us, short_name
+from hloscope.render.holds import labelled
 from hloscope.timing.bench import BenchResult
 from hloscope.timing.results import CLOCK_DEVICE, ModuleTiming, ProfileTimings
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "bench_doc",
-    "bench_table",
-    "profile_doc",
-    "profile_table",
-    "timings_doc",
-]
-
-SCHEMA_VERSION = 1
-
-
-def _r(x: float | None, digits: int = 3) -> float | None:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return None
-    return round(x, digits)
-
-
-def _count(x: float | None) -> int | float | None:
-    """A count that is a mean over devices: an integer where it is whole."""
-    if x is None:
-        return None
-    return int(x) if float(x).is_integer() else round(x, 3)
-
-
-def _spread_doc(ratio: float | None, slowest: str | None) -> dict[str, Any] | None:
-    if ratio is None or slowest is None:
-        return None
-    return {"slowest": slowest, "ratio": round(ratio, 3)}
-
-
-def timings_doc(m: ModuleTiming) -> dict[str, Any]:
-    """The JSON object of one module's timings.
-
-    A module that ran on several devices is shown per device: counts and sums are the
-    mean over the `device_count` devices that ran it, per-execution figures are per
-    execution on one device, and `per_device` holds each device's own totals.
-
-    Schema: `source` (`nsys`, `xplane`, `trace.json`), `executions` (steady-state, per
-    device), `skipped_executions` (warm-up left out, per device), `total_us` (wall of
-    those executions, summed, per device), `mean_us`/`median_us` (per execution),
-    `kernel_us` (kernel time summed, per device), `busy_us` (time when at least one
-    kernel or loop of it ran, the union of their intervals: below `kernel_us` when
-    kernels overlap, e.g. async collectives beside compute; `busy_us +
-    unattributed_us = total_us`), `unattributed_us` (wall when no kernel of it ran),
-    `cold` (true when it ran only as warm-up and these figures are of those first
-    runs), `compile_us` (XLA's compile before its first run, where the capture recorded
-    it: JAX; else null), `launches_per_execution` (thunks or op calls per execution on
-    one device, mean), `launches_by_execution` (`{min, median, max}` over executions;
-    null when every execution launched the same), `control` (`[{name, calls,
-    total_us}]`: the own time of each loop or conditional, beside its body's kernels),
-    `kernel_launches_per_execution` (device kernels), `device_ops_per_execution` (GPU
-    operations the trace counted, or null), `static_launches` (from the HLO, or null),
-    `launch_mismatch` (bool, or null without HLO), `missing_kernels`, `unknown_ops`,
-    `devices` (the planes or threads its events came from), `device_count` (devices
-    that ran it), `per_device` (`[{device, executions, total_us, kernel_us}]`, each
-    device's sums; `[]` on one device), `spread` (`{slowest, ratio}`: the device whose
-    executions took longest and its wall over the median device's; null on one
-    device), `split_by`, `wall_from`, `clock` (what op times were read on: `device`,
-    the device's own duration of each op as a TPU records it and XProf sums it;
-    `timeline`, each event's length on the profile's timeline; `device+timeline`),
-    `program_id`, and `kernels`: `[{name (the top-level HLO instruction), calls (per
-    device), total_us (per device), mean_us, median_us, min_us, max_us (per call),
-    share, calls_per_execution, kernels_per_op, device_kernels, device_ops (per device,
-    or null), hlo_ops (every name the runtime reported for it), device_count, spread
-    (`{slowest, ratio}` or null)}]`, most total time first. Times are microseconds,
-    rounded to nanoseconds.
-    """
-    return {
-        "name": m.name,
-        "program_id": m.program_id,
-        "source": m.source or None,
-        "executions": m.executions,
-        "skipped_executions": m.skipped,
-        "total_us": _r(m.total_us),
-        "mean_us": _r(m.mean_us),
-        "median_us": _r(m.median_us),
-        "kernel_us": _r(m.kernel_us),
-        "busy_us": _r(m.busy_us),
-        "unattributed_us": _r(m.unattributed_us),
-        "cold": m.cold,
-        "compile_us": _r(m.compile_us),
-        "launches_per_execution": _r(m.launches_per_execution),
-        "launches_by_execution": _spread(m.launches_by_execution),
-        "kernel_launches_per_execution": _r(m.kernel_launches_per_execution),
-        "device_ops_per_execution": _r(m.device_ops_per_execution),
-        "static_launches": m.static_launches,
-        "launch_mismatch": m.launch_mismatch,
-        "missing_kernels": list(m.missing_kernels),
-        "unknown_ops": list(m.unknown_ops),
-        "devices": list(m.devices),
-        "device_count": m.device_count,
-        "per_device": [
-            {
-                "device": d.device,
-                "executions": d.executions,
-                "total_us": _r(d.total_us),
-                "kernel_us": _r(d.kernel_us),
-            }
-            for d in m.per_device
-        ],
-        "spread": _spread_doc(m.spread, m.slowest_device),
-        "split_by": m.split_by,
-        "wall_from": m.wall_from,
-        "clock": m.clock,
-        "control": [
-            {"name": k.name, "calls": _count(k.calls), "total_us": _r(k.total_us)}
-            for k in m.control
-        ],
-        "kernels": [
-            {
-                "name": k.name,
-                "calls": _count(k.calls),
-                "total_us": _r(k.total_us),
-                "mean_us": _r(k.mean_us),
-                "median_us": _r(k.median_us),
-                "min_us": _r(k.min_us),
-                "max_us": _r(k.max_us),
-                "share": _r(k.share, 4),
-                "calls_per_execution": _r(k.calls_per_execution),
-                "kernels_per_op": k.kernels_per_op,
-                "device_kernels": list(k.device_kernels),
-                "device_ops": _count(k.device_ops),
-                "hlo_ops": list(k.hlo_ops) or [k.name],
-                "device_count": k.device_count,
-                "spread": _spread_doc(k.spread, k.slowest_device),
-            }
-            for k in m.kernels
-        ],
-    }
-
-
-def profile_doc(p: ProfileTimings) -> dict[str, Any]:
-    """The `hloscope profile --json` document.
-
-    Schema: `schema_version`, `path`, `format` (`xplane`/`trace.json`), `skip_first`,
-    `op_events`, `duration_us`, `hostnames`, `problems`, and `modules`: module key ->
-    `timings_doc` object.
-    """
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "path": p.path,
-        "format": p.format,
-        "skip_first": p.skip_first,
-        "op_events": p.op_events,
-        "duration_us": _r(p.duration_us),
-        "hostnames": list(p.hostnames),
-        "problems": list(p.problems),
-        "modules": {key: timings_doc(m) for key, m in p.modules.items()},
-    }
-
-
-def bench_doc(r: BenchResult) -> dict[str, Any]:
-    """The `hloscope bench --json` document, also saved as a run's `bench.json`: the
-    result's own document (`BenchResult.to_json`, which fixes the schema)."""
-    return r.to_json()
-
-
-# --------------------------------------------------------------------------------------
-# Tables
-
-
-def _spread(counts: Sequence[int]) -> dict[str, float] | None:
-    """`{min, median, max}` of per-execution counts; None when they never vary."""
-    if not counts or min(counts) == max(counts):
-        return None
-    return {"min": min(counts), "median": statistics.median(counts), "max": max(counts)}
+__all__ = ["STRAGGLER", "bench_table", "module_detail", "profile_table", "timing_lines"]
 
 
 def _launches(m: ModuleTiming) -> Text:
-    spread = _spread(m.launches_by_execution)
+    spread = m.launch_spread
     if spread is not None:  # e.g. a data-dependent conditional: say how it varies
-        measured = f"{spread['min']} to {spread['max']} (median {fmt_count(spread['median'])})"
+        measured = f"{spread['min']:g} to {spread['max']:g} (median {fmt_count(spread['median'])})"
     else:
         measured = fmt_count(m.launches_per_execution)
     if m.kernel_launches_per_execution != m.launches_per_execution:
@@ -206,29 +42,35 @@ def _launches(m: ModuleTiming) -> Text:
     return Text.assemble(measured, (f" = HLO {m.static_launches}", "green"))
 
 
-def _module_header(key: str, m: ModuleTiming) -> Text:
-    pid = f"  program {m.program_id}" if m.program_id is not None else ""
+def timing_heading(key: str, m: ModuleTiming) -> Text:
+    """`── 0008.jit_mlp  [program 3]`: a module's heading where its timing stands alone
+    (`hloscope profile`), in the style of the report's module headings."""
+    pid = f"  [program {m.program_id}]" if m.program_id is not None else ""
+    return Text.assemble(("── ", "dim"), (short_name(key, 64), "bold cyan"), (pid, "dim"))
+
+
+def timing_lines(m: ModuleTiming) -> Text:
+    """A module's measured times: where from and how many executions, then the wall and
+    kernel time per execution, the time outside any kernel and the launches against the
+    HLO's count; the totals over the devices where it ran on several."""
     warm = f", {m.skipped} warm-up left out" if m.skipped else ""
-    source = f"{m.source}: " if m.source else ""
-    ops = ""
-    if m.device_ops_per_execution is not None:
-        ops = f"; GPU operations per execution {fmt_count(m.device_ops_per_execution)}"
+    source = f" ({m.source})" if m.source else ""
     runs = counted(m.executions, "execution")
     if m.device_count > 1:
         runs = f"{runs} per device on {m.device_count} devices"
+        warm += "; times per device"
+    ops = ""
+    if m.device_ops_per_execution is not None:
+        ops = f" · GPU operations per execution {fmt_count(m.device_ops_per_execution)}"
     return Text.assemble(
-        ("HloModule ", "bold"),
-        (key, "bold cyan"),
-        pid,
-        f"\n{source}{runs}{warm}",
+        ("timing", "bold"),
+        f"{source}: {runs}{warm}",
         *_first_run(m),
-        f" (split by {m.split_by}); ",
-        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})",
         "; ops on the device's clock" if m.clock == CLOCK_DEVICE else "",
-        "\n",
-        "per device: " if m.device_count > 1 else "",
+        f"\nwall per execution {fmt_us(m.mean_us)} (median {fmt_us(m.median_us)}) · ",
         _kernel_time(m),
-        f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
+        f"\nnot in any kernel {fmt_us(m.per_execution(m.unattributed_us))} per execution"
+        " · launches per execution ",
         _launches(m),
         ops,
         *_devices_line(m),
@@ -243,8 +85,8 @@ def _devices_line(m: ModuleTiming) -> list[str | tuple[str, str]]:
     total = sum(d.total_us for d in m.per_device)
     kernels = sum(d.kernel_us for d in m.per_device)
     line: list[str | tuple[str, str]] = [
-        f"\ntotals over the {m.device_count} devices: {fmt_us(total)} wall, "
-        f"{fmt_us(kernels)} in kernels"
+        f"\ntotal over the {m.device_count} devices and their executions: "
+        f"{fmt_us(total)} wall, {fmt_us(kernels)} in kernels"
     ]
     if m.spread is not None and m.slowest_device is not None:
         text = f"; slowest device {m.slowest_device} at {m.spread:.2f}× the median"
@@ -259,8 +101,8 @@ def _slowest(spread: float | None, device: str | None) -> str:
     return f"{spread:.2f}× {device.removeprefix('/device:')}"
 
 
-# A device this much slower than the median one is shown as a straggler.
 STRAGGLER = 1.2
+"""A device this much slower than the median one is shown as a straggler."""
 
 
 def _calls(x: float) -> str:
@@ -285,20 +127,21 @@ def _first_run(m: ModuleTiming) -> list[str | tuple[str, str]]:
 
 
 def _kernel_time(m: ModuleTiming) -> str:
-    """Kernel time as the share of the wall it kept busy, beside the summed time where
-    they differ: kernels overlapping on several threads or streams are summed above
-    the time they took, and loops spend time of their own between their kernels."""
+    """Kernel time per execution and the share of the wall it kept busy; where kernels
+    overlap on several threads or streams (their sum exceeds the time they took) or
+    loops spend time of their own between their kernels, the busy time too."""
     busy = m.busy_us if m.busy_us is not None else m.kernel_us
     pct = f" ({100 * busy / m.total_us:.0f}%)" if m.total_us else ""
     loops = sum(k.total_us for k in m.control)
+    text = f"kernel time per execution {fmt_us(m.kernel_us_per_execution)}"
     if math.isclose(busy, m.kernel_us, rel_tol=1e-9, abs_tol=1e-6):
-        return f"kernels {fmt_us(m.kernel_us)}{pct}, "
-    text = f"kernels busy {fmt_us(busy)}{pct}"
-    if loops:
-        text += f" (loop control {fmt_us(loops)})"
+        return text + pct
     if not math.isclose(busy, m.kernel_us + loops, rel_tol=1e-9, abs_tol=1e-6):
-        text += f", kernel time summed over threads {fmt_us(m.kernel_us)}"
-    return text + ", "
+        text += " (summed over threads)"
+    text += f" · busy {fmt_us(m.per_execution(busy))}{pct}"
+    if loops:
+        text += f" (loop control {fmt_us(m.per_execution(loops))})"
+    return text
 
 
 def _unit(values: list[float]) -> tuple[str, float]:
@@ -307,28 +150,36 @@ def _unit(values: list[float]) -> tuple[str, float]:
     return ("s", 1e6) if top >= 1e7 else ("ms", 1e3) if top >= 1e4 else ("µs", 1.0)
 
 
-def _kernel_table(m: ModuleTiming, limit: int) -> Table:
+def _kernel_table(
+    m: ModuleTiming, limit: int, holds: Mapping[str, str] | None, width: int | None
+) -> Table:
+    """Each kernel's calls and time over the profiled executions (totals), its time per
+    call, and its share of the module's kernel time, heaviest first; names cut to fit
+    `width` columns (None: a pipe, whole)."""
     unit, scale = _unit([k.total_us for k in m.kernels])
-    table = Table(box=None, pad_edge=False, collapse_padding=True)
-    table.add_column("kernel (HLO op)", no_wrap=True, overflow="ellipsis", min_width=20)
-    table.add_column("calls", justify="right", no_wrap=True)
-    for name in ("total", "mean", "median", "min", "max"):
-        header = f"{name} {unit}" if name == "total" else name
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
+    over = f"over {counted(m.executions, 'execution')}" + (
+        " per device" if m.device_count > 1 else ""
+    )
+    table = Table(
+        box=None,
+        pad_edge=False,
+        collapse_padding=True,
+        title=f"kernels: calls and total {over}; mean, median, min and max per call",
+        title_justify="left",
+        title_style="",
+    )
+    headers = ["kernel · ops", "calls", f"total {unit}", "mean", "median", "min", "max", "share"]
     many = any(k.kernels_per_op > 1 for k in m.kernels)
-    if many:
-        table.add_column("kernels/op", justify="right", no_wrap=True)
     devices = m.device_count > 1
-    if devices:
-        table.add_column("slowest device", no_wrap=True)
+    headers += ["kernels/op"] * many + ["slowest device"] * devices
 
     def num(x: float) -> str:
         return f"{x / scale:.1f}" if scale == 1.0 else f"{x / scale:.3f}"
 
+    rows = []
     for k in m.kernels[:limit]:
         row = [
-            k.name,
+            labelled(k.name, holds),
             _calls(k.calls),
             *(num(x) for x in (k.total_us, k.mean_us, k.median_us, k.min_us, k.max_us)),
             f"{100 * k.share:.1f}%",
@@ -337,27 +188,57 @@ def _kernel_table(m: ModuleTiming, limit: int) -> Table:
             row.append(str(k.kernels_per_op))
         if devices:
             row.append(_slowest(k.spread, k.slowest_device))
-        table.add_row(*row)
-    if len(m.kernels) > limit:
-        rest = m.kernels[limit:]
-        table.add_row(
-            f"… {len(rest)} more",
-            _calls(sum(k.calls for k in rest)),
-            num(sum(k.total_us for k in rest)),
-            *[""] * 4,
-            f"{100 * sum(k.share for k in rest):.1f}%",
-            *([""] if many else []),
-            *([""] if devices else []),
-            style="dim",
+        rows.append(row)
+    rest = m.kernels[limit:]
+    if rest:
+        rows.append(
+            [
+                f"… {len(rest)} more",
+                _calls(sum(k.calls for k in rest)),
+                num(sum(k.total_us for k in rest)),
+                *[""] * 4,
+                f"{100 * sum(k.share for k in rest):.1f}%",
+                *([""] if many else []),
+                *([""] if devices else []),
+            ]
         )
+    for i, header in enumerate(headers):
+        if i == 0:
+            table.add_column(header, no_wrap=True, overflow="ellipsis")
+        else:
+            right = header != "slowest device"
+            table.add_column(header, justify="right" if right else "left", no_wrap=True)
+    for i, row in enumerate(fit_names(rows, name_room(headers, rows, width))):
+        table.add_row(*row, style="dim" if rest and i == len(rows) - 1 else None)
     return table
 
 
-def module_detail(key: str, m: ModuleTiming, *, limit: int = 25) -> RenderableType:
-    """One module: its header line and per-kernel table."""
-    parts: list[RenderableType] = [_module_header(key, m)]
+def module_detail(
+    key: str,
+    m: ModuleTiming,
+    *,
+    limit: int = 25,
+    holds: Mapping[str, str] | None = None,
+    heading: bool = True,
+    width: int | None = None,
+) -> RenderableType:
+    """One module's timing: its lines and per-kernel table.
+
+    Args:
+        key: The module's key (for the heading).
+        m: Its timings.
+        limit: Kernel rows shown (the rest summed in one row).
+        holds: Kernel name -> what it holds (`render.holds.kernel_holds`), printed
+            beside each kernel's name.
+        heading: Start with the module's heading (`hloscope profile`); `report` prints
+            the timing inside the module's own section, under its heading.
+        width: The terminal's width, which the kernel names are cut to fit (None: a
+            pipe, whole names).
+    """
+    parts: list[RenderableType] = [timing_heading(key, m)] if heading else []
+    parts.append(timing_lines(m))
     if m.executions:
-        parts.append(_kernel_table(m, limit))
+        parts.append(_kernel_table(m, limit, holds, width))
     for what, names in (
         ("in the HLO but never seen running", m.missing_kernels),
         ("seen running but not kernels of the HLO", m.unknown_ops),
@@ -369,7 +250,13 @@ def module_detail(key: str, m: ModuleTiming, *, limit: int = 25) -> RenderableTy
 
 
 def profile_table(
-    p: ProfileTimings, *, module: str | None = None, top: int = 3, limit: int = 25
+    p: ProfileTimings,
+    *,
+    module: str | None = None,
+    top: int = 3,
+    limit: int = 25,
+    holds: Mapping[str, Mapping[str, str]] | None = None,
+    width: int | None = None,
 ) -> RenderableType:
     """The `hloscope profile` output: a module summary, then kernel tables.
 
@@ -378,9 +265,15 @@ def profile_table(
         module: Show only this module (a key of `p.modules`).
         top: Without `module`, how many modules (most total time first) get a table.
         limit: Kernel rows per table.
+        holds: Module key -> kernel name -> what the kernel holds, where the HLO is
+            known.
+        width: The terminal's width (None: a pipe, whole names).
     """
+    holds = holds or {}
     if module is not None:
-        return module_detail(module, p.modules[module], limit=limit)
+        return module_detail(
+            module, p.modules[module], limit=limit, holds=holds.get(module), width=width
+        )
     head = Text.assemble(
         ("profile ", "bold"),
         str(p.path),
@@ -394,21 +287,26 @@ def profile_table(
         if p.modules:
             parts.append(Text("no module ran more than the warm-up execution", style="yellow"))
     else:
-        summary = Table(box=None, pad_edge=False, title="modules", title_justify="left")
-        summary.add_column("module", overflow="fold")
-        summary.add_column("runs", justify="right", no_wrap=True)
-        summary.add_column("per run", justify="right", no_wrap=True)
+        summary = Table(
+            box=None,
+            pad_edge=False,
+            title="modules: wall per execution, and total over the profiled executions",
+            title_justify="left",
+        )
+        summary.add_column("module", no_wrap=True, overflow="ellipsis")
+        summary.add_column("executions", justify="right", no_wrap=True)
+        summary.add_column("wall per execution", justify="right", no_wrap=True)
         summary.add_column("total", justify="right", no_wrap=True)
         summary.add_column("in kernels", justify="right", no_wrap=True)
         summary.add_column("kernels", justify="right", no_wrap=True)
-        summary.add_column("launches/run")
+        summary.add_column("launches per execution", no_wrap=True)
         several = any(m.device_count > 1 for _, m in measured)
         if several:  # figures per device; the device count beside them
             summary.add_column("devices", justify="right", no_wrap=True)
         for key, m in measured:
             busy = m.busy_us if m.busy_us is not None else m.kernel_us
             summary.add_row(
-                key,
+                short_name(key, 10_000),
                 f"{m.executions} cold" if m.cold else str(m.executions),
                 fmt_us(m.mean_us),
                 fmt_us(m.total_us),
@@ -420,9 +318,10 @@ def profile_table(
         parts.append(summary)
         for key, m in measured[:top]:
             parts.append(Text(""))
-            parts.append(module_detail(key, m, limit=limit))
+            parts.append(module_detail(key, m, limit=limit, holds=holds.get(key), width=width))
         if len(measured) > top:
-            parts.append(Text(f"\n{len(measured) - top} more module(s): --module NAME", "dim"))
+            more = counted(len(measured) - top, "more module")
+            parts.append(Text(f"\n{more}: --module NAME", "dim"))
     for problem in p.problems:
         parts.append(Text(problem, style="dim"))
     return Group(*parts)

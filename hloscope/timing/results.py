@@ -275,6 +275,26 @@ class ModuleTiming:
             return len(self.execution_us) / self.device_count
         return float(self.executions)
 
+    def per_execution(self, us: float) -> float:
+        """A time summed over the steady-state executions (`kernel_us`, `busy_us`, ...)
+        as the time of one execution on one device (0 without executions)."""
+        runs = self.device_executions
+        return us / runs if runs else 0.0
+
+    @property
+    def kernel_us_per_execution(self) -> float:
+        """Time inside its kernels in one execution on one device."""
+        return self.per_execution(self.kernel_us)
+
+    @property
+    def launch_spread(self) -> dict[str, float] | None:
+        """`{min, median, max}` of the kernel calls per execution; None when every
+        execution made the same (it varies with a data-dependent conditional)."""
+        counts = self.launches_by_execution
+        if not counts or min(counts) == max(counts):
+            return None
+        return {"min": min(counts), "median": statistics.median(counts), "max": max(counts)}
+
     @property
     def spread(self) -> float | None:
         """The slowest device's wall time over the median device's (1.0 when even);

@@ -272,6 +272,13 @@ class KernelRoof:
             operands and result; FLOPs 0).
         execution_us: Its time per execution of the module (all its runs), µs.
         peak_flops: The FLOP roof it is held to (16-bit for narrow matrix work).
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> peaks = hloscope.Peaks('cpu', bandwidth=2e10, flops=1e11)
+        >>> roof = ins.roofline('0030.jit_mlp', peaks)[0]  # furthest below its roof first
+        >>> roof.name, roof.bound
+        ('add_reduce_fusion', 'memory')
     """
 
     name: str

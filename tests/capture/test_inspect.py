@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -47,6 +48,12 @@ def test_inspect_jax(tmp_path: Path) -> None:
     assert set(compiled.phases) == {"trace", "lower", "compile"}
     assert compiled.seconds == pytest.approx(sum(compiled.phases.values()))
     assert tmp_path.parent in run.path.parents  # the session's temp folder, not /tmp
+    # without save_to nothing is kept: the folder goes with the run
+    folder = run.path
+    assert folder.is_dir()
+    del run
+    gc.collect()
+    assert not folder.exists()
     # an already-jitted function, saved where asked, twice (a notebook cell re-run)
     for _ in range(2):
         saved = hloscope.inspect(jax.jit(layer), w, x, save_to=tmp_path / "saved")

@@ -12,7 +12,7 @@ from hloscope.analysis.fusion import analyze_module
 from hloscope.errors import UsageError
 from hloscope.hlo.parser import parse_file
 from hloscope.inspection import inspect_run
-from hloscope.render.timing import profile_doc, timings_doc
+from hloscope.render.timing_json import profile_doc, timings_doc
 from hloscope.timing.attribution import attribute, op_events
 from hloscope.timing.executions import (
     SPLIT_EXECUTE_EVENT,

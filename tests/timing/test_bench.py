@@ -10,7 +10,8 @@ import pytest
 
 from hloscope.capture.inprocess import framework_of_call
 from hloscope.errors import UsageError
-from hloscope.render.timing import bench_doc, bench_table
+from hloscope.render.timing import bench_table
+from hloscope.render.timing_json import bench_doc
 from hloscope.timing.bench import (
     Measurement,
     Mode,

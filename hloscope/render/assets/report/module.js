@@ -141,28 +141,20 @@
     this.opByName = new Map();
     d.provenance.forEach(function (p, i) { p.index = i; self.opByName.set(p.op, p); });
 
-    // stats line
+    // stats line: the module's figures exactly as every view prints them (render/figures.py)
     var stats = h("div", { class: "hs-stats" });
-    var facts = [
-      ["instructions", arrow(b && b.instructions, a && a.instructions)],
-      ["ops → kernels", arrow(b && b.ops, a && a.kernels)],
-      ["launches / execution", launches(a)],
-      ["ops per kernel", d.ops_per_kernel ? d.ops_per_kernel.toFixed(1) : "–"],
-      ["ops alone", d.alone === null || d.alone === undefined ? "–" : fmtInt(d.alone)],
-    ];
+    var facts = (d.figures || []).map(function (f) { return [f.label, f.text, f.name]; });
     if (timing) {
-      var per = function (us) { return timing.executions && typeof us === "number" ? fmtUs(us / timing.executions) : "–"; };
-      facts.push(["kernel time / execution", per(timing.kernel_us)]);
       if (typeof timing.busy_us === "number" && typeof timing.kernel_us === "number" &&
-          timing.busy_us < timing.kernel_us * 0.995) {
+          timing.busy_us < timing.kernel_us * 0.995 && timing.executions) {
         // kernels on several streams overlap: their sum exceeds the time they took
-        facts.push(["busy / execution (kernels overlap)", per(timing.busy_us)]);
+        facts.push(["busy per execution (kernels overlap)", fmtUs(timing.busy_us / timing.executions)]);
       }
-      facts.push(["wall / execution", per(timing.total_us)]);
       var several = timing.device_count > 1;
-      facts.push(["executions profiled" + (several ? " per device" : "") +
-        (timing.source ? " (" + timing.source + ")" : "") +
-        (timing.cold ? ", a cold first run (it ran only as warm-up)" : ""), fmtInt(timing.executions)]);
+      if (timing.source || timing.cold) {
+        facts.push(["profile" + (several ? ", per device" : ""), (timing.source || "") +
+          (timing.cold ? " (a cold first run: it ran only as warm-up)" : "")]);
+      }
       if (several) {
         // figures are one device's, the mean over the devices that ran the module
         facts.push(["devices (times per device)", fmtInt(timing.device_count)]);
@@ -172,10 +164,10 @@
         }
       }
       if (typeof timing.device_ops_per_execution === "number") {
-        facts.push(["GPU operations / execution", fmtInt(timing.device_ops_per_execution)]);
+        facts.push(["GPU operations per execution", fmtInt(timing.device_ops_per_execution)]);
       }
     }
-    facts.forEach(function (f) { add(stats, h("div", { class: "hs-stat" }, h("b", null, f[1]), h("span", null, f[0]))); });
+    facts.forEach(function (f) { add(stats, h("div", { class: "hs-stat", data: { figure: f[2] || "" } }, h("b", null, String(f[1])), h("span", null, f[0]))); });
     add(body, stats);
     if (a) add(body, h("div", { class: "hs-kindsline" }, h("span", { class: "hs-muted" }, "kernels by kind "), kindsCell(a, 99)));
     if (d.error) add(body, h("p", { class: "hs-err" }, String(d.error)));
@@ -217,14 +209,14 @@
         { label: "kind", w: "13%", get: function (k) { return k.kind; }, cell: function (k) { return chip(k.kind, "hs-kind"); } },
       ];
       if (hasTime) {
-        cols.push({ label: "time", w: "78px", num: true, get: timeOf, cell: function (k) { return fmtUs(timeOf(k)); }, title: "total time over the profiled executions" });
+        cols.push({ label: "total time", w: "84px", num: true, get: timeOf, cell: function (k) { return fmtUs(timeOf(k)); }, title: "total time over the " + (timing.executions || "") + " profiled executions" });
       }
       cols.push(
-        { label: "launches", w: "76px", num: true, get: function (k) { return k.launches; }, cell: function (k) { return fmtInt(k.launches); } },
-        { label: "ops", w: "52px", num: true, get: function (k) { return k.instructions; }, cell: function (k) { return fmtInt(k.instructions); }, title: "fused instructions" },
+        { label: "launches", w: "76px", num: true, get: function (k) { return k.launches; }, cell: function (k) { return fmtInt(k.launches); }, title: "launches per execution" },
+        { label: "HLO ops", w: "64px", num: true, get: function (k) { return k.instructions; }, cell: function (k) { return fmtInt(k.instructions); }, title: "the HLO ops (instructions) it holds" },
         { label: "bytes in", w: "84px", num: true, get: function (k) { return k.bytes_in; }, cell: function (k) { return fmtBytes(k.bytes_in); } },
         { label: "bytes out", w: "88px", num: true, get: function (k) { return k.bytes_out; }, cell: function (k) { return fmtBytes(k.bytes_out); } },
-        { label: "source ops", get: function (k) { return k.source_ops.length; }, cell: function (k) { return kernelOps(k); } });
+        { label: "ops", get: function (k) { return k.source_ops.length; }, cell: function (k) { return kernelOps(k); }, title: "the source ops whose work it does" });
       this.ktable = new VTable({
         columns: cols, rows: d.kernels, height: 360,
         sortCol: hasTime ? 3 : 0, sortDesc: hasTime,
@@ -239,7 +231,9 @@
     }
 
     // roofline: one dot per measured kernel
-    if (d.roofline) add(main, HS_ROOFLINE.plot(d.roofline, function (name) { if (self.byName.has(name)) self.select(name, "roofline"); }, { h: h, fmtUs: fmtUs }));
+    var holds = d.holds || {};
+    var label = function (name) { return holds[name] ? name + " · " + holds[name] : name; };
+    if (d.roofline) add(main, HS_ROOFLINE.plot(d.roofline, function (name) { if (self.byName.has(name)) self.select(name, "roofline"); }, { h: h, fmtUs: fmtUs, label: label }));
     if (d.memory && d.memory.peak_bytes !== null) {
       var mem = d.memory, kinds2 = Object.keys(mem.by_kind).filter(function (k) { return mem.by_kind[k]; });
       var big = mem.largest.slice(0, 3).map(function (a) { return fmtBytes(a.size) + " " + a.kind + " (" + a.instructions.slice(0, 3).join(", ") + ")"; });
@@ -337,21 +331,21 @@
     add(aside, h("p", null, chip(k.kind, "hs-kind"), " ", h("span", { class: "hs-muted" }, k["class"] + (k.library ? " · library call" : ""))));
     var facts = [
       ["shape", k.shape],
-      ["launches / execution", fmtInt(k.launches)],
+      ["launches per execution", fmtInt(k.launches)],
       ["bytes in", fmtBytes(k.bytes_in)],
       ["bytes out", fmtBytes(k.bytes_out)],
       ["computation", k.computation],
     ];
     if (t) {
-      facts.push(["time (total)", fmtUs(t.total_us)]);
-      facts.push(["time / call", fmtUs(t.mean_us) + (t.calls ? " × " + fmtInt(t.calls) + " calls" : "")]);
+      facts.push(["total time over the profiled executions", fmtUs(t.total_us)]);
+      facts.push(["time per call", fmtUs(t.mean_us) + (t.calls ? " × " + fmtInt(t.calls) + " calls" : "")]);
       if (t.share !== undefined) facts.push(["share of kernel time", fmtPct(t.share)]);
     } else if (this.kernelTime.size) {
       facts.push(["time", "not seen in the profile"]);
     }
     var c = this.costOf.get(k.name), r = this.roofOf.get(k.name);
     if (c) {
-      facts.push(["FLOPs / run", c.known ? HS_ROOFLINE.rate(c.flops, "FLOP") : "unknown (library call)"]);
+      facts.push(["FLOPs per call", c.known ? HS_ROOFLINE.rate(c.flops, "FLOP") : "unknown (library call)"]);
       facts.push(["bytes read / written", fmtBytes(c.bytes_read) + " / " + fmtBytes(c.bytes_written)]);
       if (c.kept_bytes) facts.push(["kept out of memory", fmtBytes(c.kept_bytes)]);
     }

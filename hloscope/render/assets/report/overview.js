@@ -74,13 +74,6 @@
     return sec;
   }
 
-  /* Kernel time per execution of a module timing summary, or null. */
-  function kernelTime(t) {
-    if (!t || !t.executions) return null;
-    var us = typeof t.kernel_us === "number" ? t.kernel_us : t.total_us;
-    return typeof us === "number" ? us / t.executions : null;
-  }
-
   function kindsCell(after, limit) {
     if (!after || !after.kernels_by_kind) return "–";
     var kinds = Object.keys(after.kernels_by_kind);
@@ -92,33 +85,40 @@
     return wrap;
   }
 
+  /* A module's figure by name ({label, text}), as the Python side printed it. */
+  function figure(m, name) {
+    var found = (m.figures || []).filter(function (f) { return f.name === name; });
+    return found.length ? found[0] : null;
+  }
+
+  /* The modules table: the figures' cells exactly as the terminal report prints them
+     (render/figures.py), then the kinds and, when profiled, the kernel time. */
   function modulesTable(rows, timed, openModule) {
-    var head = ["module", "instructions before → after", "ops → kernels", "kernels by kind",
-      "launches", "ops per kernel", "ops alone"];
-    if (timed) head.push("kernel time / execution");
+    var cellHeads = rows.length && rows[0].cells ? rows[0].cells.map(function (c) { return c[0]; }) : [];
+    var head = ["module"].concat(cellHeads, ["kernels by kind"]);
+    if (timed) head.push("kernel time per execution");
     var tbody = h("tbody");
     rows.forEach(function (m) {
-      var b = m.before, a = m.after;
-      var t = m.timing;
+      var a = m.after;
       var cells = [
         h("td", { class: "hs-mname" },
           h("a", { href: "#hs-m-" + m.index, title: m.name, onclick: function (ev) { ev.preventDefault(); openModule(m.index, true); } },
             shortName(m.name, 56)),
           m.recompiled ? h("span", { class: "hs-muted", title: (m.inputs || []).join(", ") }, " #" + m.compilation + " " + (m.inputs || []).join(", ")) : null,
           m.error ? h("span", { class: "hs-err", title: m.error }, " ⚠") : null),
-        h("td", { class: "hs-num" }, arrow(b && b.instructions, a && a.instructions)),
-        h("td", { class: "hs-num" }, arrow(b && b.ops, a && a.kernels)),
-        h("td", null, kindsCell(a, 4)),
-        h("td", { class: "hs-num" }, launches(a)),
-        h("td", { class: "hs-num" }, m.ops_per_kernel ? m.ops_per_kernel.toFixed(1) : "–"),
-        h("td", { class: "hs-num" }, m.alone === null || m.alone === undefined ? "–" : fmtInt(m.alone)),
       ];
-      if (timed) cells.push(h("td", { class: "hs-num" }, fmtUs(kernelTime(t))));
+      (m.cells || []).forEach(function (c) { cells.push(h("td", { class: "hs-num", data: { figure: c[0] } }, String(c[1]))); });
+      cells.push(h("td", null, kindsCell(a, 4)));
+      if (timed) {
+        var kt = figure(m, "kernel_time_per_execution");
+        cells.push(h("td", { class: "hs-num" }, kt ? String(kt.text) : "–"));
+      }
       add(tbody, h("tr", { data: { key: m.key } }, cells));
     });
+    var kindsAt = 1 + cellHeads.length;
     return h("table", { class: "hs-table hs-modules" },
       h("thead", null, h("tr", null, head.map(function (x, i) {
-        return h("th", { class: i && i !== 3 ? "hs-num" : null, scope: "col" }, x);
+        return h("th", { class: i && i !== kindsAt ? "hs-num" : null, scope: "col" }, x);
       }))), tbody);
   }
 
@@ -152,7 +152,7 @@
       h("p", { class: "hs-muted" }, "Total time over the profiled executions; click a kernel to open it."),
       barChart(items,
         function (k) {
-          var text = (several ? shortName(k.module, 24) + " · " : "") + k.kernel;
+          var text = (several ? shortName(k.module, 24) + " · " : "") + k.kernel + (k.holds ? " · " + k.holds : "");
           return { text: text, node: h("span", null, text, " ", chip(k.kind, "hs-kind")) };
         },
         function (k) { return k.total_us; },
