@@ -304,6 +304,12 @@ class Variant:
         kernels: Kernels after optimization (None when not analysed).
         kernels_by_kind: Those kernels by kind.
         reason: The framework's explanation of why it compiled again, if it gave one.
+
+    Example:
+        >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
+        >>> v = c.variants[0]
+        >>> v.key, v.index, v.kernels
+        ('0000.jit_stage', 0, 1)
     """
 
     key: str
@@ -326,6 +332,11 @@ class Varying:
         values: Per compilation, in compile order: the dimension's size, or the whole
             shape (or the input count) when `dim` is None; None for a compilation set
             apart (`Compilation.set_apart`: not compared, its inputs being others).
+
+    Example:
+        >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
+        >>> [(v.arg, v.dim, v.values) for v in c.varying]
+        [(0, 0, (8, 16, 24, 32, 48, 64))]
     """
 
     arg: int | None
@@ -365,6 +376,11 @@ class FusesDifferently:
         kernels: Their kernel count.
         usual: The kernel count of most compilations.
         kinds: Per kernel kind, how many more (or fewer) kernels they have.
+
+    Example:
+        >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
+        >>> c.fuses_differently  # variants whose kernels differ beyond their shapes
+        ()
     """
 
     indices: tuple[int, ...]
@@ -383,6 +399,11 @@ class Compilation:
         variants: Its compilations, in compile order.
         varying: The inputs whose shapes differ between them.
         trivial: Whether it is one of the small helpers frameworks compile on the side.
+
+    Example:
+        >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
+        >>> c.function, c.count, c.variants[0].inputs
+        ('jit_stage', 6, ('f32[8,64]',))
     """
 
     function: str
@@ -492,6 +513,11 @@ class Compilations:
         wall_s: The run's wall time, when known.
         notes: What the frameworks said beyond single compiles (TensorFlow's retracing
             warnings) and why compile times are missing.
+
+    Example:
+        >>> compilations = hloscope.inspect_run('tests/data/jax_recompile').compilations
+        >>> [(c.function, c.count) for c in compilations.recompiled]
+        [('jit_stage', 6), ('jit_attend', 6), ('jit__reduce_sum', 6)]
     """
 
     functions: tuple[Compilation, ...] = ()
