@@ -44,6 +44,7 @@ from hloscope.analysis.torch_xla import (
     read_records,
 )
 from hloscope.errors import HloscopeError
+from hloscope.frameworks import Framework
 from hloscope.hlo.model import HloModule, SourceLocation
 from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES
 from hloscope.runs import ModuleDump, Run
@@ -64,7 +65,7 @@ __all__ = [
     "torch_xla_run",
 ]
 
-FRAMEWORK = "torch_xla"
+FRAMEWORK = Framework.TORCH_XLA
 """The framework's name, as run.json and the compilations view say it."""
 GRAPH_NAME = "SyncTensorsGraph"
 """What torch_xla names every graph it compiles (`SyncTensorsGraph.<n>`), unless the
@@ -199,7 +200,7 @@ class ModuleCompile:
     function: str
     compile_s: float | None = None
     reason: str | None = None
-    framework: str = FRAMEWORK
+    framework: Framework = FRAMEWORK
 
 
 @dataclass(frozen=True)
