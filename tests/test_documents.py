@@ -111,6 +111,30 @@ def test_cache_entries_round_trip_and_refuse_another_shape() -> None:
             Peaks.from_json(bad)
 
 
+def test_timings_round_trip_and_a_figure_that_is_no_measurement_is_refused() -> None:
+    from hloscope.inspection import inspect_run
+    from hloscope.timing.results import ProfileTimings
+
+    timings = inspect_run("tests/data/jax_mlp_profile").timings
+    assert timings is not None and timings.modules
+    doc = _through_json(timings.to_json())
+    assert ProfileTimings.from_json(doc) == timings
+    module = next(iter(doc["modules"].values()))
+    for field, value in [("total_us", -998.0), ("executions", "many"), ("total_us", None)]:
+        bad = _through_json(doc)
+        next(iter(bad["modules"].values()))[field] = value
+        with pytest.raises(DocumentError, match="timings"):
+            ProfileTimings.from_json(bad)
+    bad = _through_json(doc)
+    next(iter(bad["modules"].values()))["kernels"][0]["calls"] = float("inf")
+    with pytest.raises(DocumentError, match="calls"):
+        ProfileTimings.from_json(bad)
+    for shape in ([], {"modules": []}, {"format": "xplane"}, {**doc, "path": 3}):
+        with pytest.raises(DocumentError):
+            ProfileTimings.from_json(shape)
+    assert module["kernels"]  # the figures checked above are there to break
+
+
 def test_unreadable_memory_files_are_an_error_beside_the_reports(tmp_path: Path) -> None:
     import shutil
 

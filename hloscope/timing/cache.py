@@ -10,17 +10,16 @@ profile file's path and content (SHA-256), the settings (`skip_first`,
 other settings or another dump recompute it, and only this user's hloscope finds the
 entries it wrote (`store.entry_key`). Folders outside a run, or that cannot be
 written, are read without caching. The file is one of the run folder's stores
-(`hloscope.store`); an entry is checked as it is read back (`timings_from_doc`).
+(`hloscope.store`); an entry is checked as it is read back (`ProfileTimings.from_json`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hloscope.errors import DocumentError
 from hloscope.manifest import MANIFEST
 from hloscope.store import (
     MAX_HASHED_BYTES,
@@ -33,13 +32,7 @@ from hloscope.store import (
 )
 from hloscope.timing.attribution import attribute
 from hloscope.timing.compiles import read_compiles, with_compile_times
-from hloscope.timing.results import (
-    DeviceTiming,
-    KernelTiming,
-    ModuleTiming,
-    ProfileTimings,
-    merge_timings,
-)
+from hloscope.timing.results import ProfileTimings, merge_timings
 from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [
@@ -49,8 +42,6 @@ __all__ = [
     "profile_timings",
     "run_folder_of",
     "static_fingerprint",
-    "timings_from_doc",
-    "timings_to_doc",
 ]
 
 CACHE_VERSION = 5  # 3: ops on the device clock, modules without op events listed; 4: per
@@ -159,13 +150,13 @@ def cached_timings(
         return compute()
     path = run / TIMINGS_CACHE
     found = lookup(path, key, _MAX_BYTES)
-    if isinstance(found, dict):
+    if found is not None:
         try:
-            return timings_from_doc(found)
-        except (KeyError, TypeError, ValueError):
+            return ProfileTimings.from_json(found, where=TIMINGS_CACHE)
+        except DocumentError:
             pass  # an entry of another shape: recompute it
     timings = compute()
-    keep(path, key, timings_to_doc(timings), limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
+    keep(path, key, timings.to_json(), limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
     return timings
 
 
@@ -212,71 +203,3 @@ def profile_timings(
 
     timings = cached_timings(files, settings, compute)
     return with_compile_times(timings, read_compiles(files))
-
-
-# --------------------------------------------------------------------------------------
-# ProfileTimings <-> JSON, losslessly (floats round-trip through JSON exactly).
-
-
-def timings_to_doc(timings: ProfileTimings) -> dict[str, Any]:
-    """`ProfileTimings` as JSON values (`timings_from_doc` reads it back equal)."""
-    return dataclasses.asdict(timings)
-
-
-def _tupled(cls: type, doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A dataclass's fields from JSON: lists back to tuples (of tuples where nested)."""
-    out = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in doc:
-            continue
-        value = doc[f.name]
-        if isinstance(value, list):
-            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-        out[f.name] = value
-    return out
-
-
-def _module_from_doc(doc: Mapping[str, Any]) -> ModuleTiming:
-    fields = _tupled(ModuleTiming, doc)
-    for name in ("kernels", "control"):
-        fields[name] = tuple(KernelTiming(**_tupled(KernelTiming, k)) for k in doc.get(name, ()))
-    fields["per_device"] = tuple(
-        DeviceTiming(**_tupled(DeviceTiming, d)) for d in doc.get("per_device", ())
-    )
-    return ModuleTiming(**fields)
-
-
-def timings_from_doc(doc: Mapping[str, Any]) -> ProfileTimings:
-    """`ProfileTimings` from `timings_to_doc`'s output, every figure checked: counts and
-    durations are finite, non-negative numbers, as a measurement gives them.
-
-    Raises:
-        KeyError, TypeError, ValueError: The document is of another shape, or a figure
-            is not a measurement.
-    """
-    fields = _tupled(ProfileTimings, doc)
-    fields["modules"] = {k: _module_from_doc(m) for k, m in doc["modules"].items()}
-    timings = ProfileTimings(**fields)
-    _check_figures(timings)
-    for m in timings.modules.values():
-        _check_figures(m)
-        for k in (*m.kernels, *m.control):
-            _check_figures(k)
-    return timings
-
-
-def _check_figures(obj: Any) -> None:
-    """Every field declared a number (or a tuple of them) is one, finite and >= 0."""
-    for f in dataclasses.fields(obj):
-        kind = str(f.type)
-        if "int" not in kind and "float" not in kind:
-            continue
-        value = getattr(obj, f.name)
-        values = value if kind.startswith("tuple") and isinstance(value, tuple) else (value,)
-        for v in values:
-            if v is None and "None" in kind:
-                continue
-            if isinstance(v, bool) or not isinstance(v, int | float):
-                raise TypeError(f"{f.name} is not a number")
-            if not math.isfinite(v) or v < 0:
-                raise ValueError(f"{f.name} = {v!r} is not a measurement")

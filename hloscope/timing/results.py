@@ -7,13 +7,14 @@ the run folder; analyses of time (`roofline`, the renderers) only read them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hloscope.errors import UsageError
+from hloscope.errors import DocumentError, UsageError
 from hloscope.timing.executions import SPLIT_RUN_ID, WALL_OPS
 
 __all__ = [
@@ -341,6 +342,8 @@ class ProfileTimings:
         >>> timings = hloscope.inspect_run("tests/data/jax_mlp_profile").timings
         >>> timings.format, timings.op_events > 0
         ('xplane', True)
+        >>> hloscope.ProfileTimings.from_json(timings.to_json()) == timings
+        True
     """
 
     path: str | None
@@ -354,6 +357,30 @@ class ProfileTimings:
     source: str = ""
     platform: str | None = None
     device: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """These timings as JSON values, losslessly (floats round-trip through JSON
+        exactly): what the run folder's timings cache keeps (`timing.cache`)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Any, *, where: str = "timings") -> ProfileTimings:
+        """Read `to_json`'s document back, every figure checked: counts and durations
+        are finite, non-negative numbers, as a measurement gives them.
+
+        Raises:
+            DocumentError: The document is of another shape, or a figure is not a
+                measurement.
+        """
+        try:
+            fields = _tupled(cls, doc)
+            fields["modules"] = {k: _module_from_json(m) for k, m in doc["modules"].items()}
+            timings = cls(**fields)
+            for part in _parts(timings):
+                _check_figures(part)
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
+            raise DocumentError(f"not a timings document ({e})", where=where) from None
+        return timings
 
     def for_dump(self, name: str, module_id: str | None) -> ModuleTiming | None:
         """The timing of a dumped module: by name, or by `name(program_id)` when several
@@ -382,6 +409,69 @@ class ProfileTimings:
             raise UsageError(f"no profiled module matches {query!r}; profiled: {keys}")
         found = ", ".join(timing_key(m.name, m.program_id, True) for m in part[:12])
         raise UsageError(f"{query!r} matches several modules ({found}); give a full name")
+
+
+def _tupled(cls: type, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A dataclass's fields from JSON: lists back to tuples (of tuples where nested)."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in doc:
+            continue
+        value = doc[f.name]
+        if isinstance(value, list):
+            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        out[f.name] = value
+    return out
+
+
+def _module_from_json(doc: Mapping[str, Any]) -> ModuleTiming:
+    fields = _tupled(ModuleTiming, doc)
+    for name in ("kernels", "control"):
+        fields[name] = tuple(KernelTiming(**_tupled(KernelTiming, k)) for k in doc.get(name, ()))
+    fields["per_device"] = tuple(
+        DeviceTiming(**_tupled(DeviceTiming, d)) for d in doc.get("per_device", ())
+    )
+    return ModuleTiming(**fields)
+
+
+def _parts(timings: ProfileTimings) -> Iterable[Any]:
+    """The timings and every module, kernel and device timing in them."""
+    yield timings
+    for m in timings.modules.values():
+        yield m
+        yield from (*m.kernels, *m.control, *m.per_device)
+
+
+# What a plain field of the timing dataclasses may hold, by its declared type's base
+# (`int | None` -> `int`, `tuple[float, ...]` -> each item a `float`).
+_PLAIN = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+
+
+def _check_figures(obj: Any) -> None:
+    """Every plain field (a number, text or flag, or a tuple of them) holds what it is
+    declared to, and every number is finite and >= 0, as a measurement gives it.
+
+    Raises:
+        TypeError: A field holds another type.
+        ValueError: A figure is not a measurement (infinite, NaN or negative).
+    """
+    for f in dataclasses.fields(obj):
+        kind = str(f.type)
+        many = kind.startswith("tuple[") and kind.endswith(", ...]")
+        base = kind[6:-6] if many else kind.split(" | ")[0]
+        if base not in _PLAIN:
+            continue  # nested timings, checked as parts of their own
+        value = getattr(obj, f.name)
+        if many and not isinstance(value, tuple):
+            raise TypeError(f"{f.name} is not a list")
+        for v in value if many else (value,):
+            if v is None and "None" in kind:
+                continue
+            is_bool = isinstance(v, bool)
+            if not isinstance(v, _PLAIN[base]) or (is_bool and base != "bool"):
+                raise TypeError(f"{f.name} is not {base}")
+            if isinstance(v, int | float) and (not math.isfinite(v) or v < 0):
+                raise ValueError(f"{f.name} = {v!r} is not a measurement")
 
 
 def device_spread(by_device: Mapping[str, float]) -> tuple[float | None, str | None]:

@@ -16,8 +16,6 @@ from hloscope.timing.attribution import attribute
 from hloscope.timing.cache import (
     cached_timings,
     profile_timings,
-    timings_from_doc,
-    timings_to_doc,
 )
 from hloscope.timing.results import ProfileTimings
 from hloscope.timing.xplane import find_profiles, read_trace
@@ -41,8 +39,8 @@ def test_timings_survive_the_round_trip_through_json(profile: Path) -> None:
         pytest.skip(f"{profile} not found (see ../shared/gpu/README.md)")
     timings = attribute(read_trace(find_profiles(profile)[0]))
     assert timings.modules
-    doc = json.loads(json.dumps(timings_to_doc(timings)))
-    assert timings_from_doc(doc) == timings
+    doc = json.loads(json.dumps(timings.to_json()))
+    assert ProfileTimings.from_json(doc) == timings
 
 
 def test_cached_timings_are_computed_once_per_profile_and_settings(tmp_path: Path) -> None:
