@@ -17,10 +17,42 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from sys import intern
 from typing import Any, NamedTuple
 
 INT64_MAX = 2**63 - 1
 """The largest dimension, and the largest array byte size, a shape may have (XLA's)."""
+
+_INT = re.compile(r"-?[0-9]{1,19}")
+
+
+def to_int(text: str) -> int:
+    """An integer as XLA's lexer reads one: ASCII digits, optional minus, within int64.
+
+    Python's `int` also takes `1_000`, blanks, and digits of other scripts (`٣`), and
+    fails past 4,300 digits; XLA takes none of those.
+
+    Raises:
+        ValueError: The text is not such an integer.
+    """
+    if len(text) < 19 and text.isdigit() and text.isascii():
+        return int(text)  # the usual case, without the regex
+    s = text.strip()
+    if _INT.fullmatch(s) is None or not -INT64_MAX - 1 <= (value := int(s)) <= INT64_MAX:
+        raise ValueError(f"expected a 64-bit integer, not {s[:40]!r}")
+    return value
+
+
+def small_int(text: str | None) -> int | None:
+    """`to_int` for optional fields the tolerant parser keeps as text when they are not
+    integers (`source_line=`, `stack_frame_id=`)."""
+    if text is None:
+        return None
+    try:
+        return to_int(text)
+    except ValueError:
+        return None
+
 
 # Bits per element of every XLA primitive type (xla_data.proto); `None` for types with
 # no fixed size (token, opaque). Sub-byte types are counted in bits, then rounded up.
@@ -154,12 +186,13 @@ class StackFrame:
     parent_id: int = 0
 
 
-@dataclass(frozen=True, slots=True)
 class Metadata:
     """The parsed `metadata={...}` of an instruction.
 
-    Only the fields every analysis reads are parsed up front; the rest stay in `text`
-    and are read on demand (`fields`), which keeps a big module's model small.
+    Kept as its text: the fields every analysis reads are parsed from it on first use
+    (a big module holds hundreds of thousands, and a `parse` that reads none of them
+    need not pay for them); the rest are read on demand (`fields`). Immutable, compared
+    and hashed by its fields and text, as a frozen dataclass would be.
 
     Attributes:
         op_type: TensorFlow op type (`MatMul`, `Relu`), when present.
@@ -170,17 +203,104 @@ class Metadata:
         text: The `{...}` exactly as printed.
     """
 
-    op_type: str | None = None
-    op_name: str | None = None
-    source_file: str | None = None
-    source_line: int | None = None
-    stack_frame_id: int | None = None
-    text: str = "{}"
+    __slots__ = ("_parsed", "text")
+    text: str
+    _parsed: tuple[str | None, str | None, str | None, int | None, int | None] | None
+
+    def __init__(
+        self,
+        op_type: str | None = None,
+        op_name: str | None = None,
+        source_file: str | None = None,
+        source_line: int | None = None,
+        stack_frame_id: int | None = None,
+        text: str = "{}",
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "text", text)
+        _set(self, "_parsed", (op_type, op_name, source_file, source_line, stack_frame_id))
+
+    @classmethod
+    def of_text(cls, text: str) -> Metadata:
+        """The metadata printed as `text` (braces included), its fields read on first use."""
+        md = object.__new__(cls)
+        object.__setattr__(md, "text", text)
+        object.__setattr__(md, "_parsed", None)
+        return md
+
+    def _values(self) -> tuple[str | None, str | None, str | None, int | None, int | None]:
+        parsed = self._parsed
+        if parsed is None:
+            fields = metadata_fields(self.text)
+            op_type, source_file = fields.get("op_type"), fields.get("source_file")
+            # Interned: a big module repeats a few op types and files on every instruction.
+            parsed = (
+                None if op_type is None else intern(op_type),
+                fields.get("op_name"),
+                None if source_file is None else intern(source_file),
+                small_int(fields.get("source_line")),
+                small_int(fields.get("stack_frame_id")),
+            )
+            object.__setattr__(self, "_parsed", parsed)
+        return parsed
+
+    @property
+    def op_type(self) -> str | None:
+        """TensorFlow op type (`MatMul`, `Relu`), when present."""
+        return self._values()[0]
+
+    @property
+    def op_name(self) -> str | None:
+        """TensorFlow op name or JAX op path (`jit(mlp)/dot_general`)."""
+        return self._values()[1]
+
+    @property
+    def source_file(self) -> str | None:
+        """Inline `source_file=`, when present."""
+        return self._values()[2]
+
+    @property
+    def source_line(self) -> int | None:
+        """Inline `source_line=`, when present."""
+        return self._values()[3]
+
+    @property
+    def stack_frame_id(self) -> int | None:
+        """Index into the module's stack frames, when present."""
+        return self._values()[4]
 
     @property
     def fields(self) -> dict[str, str]:
         """Every `key=value` pair exactly as printed (strings unquoted), in order."""
         return metadata_fields(self.text)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: Metadata is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: Metadata is immutable")
+
+    def _key(self) -> tuple[object, ...]:
+        return (*self._values(), self.text)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self is other or self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        names = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id", "text")
+        return (
+            "Metadata("
+            + ", ".join(f"{n}={v!r}" for n, v in zip(names, self._key(), strict=True))
+            + ")"
+        )
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Metadata, self._key())
 
 
 # `key=value` inside `{...}`: values are quoted strings or bare words. The lookbehind
@@ -298,6 +418,27 @@ class Computation:
     is_entry: bool = False
     execution_thread: str | None = None
     line: int = 0
+
+    @classmethod
+    def _make(
+        cls,
+        name: str,
+        instructions: tuple[Instruction, ...],
+        is_entry: bool,
+        execution_thread: str | None,
+        line: int,
+    ) -> Computation:
+        """`Computation(...)` for the parser, which makes thousands: the same object,
+        without the frozen dataclass's `__setattr__` per field (half the cost)."""
+        comp = object.__new__(cls)
+        comp.__dict__.update(
+            name=name,
+            instructions=instructions,
+            is_entry=is_entry,
+            execution_thread=execution_thread,
+            line=line,
+        )
+        return comp
 
     @cached_property
     def by_name(self) -> Mapping[str, Instruction]:
