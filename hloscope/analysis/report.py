@@ -15,6 +15,7 @@ from hloscope.analysis.fusion_log import find_log, read_decisions
 from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
+from hloscope.hlo.parser import paused_gc
 from hloscope.runs import ModuleDump, Run, is_trivial
 
 
@@ -115,6 +116,11 @@ def analyze_dump(dump: ModuleDump) -> ModuleReport:
 
     A side that cannot be parsed does not stop the report: its error is recorded.
     """
+    with paused_gc():
+        return _analyze_dump(dump)
+
+
+def _analyze_dump(dump: ModuleDump) -> ModuleReport:
     errors = []
     before = after = None
     try:

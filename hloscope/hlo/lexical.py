@@ -73,12 +73,15 @@ _CALL_KEYS = "|".join(sorted(CALLED_COMPUTATION_ATTRIBUTES))
 # One `, key=value` attribute, with the value of `metadata=` captured, and the key
 # captured when it names called computations (the two things the parser reads from
 # attributes it otherwise keeps as text). The three branches are exclusive, so a line
-# that fails backtracks through them at most once each. (The repetition around it is
-# greedy, not possessive: Python 3.11 mistakes the spans of groups inside a possessive
-# repetition.)
+# that fails backtracks through them at most once each. Metadata and callee lists are
+# read one bracket deep (XLA prints them so; a deeper one sends its line the
+# line-by-line way): the pattern compiles in a third of the time. (The repetition
+# around it is greedy, not possessive: Python 3.11 mistakes the spans of groups inside
+# a possessive repetition.)
+_FLAT_VALUE = _nested(1)
 _RECORD_ATTRIBUTE = (
-    rf"{_WS},{_WS}(?:metadata(?![\w\-]){_WS}={_WS}({_VALUE})"
-    rf"|({_CALL_KEYS})(?![\w\-]){_WS}={_WS}{_VALUE}"
+    rf"{_WS},{_WS}(?:metadata(?![\w\-]){_WS}={_WS}({_FLAT_VALUE})"
+    rf"|({_CALL_KEYS})(?![\w\-]){_WS}={_WS}{_FLAT_VALUE}"
     rf"|(?!(?:metadata|{_CALL_KEYS})(?![\w\-]))[\w\-]++{_WS}={_WS}{_VALUE})"
 )
 # Operands as XLA prints them, `%a, %b`: split at ", " they are what `OPERAND_NAMES`
@@ -247,15 +250,33 @@ class Attributes(Mapping[str, str]):
             found = self._map = {intern(k): v for k, v in ATTRIBUTE.findall(self.text)}
         return found
 
+    # A key that is nowhere in the text is not an attribute: asked for one, most lookups
+    # (`backend_config` on every instruction) answer without reading the pairs.
+
     def __getitem__(self, key: str) -> str:
-        return (self._map or self._load())[key]
+        found = self._map
+        if found is None:
+            if key not in self.text:
+                raise KeyError(key)
+            found = self._load()
+        return found[key]
 
     def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
         """The value of `key`, or `default`."""
-        return (self._map or self._load()).get(key, default)
+        found = self._map
+        if found is None:
+            if key not in self.text:
+                return default
+            found = self._load()
+        return found.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return key in (self._map or self._load())
+        found = self._map
+        if found is None:
+            if not isinstance(key, str) or key not in self.text:
+                return False
+            found = self._load()
+        return key in found
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._map or self._load())

@@ -105,6 +105,9 @@ class Shape:
     layout: Layout | None = None
     tuple_shapes: tuple[Shape, ...] = ()
     text: str = ""
+    # `byte_size`, once asked: a shape is shared by thousands of instructions, and the
+    # analyses ask each operand's size.
+    _bytes: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -129,12 +132,15 @@ class Shape:
     @property
     def byte_size(self) -> int:
         """Bytes the array (or, for a tuple, all its leaves) occupies, without padding."""
-        if self.is_tuple:
-            return sum(s.byte_size for s in self.leaves())
-        bits = ELEMENT_BITS.get(self.element_type)
-        if bits is None:
-            return 0
-        return (self.num_elements * bits + 7) // 8
+        size = self._bytes
+        if size is None:
+            if self.is_tuple:
+                size = sum(s.byte_size for s in self.leaves())
+            else:
+                bits = ELEMENT_BITS.get(self.element_type)
+                size = 0 if bits is None else (self.num_elements * bits + 7) // 8
+            object.__setattr__(self, "_bytes", size)
+        return size
 
     def leaves(self) -> Iterator[Shape]:
         """Yield the array and token shapes inside this shape, depth first."""
@@ -191,8 +197,9 @@ class Metadata:
 
     Kept as its text: the fields every analysis reads are parsed from it on first use
     (a big module holds hundreds of thousands, and a `parse` that reads none of them
-    need not pay for them); the rest are read on demand (`fields`). Immutable, compared
-    and hashed by its fields and text, as a frozen dataclass would be.
+    need not pay for them), then read as plain attributes; the rest are read on demand
+    (`fields`). Immutable, compared and hashed by its fields and text, as a frozen
+    dataclass would be.
 
     Attributes:
         op_type: TensorFlow op type (`MatMul`, `Relu`), when present.
@@ -203,9 +210,13 @@ class Metadata:
         text: The `{...}` exactly as printed.
     """
 
-    __slots__ = ("_parsed", "text")
+    __slots__ = ("op_name", "op_type", "source_file", "source_line", "stack_frame_id", "text")
+    op_type: str | None
+    op_name: str | None
+    source_file: str | None
+    source_line: int | None
+    stack_frame_id: int | None
     text: str
-    _parsed: tuple[str | None, str | None, str | None, int | None, int | None] | None
 
     def __init__(
         self,
@@ -216,58 +227,32 @@ class Metadata:
         stack_frame_id: int | None = None,
         text: str = "{}",
     ) -> None:
-        _set = object.__setattr__
         _set(self, "text", text)
-        _set(self, "_parsed", (op_type, op_name, source_file, source_line, stack_frame_id))
+        _set_fields(self, (op_type, op_name, source_file, source_line, stack_frame_id))
 
     @classmethod
     def of_text(cls, text: str) -> Metadata:
         """The metadata printed as `text` (braces included), its fields read on first use."""
-        md = object.__new__(cls)
-        object.__setattr__(md, "text", text)
-        object.__setattr__(md, "_parsed", None)
+        md = _new(cls)
+        _set(md, "text", text)
         return md
 
-    def _values(self) -> tuple[str | None, str | None, str | None, int | None, int | None]:
-        parsed = self._parsed
-        if parsed is None:
-            fields = metadata_fields(self.text)
-            op_type, source_file = fields.get("op_type"), fields.get("source_file")
-            # Interned: a big module repeats a few op types and files on every instruction.
-            parsed = (
-                None if op_type is None else intern(op_type),
-                fields.get("op_name"),
-                None if source_file is None else intern(source_file),
-                small_int(fields.get("source_line")),
-                small_int(fields.get("stack_frame_id")),
-            )
-            object.__setattr__(self, "_parsed", parsed)
-        return parsed
-
-    @property
-    def op_type(self) -> str | None:
-        """TensorFlow op type (`MatMul`, `Relu`), when present."""
-        return self._values()[0]
-
-    @property
-    def op_name(self) -> str | None:
-        """TensorFlow op name or JAX op path (`jit(mlp)/dot_general`)."""
-        return self._values()[1]
-
-    @property
-    def source_file(self) -> str | None:
-        """Inline `source_file=`, when present."""
-        return self._values()[2]
-
-    @property
-    def source_line(self) -> int | None:
-        """Inline `source_line=`, when present."""
-        return self._values()[3]
-
-    @property
-    def stack_frame_id(self) -> int | None:
-        """Index into the module's stack frames, when present."""
-        return self._values()[4]
+    def __getattr__(self, name: str) -> object:
+        # Only reached for a slot not set yet: the fields of metadata made `of_text`.
+        if name not in _METADATA_FIELDS or name == "text":
+            raise AttributeError(name)
+        # The raw pairs (a key given twice keeps its last value, as in `fields`), and
+        # only the five fields unquoted.
+        raw = dict(KEY_VALUE.findall(self.text[1:-1]))
+        op_type, source_file = raw.get("op_type"), raw.get("source_file")
+        # Interned: a big module repeats a few op types and files on every instruction.
+        op_name = raw.get("op_name")
+        _set(self, "op_type", None if op_type is None else intern(_value(op_type)))
+        _set(self, "op_name", None if op_name is None else _value(op_name))
+        _set(self, "source_file", None if source_file is None else intern(_value(source_file)))
+        _set(self, "source_line", small_int(raw.get("source_line")))
+        _set(self, "stack_frame_id", small_int(raw.get("stack_frame_id")))
+        return object.__getattribute__(self, name)
 
     @property
     def fields(self) -> dict[str, str]:
@@ -281,7 +266,7 @@ class Metadata:
         raise AttributeError(f"cannot delete field {name!r}: Metadata is immutable")
 
     def _key(self) -> tuple[object, ...]:
-        return (*self._values(), self.text)
+        return tuple(getattr(self, name) for name in _METADATA_FIELDS)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -292,15 +277,26 @@ class Metadata:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        names = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id", "text")
-        return (
-            "Metadata("
-            + ", ".join(f"{n}={v!r}" for n, v in zip(names, self._key(), strict=True))
-            + ")"
-        )
+        pairs = zip(_METADATA_FIELDS, self._key(), strict=True)
+        return "Metadata(" + ", ".join(f"{n}={v!r}" for n, v in pairs) + ")"
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (Metadata, self._key())
+
+
+_METADATA_FIELDS = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id", "text")
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _set_fields(md: Metadata, values: tuple[object, ...]) -> None:
+    for name, value in zip(_METADATA_FIELDS, values, strict=False):
+        _set(md, name, value)
+
+
+def _value(raw: str) -> str:
+    """A value as `metadata_fields` gives it: strings unquoted."""
+    return unescape(raw[1:-1]) if raw.startswith('"') else raw
 
 
 # `key=value` inside `{...}`: values are quoted strings or bare words. The lookbehind
@@ -504,7 +500,7 @@ class HloModule:
         """Computations by name."""
         return {c.name: c for c in self.computations}
 
-    @property
+    @cached_property
     def entry(self) -> Computation:
         """The entry computation (the last one when none is marked `ENTRY`, as XLA does)."""
         for comp in self.computations:

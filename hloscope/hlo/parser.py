@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from sys import intern
 from types import MappingProxyType
@@ -87,14 +88,24 @@ def parse_module(text: str, *, path: str | None = None, strict: bool = False) ->
         HloParseError: The text is not a well-formed HLO module, or `strict` is set and
             something was not understood.
     """
-    # The parse allocates hundreds of thousands of objects and no cycles; the cyclic
-    # collector would walk them all several times over for nothing.
-    gc_was_enabled = gc.isenabled()
+    with paused_gc():
+        return _Parser(text, path, strict).parse()
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector inside the block.
+
+    Parsing and analysing a big module allocate millions of objects and no reference
+    cycles; the collector would walk them all several times over for nothing (a
+    quarter of the analysis of a 500k-instruction module, measured). Nests.
+    """
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Parser(text, path, strict).parse()
+        yield
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
 
 
