@@ -173,8 +173,10 @@ def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
     Raises:
         UsageError: A pattern matches no module, or several.
     """
+    from hloscope.analysis.pool import analyze_dumps  # it runs analyze_dump
+
     patterns = list(modules)
     dumps = [run.module(p) for p in patterns] if patterns else list(run.modules)
-    reports = [analyze_dump(d) for d in dumps]
+    reports = analyze_dumps(dumps, analyze_dump)  # in parallel when it pays
     reports.sort(key=lambda r: (r.trivial, -r.size, r.key))
     return RunReport(run, tuple(reports))

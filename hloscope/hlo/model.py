@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from sys import intern
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 INT64_MAX = 2**63 - 1
@@ -436,6 +437,13 @@ class Computation:
         )
         return comp
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Without the `by_name` cache, which would double what is sent.
+        return (
+            Computation._make,
+            (self.name, self.instructions, self.is_entry, self.execution_thread, self.line),
+        )
+
     @cached_property
     def by_name(self) -> Mapping[str, Instruction]:
         """Instructions by name."""
@@ -473,6 +481,10 @@ class ParseStats:
         """How many things were not understood."""
         return sum(self.unknown_opcodes.values()) + len(self.unparsed)
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Read-only mappings (MappingProxyType) do not pickle: travel as dicts.
+        return (_stats, (dict(self.unknown_opcodes), self.unparsed))
+
 
 @dataclass(frozen=True)
 class HloModule:
@@ -494,6 +506,21 @@ class HloModule:
     stack_frames: Mapping[int, StackFrame] = field(default_factory=dict)
     stats: ParseStats = field(default_factory=ParseStats)
     path: str | None = None
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Sent whole to or from a worker process (`hloscope.analysis.pool`): read-only
+        # mappings travel as dicts, caches (computation_map, ...) not at all.
+        return (
+            _module,
+            (
+                self.name,
+                dict(self.attributes),
+                self.computations,
+                dict(self.stack_frames),
+                self.stats,
+                self.path,
+            ),
+        )
 
     @cached_property
     def computation_map(self) -> Mapping[str, Computation]:
@@ -561,6 +588,28 @@ class HloModule:
             out.append(frame.location)
             frame_id = frame.parent_id
         return out
+
+
+def _stats(unknown_opcodes: dict[str, int], unparsed: tuple[str, ...]) -> ParseStats:
+    return ParseStats(MappingProxyType(unknown_opcodes), unparsed)
+
+
+def _module(
+    name: str,
+    attributes: dict[str, str],
+    computations: tuple[Computation, ...],
+    stack_frames: dict[int, StackFrame],
+    stats: ParseStats,
+    path: str | None,
+) -> HloModule:
+    return HloModule(
+        name,
+        MappingProxyType(attributes),
+        computations,
+        MappingProxyType(stack_frames),
+        stats,
+        path,
+    )
 
 
 @lru_cache(maxsize=4096)
