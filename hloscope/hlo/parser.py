@@ -156,7 +156,8 @@ class _Parser:
         self.callers: list[Instruction] = []
         self.call_sites: dict[str, list[Instruction]] = {}  # computation -> its callers
         # Identical metadata (a module repeats it by the thousand) is one object.
-        self.metadata: dict[str, Metadata] = {}  # by the text of `metadata={...}`
+        # None once the module shows it hardly repeats any (`remember`).
+        self.metadata: dict[str, Metadata] | None = {}  # by the text of `metadata={...}`
         self.computations: list[Computation] = []
         self.open: _Body | None = None  # the computation being read
         self.tables: dict[str, dict[int, str]] = {}  # the stack frame tables by name
@@ -450,9 +451,14 @@ class _Parser:
                     self.fast_instruction(line, self.line_match(m), scope)  # raises
                 metadata = None
                 if raw_md is not None and raw_md[:1] == "{":
-                    metadata = memo.get(raw_md)
-                    if metadata is None:
-                        metadata = memo[raw_md] = new_metadata(raw_md)
+                    if memo is None:
+                        metadata = new_metadata(raw_md)
+                    else:
+                        metadata = memo.get(raw_md)
+                        if metadata is None:
+                            metadata = memo[raw_md] = new_metadata(raw_md)
+                            if not len(memo) & 0x3FFF:
+                                memo = self.remember(line)
                 called: tuple[CalledComputation, ...] = ()
                 if calls is None:
                     attributes = Attributes(rest) if rest else _EMPTY
@@ -612,6 +618,16 @@ class _Parser:
 
     # -- instructions -----------------------------------------------------------------
 
+    def remember(self, line: int) -> dict[str, Metadata] | None:
+        """Keep sharing identical metadata (one object per text), unless nearly every
+        instruction so far (`line` lines) had its own: then hashing and keeping each text
+        costs a tenth of the parse and saves nothing (a generated training step, with a
+        source line per op)."""
+        memo = self.metadata
+        if memo is not None and len(memo) * 10 > line * 9:
+            self.metadata = memo = None
+        return memo
+
     def fast_instruction(
         self, line: int, m: re.Match[str], scope: Mapping[str, Instruction]
     ) -> Instruction:
@@ -704,9 +720,12 @@ class _Parser:
         if attrs:
             raw_md = attrs.get("metadata")
             if raw_md is not None and raw_md[:1] == "{":
-                metadata = self.metadata.get(raw_md)
+                memo = self.metadata
+                metadata = memo.get(raw_md) if memo is not None else None
                 if metadata is None:
-                    metadata = self.metadata[raw_md] = parse_metadata(raw_md)
+                    metadata = parse_metadata(raw_md)
+                    if memo is not None:
+                        memo[raw_md] = metadata
             if not CALLED_COMPUTATION_ATTRIBUTES.isdisjoint(attrs):
                 called = called_computations(attrs)
             if "index" in attrs and opcode == "get-tuple-element":
