@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[tf,jax,nsys,proto,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[tf,jax,torch,nsys,proto,xprof,dev]'
 	$(BIN)/python -m pip install --quiet --no-deps "tf-keras==$$($(TF_RELEASE)).*"
 	touch $(STAMP)
 

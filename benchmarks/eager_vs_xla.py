@@ -30,7 +30,7 @@ TARGETS = {
 CHILD = """
 import json, sys
 from hloscope.timing.bench import bench, load_target
-from hloscope.render.timing import bench_doc
+from hloscope.render.timing_json import bench_doc
 fn, args = load_target(sys.argv[1])
 result = bench(fn, *args, min_time=float(sys.argv[2]), target=sys.argv[1])
 with open(sys.argv[3], "w") as f:

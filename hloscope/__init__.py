@@ -48,7 +48,7 @@ _EXPORTS: dict[str, str | tuple[str, str]] = {
     "ProfileTimings": "hloscope.timing.results",
     "ModuleTiming": "hloscope.timing.results",
     "KernelTiming": "hloscope.timing.results",
-    "timings_doc": "hloscope.render.timing",
+    "timings_doc": "hloscope.render.timing_json",
     "diff_runs": "hloscope.analysis.diff",
     "diff_modules": "hloscope.analysis.diff",
     "select_diffs": "hloscope.analysis.diff",
@@ -109,7 +109,7 @@ if TYPE_CHECKING:
     from hloscope.render.dot import to_dot
     from hloscope.render.html import report_html, write_html
     from hloscope.render.json import diff_doc
-    from hloscope.render.timing import timings_doc
+    from hloscope.render.timing_json import timings_doc
     from hloscope.runs import ModuleDump, Run, is_trivial
     from hloscope.timing.attribution import attribute
     from hloscope.timing.bench import BenchResult, bench

@@ -17,16 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hloscope.analysis.compilations import Compilations, run_compilations
 from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
+from hloscope.analysis.passes import PassStory, pass_story
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
+from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.files import inside, read_regular
 from hloscope.hlo.text import split_lines
+from hloscope.passes import pass_dumps
 from hloscope.runs import Run, load_run
+from hloscope.timing.helpers import weigh_helpers
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
+from hloscope.timing.roofline import KernelRoof, Peaks, roofline
 from hloscope.timing.sources import run_timings
+from hloscope.timing.xla_coverage import XlaCoverage, xla_coverage
 
 __all__ = ["BENCH_FILE", "Inspection", "inspect_run"]
 
@@ -57,6 +64,15 @@ class Inspection:
             filled only when asked for (the HTML page shows kernels' HLO).
         memory: Each module's planned memory (XLA's buffer-assignment files), by module
             key; a module whose dump lacks them is absent, an unreadable one is its error.
+        compilations: The run's modules grouped by the function they compile, with
+            shapes and compile times (the functions of the selected modules).
+        xla_coverage: For TensorFlow, which of its ops ran inside XLA and which outside
+            (auto-clustering, or XLA functions among plain ops); None where that does
+            not apply.
+        torch_xla: PyTorch/XLA's graphs, their executions and its own records, for a
+            torch_xla run.
+        passes: Each module's pass story (`analysis.passes`), by module key, for the
+            modules with per-pass dumps; filled only when asked for (the HTML page).
     """
 
     report: RunReport
@@ -66,6 +82,10 @@ class Inspection:
     bench: Mapping[str, Any] | None = None
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
+    compilations: Compilations = field(default_factory=Compilations)
+    xla_coverage: XlaCoverage | None = None
+    torch_xla: TorchXlaRun | None = None
+    passes: Mapping[str, PassStory] = field(default_factory=dict, repr=False)
     # cost() results by module key, filled on first use
     _costs: dict[str, ModuleCost | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -108,18 +128,27 @@ class Inspection:
             self._costs[key] = cost
         return self._costs[key]
 
+    def roofline(self, key: str, peaks: Peaks | None) -> list[KernelRoof]:
+        """A module's measured kernels placed against the device's roofs, furthest below
+        first (`timing.roofline.roofline`); empty without times, peaks or cost."""
+        times = self.kernel_times(key)
+        if times is None or peaks is None:
+            return []
+        cost = self.cost(key)
+        return roofline(cost, times, peaks) if cost is not None else []
+
     def timing(self, key: str) -> ModuleTiming | None:
         """A module's measured timing, by module key; None when it was not measured."""
         return self.module_timings.get(key)
 
     def kernel_times(self, key: str) -> dict[str, float] | None:
-        """µs per steady-state execution of each kernel of a module, or None when the
-        module was not measured. Per execution, so that runs profiled for different
-        numbers of steps compare."""
+        """µs per steady-state execution of each kernel of a module on one device, or
+        None when the module was not measured. Per execution, so that runs profiled for
+        different numbers of steps compare."""
         t = self.module_timings.get(key)
         if t is None:
             return None
-        per = t.executions or 1
+        per = t.device_executions or 1
         return {k.name: k.total_us / per for k in t.kernels if math.isfinite(k.total_us)}
 
     def all_kernel_times(self) -> dict[str, dict[str, float]]:
@@ -144,6 +173,7 @@ def inspect_run(
     timings: bool = True,
     bench: bool = True,
     sources: bool = False,
+    passes: bool = False,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
 
@@ -154,6 +184,8 @@ def inspect_run(
         timings: Read the run's measured timings, when it holds any.
         bench: Read the run's `bench.json`, when it has one.
         sources: Keep each module's after-optimization HLO text (for the HTML page).
+        passes: Tell the pass story of each module with per-pass dumps (for the HTML
+            page); a story that cannot be read is left out.
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason
@@ -163,7 +195,9 @@ def inspect_run(
         UsageError: The path holds no run, or a pattern matches no module (or several).
     """
     loaded = run if isinstance(run, Run) else load_run(run)
-    report = analyze_run(loaded, modules)
+    patterns = list(modules)
+    report = analyze_run(loaded, patterns)
+    selected = [m.key for m in report.modules] if patterns else None
     profile, error = None, ""
     if timings:
         try:
@@ -176,6 +210,10 @@ def inspect_run(
             t = profile.for_dump(m.name, m.module_id)
             if t is not None:
                 joined[m.key] = t
+    report = weigh_helpers(report, joined)  # a costly helper is not folded away
+    skip = (loaded.manifest.profile or {}).get("skip_first", 1)
+    skip = skip if isinstance(skip, int) else 1
+    coverage = xla_coverage(loaded, report, joined, skip_first=skip, profiled=timings)
     return Inspection(
         report=report,
         timings=profile,
@@ -184,7 +222,25 @@ def inspect_run(
         bench=read_bench(loaded) if bench else None,
         sources=_sources(report.modules) if sources else {},
         memory=_memory(report.modules),
+        compilations=run_compilations(loaded, report.modules, shapes_of=selected),
+        xla_coverage=coverage,
+        torch_xla=torch_xla_run(loaded),
+        passes=_passes(loaded, report.modules) if passes else {},
     )
+
+
+def _passes(run: Run, modules: Iterable[ModuleReport]) -> dict[str, PassStory]:
+    """The pass stories of the modules that have per-pass dumps."""
+    found = pass_dumps(run)
+    out: dict[str, PassStory] = {}
+    for m in modules:
+        if m.key not in found:
+            continue
+        try:
+            out[m.key] = pass_story(run, run.module(m.key), dumps=found[m.key], report=m)
+        except HloscopeError:
+            continue  # the page shows the module without its story
+    return out
 
 
 def _memory(modules: Iterable[ModuleReport]) -> dict[str, MemoryReport | str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from hloscope.errors import UsageError
 
-__all__ = ["MANIFEST", "SCHEMA_VERSION", "ModuleEntry", "RunManifest", "Target"]
+__all__ = ["MANIFEST", "SCHEMA_VERSION", "Compile", "ModuleEntry", "RunManifest", "Target"]
 
 MANIFEST = "run.json"
 """File name of the manifest in a run folder."""
@@ -63,6 +63,32 @@ class ModuleEntry:
 
 
 @dataclass(frozen=True)
+class Compile:
+    """One compile as the framework reported it while the script ran.
+
+    Attributes:
+        framework: `jax` or `tensorflow`.
+        function: The framework's name for what it compiled (`jit(attend)`,
+            `__inference_attend_16`).
+        seconds: How long it took: for JAX tracing, lowering and XLA's compile (its
+            `jax.monitoring` duration events); for TensorFlow XLA's compile of the
+            function (its DeviceCompiler log line; tracing the Python function is not
+            included).
+        phases: Those seconds by phase (`trace`, `lower`, `compile`).
+        module: The key of the dumped module it made, where that can be told.
+        reason: The framework's own explanation of why it compiled (JAX's
+            `jax_explain_cache_misses`), if it gave one.
+    """
+
+    framework: str
+    function: str
+    seconds: float
+    phases: Mapping[str, float] = field(default_factory=dict)
+    module: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class RunManifest:
     """Everything `run.json` records; every field optional for old and bare runs.
 
@@ -99,9 +125,15 @@ class RunManifest:
         platform: What the modules were compiled for (`cpu`, `sm_90`, ...).
         device: The device in words (`Intel Xeon ...`, `NVIDIA H100`).
         devices: Every device the frameworks listed (`framework`, `platform`, `kind`, ...).
+        framework_env: The XLA- and framework-related environment variables as the script
+            left them (`XLA_FLAGS`, `TF_XLA_FLAGS`, `JAX_*`, `KERAS_BACKEND`,
+            `CUDA_VISIBLE_DEVICES`, ...), set by the user, by hloscope or by the script.
         exception: The script's uncaught exception (`type`, `message`, `traceback`), if any.
         xla_errors: XLA's error lines from the log, when the run failed.
         modules: The modules found in the dump.
+        compiles: Every compile the frameworks reported, in the order they happened.
+        compile_notes: What the frameworks said about compiling beyond single compiles
+            (TensorFlow's retracing warnings), and why compile times are missing.
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -131,9 +163,34 @@ class RunManifest:
     platform: str | None = None
     device: str | None = None
     devices: tuple[Mapping[str, Any], ...] = ()
+    framework_env: Mapping[str, str] = field(default_factory=dict)
     exception: Mapping[str, Any] | None = None
     xla_errors: tuple[str, ...] = ()
     modules: tuple[ModuleEntry, ...] = ()
+    compiles: tuple[Compile, ...] = ()
+    compile_notes: tuple[str, ...] = ()
+
+    @property
+    def compile_s(self) -> float | None:
+        """Seconds the frameworks spent compiling, all compiles together; None when the
+        run recorded none (made before hloscope recorded them, or by another tool)."""
+        return sum(c.seconds for c in self.compiles) if self.compiles else None
+
+    @property
+    def error(self) -> str | None:
+        """The error that ended the run, in one line: the script's uncaught exception
+        (`Type: message`), else XLA's or the framework's reason for not compiling from
+        the log, else what stopped it; None when nothing went wrong."""
+        if self.status in (None, "ok"):
+            return None
+        line = None
+        if self.exception:
+            kind = str(self.exception.get("type") or "")
+            message = str(self.exception.get("message") or "").strip().splitlines()
+            line = f"{kind}: {message[0]}" if kind and message else kind or None
+        if line is None and self.xla_errors:
+            line = self.xla_errors[0]
+        return line or self.stopped_by
 
     @property
     def script(self) -> str | None:
@@ -156,6 +213,8 @@ class RunManifest:
                 value = {"kind": value.kind, "name": value.name, "args": list(value.args)}
             elif f.name == "modules":
                 value = [_entry_doc(m) for m in value]
+            elif f.name == "compiles":
+                value = [_compile_doc(c) for c in value]
             elif f.name == "devices":
                 value = [dict(d) for d in value]
             elif isinstance(value, tuple):
@@ -215,9 +274,12 @@ class RunManifest:
             platform=r.text("platform"),
             device=r.text("device"),
             devices=tuple(_plain(d, where, "devices[]") or {} for d in r.items("devices")),
+            framework_env=r.text_map("framework_env"),
             exception=_plain(r.obj("exception"), where, "exception"),
             xla_errors=r.texts("xla_errors"),
             modules=tuple(_entry(m, where) for m in r.items("modules")),
+            compiles=tuple(_compile(c, where) for c in r.items("compiles")),
+            compile_notes=r.texts("compile_notes"),
         )
 
     @classmethod
@@ -336,6 +398,37 @@ def _entry(doc: Any, where: str) -> ModuleEntry:
         before=r.text("before"),
         after=r.text("after"),
     )
+
+
+def _compile(doc: Any, where: str) -> Compile:
+    if not isinstance(doc, dict):
+        raise UsageError(f"{where}: each of 'compiles' should be an object")
+    r = _Reader(doc, f"{where} (compiles)")
+    phases = r.obj("phases") or {}
+    for name, value in phases.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise UsageError(f"{where}: compiles[].phases.{name} should be a number")
+        if not math.isfinite(value):
+            raise UsageError(f"{where}: compiles[].phases.{name} is not a finite number")
+    return Compile(
+        framework=r.text("framework") or "",
+        function=r.text("function") or "",
+        seconds=r.number("seconds") or 0.0,
+        phases={_clean(k): float(v) for k, v in phases.items()},
+        module=r.text("module"),
+        reason=r.text("reason"),
+    )
+
+
+def _compile_doc(c: Compile) -> dict[str, Any]:
+    return {
+        "framework": c.framework,
+        "function": c.function,
+        "seconds": c.seconds,
+        "phases": dict(c.phases),
+        "module": c.module,
+        "reason": c.reason,
+    }
 
 
 def _entry_doc(m: ModuleEntry) -> dict[str, Any]:

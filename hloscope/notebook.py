@@ -23,7 +23,9 @@ from hloscope.errors import MissingDependencyError
 from hloscope.hlo.model import Instruction, Shape, SourceLocation
 from hloscope.inspection import Inspection, inspect_run
 from hloscope.manifest import RunManifest
+from hloscope.render.figures import module_figures
 from hloscope.runs import ModuleDump, Run, load_run
+from hloscope.timing.results import ModuleTiming
 
 __all__ = ["SVG", "ModuleView", "RunView", "inspect", "open_run", "summary_row", "to_dataframe"]
 
@@ -98,10 +100,15 @@ class RunView:
 
     def summary(self) -> list[dict[str, Any]]:
         """One row per module, biggest first, trivial helper modules last: `key`,
-        `name`, `platform`, `trivial`, `instructions_before`, `instructions_after`,
-        `ops`, `kernels`, `launches`, `ops_per_kernel`, `alone`, `error` (None where a
-        side is missing). `to_dataframe` turns them into a DataFrame."""
-        return [summary_row(m) for m in self.inspection.modules]
+        `name`, `platform`, `trivial`, the figures of `hloscope.render.figures`
+        (`instructions_before`, `instructions_after`, `hlo_ops` (HLO ops before
+        optimization), `kernels`, `fusions`, `launches` (per execution),
+        `ops_per_kernel` (HLO ops per kernel), `source_ops` (the ops `ops()` lists),
+        `alone`, and, when profiled, `executions`, `wall_per_execution`,
+        `kernel_time_per_execution` in µs), `error` (None where a side is missing).
+        `to_dataframe` turns them into a DataFrame."""
+        ins = self.inspection
+        return [summary_row(m, ins.timing(m.key)) for m in ins.modules]
 
     def main(self) -> ModuleView:
         """The biggest module that is not a trivial helper (what `graph` draws by default).
@@ -145,7 +152,14 @@ class ModuleView:
         self.run, self.dump = run, dump
 
     def __repr__(self) -> str:
-        return f"ModuleView({self.key!r})"
+        """`ModuleView('0008.jit_mlp': 11 kernels, 11 launches, 18 ops, 2 alone)`; the
+        figures once the module has been analysed (a repr reads no file)."""
+        inspection = self.__dict__.get("inspection")
+        if inspection is None:
+            return f"ModuleView({self.key!r})"
+        f = module_figures(inspection.modules[0])
+        shown = [f"{f[n].text} {f[n].label}" for n in ("kernels", "launches", "source_ops")]
+        return f"ModuleView({self.key!r}: {', '.join(shown)}, {f['alone'].text} alone)"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ModuleView) and (other.run.path, other.dump) == (
@@ -178,7 +192,7 @@ class ModuleView:
 
     def summary(self) -> list[dict[str, Any]]:
         """This module's row of the run summary (see `RunView.summary`)."""
-        return [summary_row(self.report)]
+        return [summary_row(self.report, self.inspection.timing(self.key))]
 
     def kernels(self) -> list[Kernel]:
         """The kernels after optimization, in program order (empty without an
@@ -239,27 +253,28 @@ def inspect(
     fn: Any, *example_args: Any, framework: str | None = None, save_to: str | Path | None = None
 ) -> RunView:
     """Compile `fn(*example_args)` with XLA in this process and show what it fused
-    (`hloscope.inspect`; see `hloscope.capture.inprocess.inspect` for the arguments)."""
+    (`hloscope.inspect`; see `hloscope.capture.inprocess.inspect` for the arguments).
+
+    Nothing is kept unless `save_to` names a folder: the HLO lives in a temporary folder
+    that is removed with the returned view (or when Python exits). With
+    `save_to="runs/layer"` the capture stays there as a run folder that `hloscope
+    report runs/layer` and `hloscope.load_run` read later.
+    """
     from hloscope.capture.inprocess import inspect as capture
 
     return RunView(capture(fn, *example_args, framework=framework, save_to=save_to))
 
 
-def summary_row(m: ModuleReport) -> dict[str, Any]:
-    """A module's row of `RunView.summary`."""
-    b, a = m.before, m.after
+def summary_row(m: ModuleReport, timing: ModuleTiming | None = None) -> dict[str, Any]:
+    """A module's row of `RunView.summary`: its figures (`render.figures`), the values
+    the terminal, JSON and HTML views print."""
+    figures = {name: f.value for name, f in module_figures(m, timing).items()}
     return {
         "key": m.key,
         "name": m.name,
         "platform": m.platform,
         "trivial": m.trivial,
-        "instructions_before": b.instructions if b else None,
-        "instructions_after": a.instructions if a else None,
-        "ops": b.ops if b else None,
-        "kernels": a.kernel_count if a else None,
-        "launches": a.launches if a else None,
-        "ops_per_kernel": round(m.ops_per_kernel, 2) if m.ops_per_kernel else None,
-        "alone": m.alone,
+        **figures,
         "error": m.error or None,
     }
 

@@ -2,8 +2,9 @@
 
 A run is a folder written by `hloscope dump` or `hloscope.inspect` (a `run.json` manifest,
 the logs and the raw XLA dump under `dump/`), a bare XLA dump folder made by something
-else, or one HLO text file. `load_run` turns any of these into a `Run`: its modules, each
-with the before/after-optimization file pair, parsed lazily on first use.
+else, one HLO text file, an nsys-jax archive, or a profile (`*.xplane.pb`), whose
+compiled modules the profiler recorded. `load_run` turns any of these into a `Run`: its
+modules, each with the before/after-optimization file pair, parsed lazily on first use.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from hloscope.errors import HloParseError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
 from hloscope.hlo.model import HloModule
+from hloscope.hlo.xspace import METADATA_PLANE, XPLANE_SUFFIX, XSpaceHlo, read_xspace_hlo
 from hloscope.manifest import MANIFEST, RunManifest
 
 __all__ = [
@@ -34,7 +36,9 @@ __all__ = [
     "dump_file_info",
     "is_nsys_archive",
     "is_trivial",
+    "is_xspace",
     "load_run",
+    "module_header",
     "read_manifest",
     "scan_dump_dir",
 ]
@@ -206,21 +210,28 @@ class Run:
 
 
 def load_run(path: str | Path) -> Run:
-    """Load a run folder, a bare XLA dump folder, or a single HLO text file.
+    """Load a run folder, a bare XLA dump folder, a single HLO text file, an nsys-jax
+    archive, or a profile.
 
     Args:
         path: A folder with `run.json` (made by `hloscope dump` or `hloscope.inspect`), a
-            folder XLA dumped into (`--xla_dump_to`), or one `.txt`/`.hlo` module file.
+            folder XLA dumped into (`--xla_dump_to`), one `.txt`/`.hlo` module file, an
+            nsys-jax `.zip`, or an `*.xplane.pb` profile (its modules are the optimized
+            HLO the profiler recorded in it; its events are the run's timings).
 
     Returns:
         The run; modules are parsed only when asked for.
 
     Raises:
-        UsageError: The path is missing, or is a folder without HLO dumps.
+        UsageError: The path is missing, is a folder without HLO dumps, or is a profile
+            that carries no HLO.
+        ProfileReadError: An `*.xplane.pb` that is not an XSpace.
     """
     p = Path(path)
     if p.is_file() and is_nsys_archive(p):
         return _load_nsys_zip(p)
+    if p.is_file() and is_xspace(p):
+        return _load_xspace(p)
     if not p.exists():
         raise UsageError(
             f"{p}: no such file or folder; pass a run folder (made by `hloscope dump`), "
@@ -297,16 +308,27 @@ def is_nsys_archive(path: str | Path) -> bool:
         return False
 
 
-def _load_nsys_zip(path: Path) -> Run:
-    """An nsys-jax zip as a run: its `dump/` unpacked once into a cache folder keyed by
-    the archive's path, size and time (the zip itself is never changed)."""
+def _cache_folder(path: Path, kind: str) -> Path:
+    """Where a file's unpacked dump is kept: a temp folder keyed by the file's path,
+    size and time (the file itself is never changed).
+
+    Raises:
+        UsageError: The folder is a link or someone else's.
+    """
     info = path.stat()
     key = hashlib.sha256(f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}".encode()).hexdigest()
-    folder = Path(tempfile.gettempdir()) / f"hloscope-nsys-{key[:16]}"
-    dump = folder / "dump"
+    folder = Path(tempfile.gettempdir()) / f"hloscope-{kind}-{key[:16]}"
     if folder.is_symlink() or (folder.exists() and not _ours(folder)):
         # a shared temp folder: someone may have put a cache there that leads elsewhere
         raise UsageError(f"{folder}, the cache of {path}, is a link or not yours; not read")
+    return folder
+
+
+def _load_nsys_zip(path: Path) -> Run:
+    """An nsys-jax zip as a run: its `dump/` unpacked once into a cache folder keyed by
+    the archive's path, size and time (the zip itself is never changed)."""
+    folder = _cache_folder(path, "nsys")
+    dump = folder / "dump"
     if not (folder / ".complete").is_file():
         try:
             _unpack_dump(path, folder)
@@ -323,6 +345,65 @@ def _ours(folder: Path) -> bool:
     """Whether this user owns a folder (always, where the system has no user ids)."""
     getuid = getattr(os, "getuid", None)
     return getuid is None or folder.lstat().st_uid == getuid()
+
+
+XSPACE_SOURCE = "xspace"
+"""`RunManifest.source` of a profile file loaded as a run (its embedded HLO modules)."""
+
+
+def is_xspace(path: str | Path) -> bool:
+    """Whether a path names an XSpace profile (`*.xplane.pb`)."""
+    return Path(path).name.endswith(XPLANE_SUFFIX)
+
+
+def _load_xspace(path: Path) -> Run:
+    """A profile as a run: the optimized HLO of each module it ran, which the profiler
+    recorded in the file, written once as binary dumps into a cache folder keyed by the
+    file's path, size and time (`module_<program id>.<name>.<platform>_after_optimizations.hlo.pb`).
+    The profile itself is the run's timing (`timing.sources.XSpaceSource`).
+
+    Raises:
+        ProfileReadError: The file is not an XSpace.
+        UsageError: It carries no HLO module, or the cache cannot be written.
+    """
+    folder = _cache_folder(path, "xspace")
+    space = read_xspace_hlo(path)
+    if not space.modules:
+        raise UsageError(
+            f"{path}: this profile carries no HLO module (no `Hlo Proto` in its "
+            f"{METADATA_PLANE} plane), so it is no run; `hloscope profile {path}` times it"
+        )
+    if not (folder / ".complete").is_file():
+        try:
+            _write_modules(space, folder)
+        except OSError as e:
+            raise UsageError(f"{path}: cannot keep its HLO modules in {folder} ({e})") from None
+    modules = scan_dump_dir(folder / "dump", root=folder)
+    manifest = RunManifest(source=XSPACE_SOURCE, platform=space.platform, device=space.device)
+    return Run(path, manifest, modules, folder / "dump")
+
+
+# What a dump file's name may hold of a module's name (the rest becomes `_`).
+_UNSAFE_NAME = re.compile(r"[^\w.\-]")
+
+
+def _write_modules(space: XSpaceHlo, folder: Path) -> None:
+    """Each embedded module as a binary dump, named as XLA names its dumps."""
+    platform = space.platform
+    suffix = platform if platform in ("tpu", "cpu", "gpu") else f"{platform}_gpu"  # sm_90_gpu
+    partial = Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=folder.parent))
+    (partial / "dump").mkdir()
+    for m in space.modules:
+        name = _UNSAFE_NAME.sub("_", m.name).lstrip(".") or "module"
+        prefix = f"module_{m.program_id:04d}." if m.program_id is not None else ""
+        (partial / "dump" / f"{prefix}{name}.{suffix}_after_optimizations.hlo.pb").write_bytes(
+            m.proto
+        )
+    (partial / ".complete").touch()
+    try:
+        partial.rename(folder)
+    except OSError:  # another process wrote it first
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _unpack_dump(archive: Path, folder: Path) -> None:
@@ -446,6 +527,24 @@ def is_trivial(module: ModuleDump) -> bool:
     return parsed is not None and parsed.instruction_count <= _TRIVIAL_INSTRUCTIONS
 
 
+def module_header(module: ModuleDump) -> str:
+    """The text after the module's name on its `HloModule` line (its attributes, such as
+    `entry_computation_layout={...}`), read from the head of its before-optimization file
+    (else its after file) without parsing the module; "" when unreadable or binary."""
+    for path in (module.before, module.after):
+        if path is None or not path.name.endswith(".txt"):
+            continue
+        try:
+            with path.open("rb") as f:
+                head = f.read(_HEAD_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        m = _HEADER.search(head)
+        if m is not None:
+            return m[2]
+    return ""
+
+
 def platform_of(modules: Iterable[ModuleDump]) -> str | None:
     """The most common platform among the modules' after files, or None."""
     counts = Counter(m.platform for m in modules if m.platform)
@@ -465,11 +564,12 @@ def _dump_size(m: ModuleDump) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _load_cached(path: str, mtime_ns: int) -> HloModule:
-    from hloscope.hlo.proto import is_proto_path, load_module_file
+    from hloscope.hlo.proto import is_proto_path, load_module_file, with_stack_frames
 
-    if not is_proto_path(path):
-        _check_hlo_start(Path(path))
-    return load_module_file(path)
+    if is_proto_path(path):
+        return load_module_file(path)
+    _check_hlo_start(Path(path))
+    return with_stack_frames(load_module_file(path))
 
 
 def _check_hlo_start(path: Path) -> None:

@@ -110,18 +110,27 @@ def test_malformed_file_error_names_line_and_column(tmp_path: Path) -> None:
     assert f"{bad}:4:" in result.output and "unclosed" in result.output
 
 
-def test_installed_entry_point_and_no_framework_imports() -> None:
+def test_installed_entry_point_and_no_framework_imports(tmp_path: Path) -> None:
     exe = shutil.which("hloscope", path=str(Path(sys.executable).parent))
     assert exe, "the hloscope console script is not installed in this environment"
     out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
     assert "dump" in out or "report" in out
-    probe = (
-        "import sys\n"
-        "from hloscope.cli import main\n"
-        f"sys.argv = ['hloscope', 'report', {str(DATA / 'jax_mlp')!r}, '--json']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = {'tensorflow', 'jax', 'jaxlib', 'keras'} & set(sys.modules)\n"
-        "print('HEAVY', sorted(heavy))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert "HEAVY []" in done.stdout, done.stdout[-500:] + done.stderr[-500:]
+    # a torch_xla run, copied: reading it keeps caches in the run folder
+    torch_run = shutil.copytree(DATA / "torch_mlp", tmp_path / "torch_mlp")
+    for argv in (
+        ["--help"],
+        ["report", str(DATA / "jax_mlp"), "--json"],
+        ["report", str(torch_run), "--json"],
+        ["ops", str(torch_run)],
+        ["profile", str(torch_run)],
+    ):
+        probe = (
+            "import sys\n"
+            "from hloscope.cli import main\n"
+            f"sys.argv = ['hloscope', *{argv!r}]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = {'tensorflow', 'jax', 'jaxlib', 'keras', 'torch', 'torch_xla'}\n"
+            "print('HEAVY', sorted(heavy & set(sys.modules)))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        assert "HEAVY []" in done.stdout, (argv, done.stdout[-500:] + done.stderr[-500:])

@@ -162,17 +162,20 @@ def test_check_within_budget_prints_a_line_per_module(runs: tuple[Path, Path]) -
         app, ["check", str(runs[1]), "--max-kernels", "3", "--min-ops-per-kernel", "2"]
     )
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "ok 0001.jit_f  kernels 3 ≤ 3, ops per kernel 2.00 ≥ 2"
+    assert result.stdout.strip() == "ok 0001.jit_f  kernels 3 ≤ 3, HLO ops per kernel 2.00 ≥ 2"
 
 
 @pytest.mark.parametrize(
     ("budget", "line"),
     [
         (["--max-kernels", "2"], "hloscope: budget exceeded: 0001.jit_f: kernels 3 > budget 2"),
-        (["--max-launches", "1"], "hloscope: budget exceeded: 0001.jit_f: launches 3 > budget 1"),
+        (
+            ["--max-launches", "1"],
+            "hloscope: budget exceeded: 0001.jit_f: launches per execution 3 > budget 1",
+        ),
         (
             ["--min-ops-per-kernel", "2.5"],
-            "hloscope: budget exceeded: 0001.jit_f: ops per kernel 2 < budget 2.50",
+            "hloscope: budget exceeded: 0001.jit_f: HLO ops per kernel 2 < budget 2.50",
         ),
     ],
 )

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from hloscope.analysis import provenance as P
 from hloscope.analysis.fusion import analyze_module
 from hloscope.cli import app
+from hloscope.hlo.names import readable_name
 from hloscope.hlo.parser import parse_file
 from hloscope.render.format import short_names
 from tests.conftest import DATA, dump_file
@@ -114,6 +115,63 @@ def test_piped_report_prints_full_module_keys_and_op_names() -> None:
     doc = json.loads(runner.invoke(app, ["report", run, "--json"], env=ENV).output)
     text = runner.invoke(app, ["report", run], env=ENV).output
     (m,) = doc["modules"]
-    assert any(line.startswith(m["key"] + " ") for line in text.splitlines())
+    # the whole key, less TensorFlow's mangling, never cut
+    assert "__Xla" in m["key"] and "__Xla" not in text
+    assert any(line.startswith(readable_name(m["key"]) + " ") for line in text.splitlines())
     biggest = max((p for p in m["provenance"] if p["status"] == "alone"), key=lambda p: p["bytes"])
     assert biggest["op"] in text  # the biggest unfused op, not cut
+
+
+def _xla_kernel_ops(folder: str, kernel: str) -> set[str]:
+    """The op names of what a fusion computes, from XLA's own parse of the dump: the
+    metadata of its fused computation's instructions, constants (which XLA copies into
+    every fusion that uses them) and their broadcasts left out."""
+    import re
+
+    import pytest
+
+    hlo = pytest.importorskip("jaxlib._hlo")
+    text = dump_file(folder, "*jit_mlp.cpu_after_optimizations.txt").read_text()
+    module = hlo.hlo_module_from_text(text)
+    comps = {c.name: c for c in module.computations()}
+    (fusion,) = [i for c in comps.values() for i in c.instructions() if i.name == kernel]
+    called = re.search(r"calls=%?([\w.\-]+)", fusion.to_string())
+    assert called is not None
+    insts = {i.name: i for i in comps[called[1]].instructions()}
+    names = set()
+    for i in insts.values():
+        printed = i.to_string()
+        operands = re.findall(r"%([\w.\-]+)", printed.split("(", 1)[1].split(")", 1)[0])
+        constant = i.opcode.name == "kConstant" or (
+            i.opcode.name == "kBroadcast"
+            and all(insts[o].opcode.name == "kConstant" for o in operands if o in insts)
+        )
+        found = re.search(r'op_name="([^"]+)"', printed)
+        if found and not constant and i.opcode.name != "kParameter":
+            names.add(found[1])
+    return names
+
+
+def test_ops_kernel_lists_what_a_kernel_holds() -> None:
+    kernel = "multiply_multiply_fusion.2"
+    truth = _xla_kernel_ops("jax_mlp", kernel)
+    assert truth == {f"jit(mlp)/layer0/{op}" for op in ("add", "integer_pow", "mul", "tanh")}
+    result = runner.invoke(app, ["ops", str(DATA / "jax_mlp"), "--kernel", kernel, "--json"])
+    assert result.exit_code == 0, result.output
+    (doc,) = json.loads(result.stdout)
+    assert {p["op"] for p in doc["ops"]} == truth
+    assert doc["kernel"]["name"] == kernel and doc["kernel"]["kind"] == "kLoop"
+    text = runner.invoke(app, ["ops", str(DATA / "jax_mlp"), "--kernel", kernel], env=ENV)
+    lines = text.stdout.splitlines()
+    assert lines[1].startswith(f"{kernel} [kLoop]: 4 ops, ")
+    assert sorted(line.split()[0] for line in lines[2:]) == sorted(truth)
+    # --op given a kernel's name lists the same, and says so on stderr
+    by_op = runner.invoke(app, ["ops", str(DATA / "jax_mlp"), "--op", kernel], env=ENV)
+    assert by_op.exit_code == 0 and by_op.stdout == text.stdout
+    assert "names no op but a kernel" in by_op.stderr
+
+
+def test_ops_kernel_of_no_such_kernel_names_the_closest() -> None:
+    result = runner.invoke(app, ["ops", str(DATA / "jax_mlp"), "--kernel", "multiply_fusion.2"])
+    assert result.exit_code == 2
+    assert "did you mean multiply_multiply_fusion.2" in result.stderr

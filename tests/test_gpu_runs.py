@@ -75,7 +75,8 @@ def test_every_hlo_op_of_the_trace_is_a_kernel_with_its_gpu_time() -> None:
         (m,) = modules
         timing = inspection().timing(m.key)
         assert timing is not None and not timing.unknown_ops, (name, timing and timing.unknown_ops)
-        assert timing.executions == t["executions"]
+        # the truth counts every GPU's executions; hloscope's are per GPU
+        assert timing.executions * timing.device_count == t["executions"]
         # the kernel's time per execution is the sum of its hlo_ops' times in the truth
         times = inspection().kernel_times(m.key)
         assert times is not None
@@ -106,7 +107,10 @@ def test_report_json_of_the_archive() -> None:
     assert result.exit_code == 0, result.output
     (doc,) = json.loads(result.stdout)["modules"]
     timing = doc["timing"]
-    assert timing["source"] == "nsys" and timing["executions"] == 16
+    # 4 steady executions on each of the 4 GPUs (the truth's 16 in all)
+    assert timing["source"] == "nsys" and timing["executions"] == 4
+    assert timing["device_count"] == 4 and len(timing["per_device"]) == 4
+    assert sum(d["executions"] for d in timing["per_device"]) == 16
     assert timing["device_ops_per_execution"] == 1177
     by_op = {op: k for k in timing["kernels"] for op in k["hlo_ops"]}
     # the async pair's wrapped op and the custom fusion's cuBLAS call, as the trace names them
@@ -213,7 +217,7 @@ def test_gpu_xspace_events_are_booked_to_kernels_under_their_runtime_names() -> 
         want = truth().get(key)  # a name two programs share is summed in the truth
         if want is None or len(_modules(key)) != 1:
             continue
-        assert m.executions == want["executions"]
+        assert m.executions * m.device_count == want["executions"]
         for k in m.kernels:
             ns = sum(want["ops"][op]["ns_per_execution"] for op in k.hlo_ops)
             assert k.total_us * 1e3 / m.executions == pytest.approx(ns, rel=1e-9), (key, k.name)

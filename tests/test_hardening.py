@@ -194,7 +194,7 @@ def test_json_printable_is_the_same_json() -> None:
     [
         ("report", "kernels by kind: custom-call:cc\\x1b[2J\\x1b]52;c;aGVsbG8="),
         ("report", "\\u202e\\u2028 1 · kLoop 1"),
-        ("report", "\\u2028.1: cost and memory"),
+        ("report", "\\u2028.1 [module 0000]"),
         ("ops", "alone → MatMul.2 [custom-call:cc\\x1b[2J\\x1b]52;c;aGVsbG8=\\x1b[5;5H"),
     ],
 )

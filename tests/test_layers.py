@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hloscope"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("hloscope.errors", "hloscope.files", "hloscope.store"),
     ("hloscope.hlo",),
-    ("hloscope.manifest", "hloscope.runs"),
+    ("hloscope.manifest", "hloscope.runs", "hloscope.passes", "hloscope.pass_log"),
     ("hloscope.capture",),
     ("hloscope.analysis",),
     ("hloscope.timing",),

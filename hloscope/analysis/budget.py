@@ -49,6 +49,10 @@ class Budget:
         return (self.max_kernels, self.max_launches, self.min_ops_per_kernel) == (None,) * 3
 
 
+# A metric in the words every view uses (`hloscope --help`, README "Words").
+_WORDS = {OPS_PER_KERNEL: "HLO ops per kernel", "launches": "launches per execution"}
+
+
 @dataclass(frozen=True)
 class Violation:
     """A budget exceeded (`check_run`) or a regression from A to B (`regressions`).
@@ -71,7 +75,7 @@ class Violation:
     @property
     def message(self) -> str:
         """One line: module, metric, the values and the budget or tolerance."""
-        what = self.metric.replace("_", " ")
+        what = _WORDS.get(self.metric, self.metric.replace("_", " "))
         value, limit = _num(self.value), _num(self.limit)
         if self.tolerance is None:
             sign = ">" if self.metric != OPS_PER_KERNEL else "<"

@@ -23,6 +23,17 @@ memory. The definitions follow `HloCostAnalysis` (openxla/xla
   FLOPs, as XLA's `GpuHloCostAnalysis` does; any other custom call has no known cost
   (XLA says -1): its operands and result are its bytes, and it is listed in
   `ModuleCost.unknown`. Collectives count no FLOPs. Approximate where XLA's is.
+- Async pairs (`copy-start`/`copy-done`, `all-gather-start`/`-done`, `send`/`recv` and
+  their dones, ...) per kernel: the buffer they move counted once, as the TPU compiler's
+  cost analysis counts them (the per-op `bytes_accessed` a TPU profile carries: 5 GiB
+  for each half of a 5 GiB `copy-start`/`copy-done`). The start reads its operands; a
+  start whose result is a tuple (the aliased operand, the destination, a context)
+  leaves the destination to its done, which writes it and reads nothing; a start whose
+  result is the destination (`all-reduce-start`, an `async-start` computing its wrapped
+  op) writes it, and its done moves nothing. Where the done launches nothing (GPU, CPU),
+  the start's kernel carries both. XLA's generic `HloCostAnalysis` (what `xla_totals`
+  and `compiled.cost_analysis()` report) instead counts a start as writing every leaf
+  of its tuple: the aliased operand too (15 GiB for that 5 GiB copy).
 
 `xla_totals` sums the entry computation as `HloCostAnalysis` does (a while loop's body
 once), for checking against `cost_analysis()`; `ModuleCost` totals count every run of
@@ -40,7 +51,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
+from hloscope.analysis.kernels import ASYNC_DONE_OPCODES
 from hloscope.hlo.model import ELEMENT_BITS, Computation, HloModule, Instruction, Shape
+from hloscope.hlo.opcodes import async_wrapped_opcode
 
 __all__ = [
     "ELEMENTWISE",
@@ -218,6 +231,8 @@ _costs: dict[tuple[int, int], tuple[weakref.ref[Any], weakref.ref[Any], ModuleCo
 def _module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
     out: list[KernelCost] = []
     total, kept = Cost(), 0.0
+    kernel_names = {k.name for k in analysis.kernels}
+    users: dict[str, dict[str, list[Instruction]]] = {}  # per computation, when asked
     for k in analysis.kernels:
         inst, comp = _locate(module, k)
         if inst is None or comp is None:
@@ -231,6 +246,10 @@ def _module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
                 else _io_bytes(inst, comp)
             )
         cost = library
+        if _is_async_start(inst) or inst.opcode in ASYNC_DONE_OPCODES:
+            if comp.name not in users:
+                users[comp.name] = _users(comp)
+            cost = _async_cost(inst, comp, module, users[comp.name], kernel_names)
         saved = kept_bytes(inst, module)
         runs = None if k.launches is None else k.launches // k.thunks
         narrow = _narrow(inst, comp, module)
@@ -239,6 +258,65 @@ def _module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
         kept += saved * (runs or 1)
     unknown = tuple(c.name for c in out if not c.known)
     return ModuleCost(tuple(out), total, kept, unknown)
+
+
+# The first halves of XLA's async pairs (the seconds are `kernels.ASYNC_DONE_OPCODES`).
+_ASYNC_STARTS = frozenset(
+    {"copy-start", "all-gather-start", "all-reduce-start", "collective-permute-start",
+     "send", "recv", "async-start"}
+)  # fmt: skip
+
+
+def _is_async_start(inst: Instruction) -> bool:
+    """An async pair's start, XLA's sugar (`all-to-all-start`) included."""
+    return inst.opcode in _ASYNC_STARTS or (
+        inst.opcode.endswith("-start") and async_wrapped_opcode(inst.opcode) is not None
+    )
+
+
+def _writes_destination(start: Instruction) -> bool:
+    """Whether a start's result is the pair's destination (`all-reduce-start`, an
+    `async-start` running its wrapped op), rather than a tuple aliasing its operand
+    beside the destination its done fills."""
+    return (start.opcode == "async-start" and bool(start.called)) or not start.shape.is_tuple
+
+
+def _async_cost(
+    inst: Instruction,
+    comp: Computation,
+    module: HloModule,
+    users: Mapping[str, list[Instruction]],
+    kernels: set[str],
+) -> Cost:
+    """One half of an async pair, the buffer it moves counted once (module docstring);
+    a start whose done is not a kernel carries the done's cost too."""
+    if inst.opcode in ASYNC_DONE_OPCODES:
+        start = inst
+        while start.opcode in ASYNC_DONE_OPCODES and start.operands:  # through updates
+            found = comp.by_name.get(start.operands[0])
+            if found is None:
+                break
+            start = found
+        if inst.opcode == "async-update" or _writes_destination(start):
+            return Cost()
+        done_bytes = sum(s.byte_size for s in inst.shape.leaves() if s.element_type != "token")
+        return Cost(0.0, 0.0, 0.0, float(done_bytes))
+    if inst.opcode == "async-start" and inst.called:
+        cost = instruction_cost(inst, comp, module)  # the wrapped computation's
+    else:
+        flops, trans = _compute(inst, comp, module)
+        read = sum(_size(_operand_shape(inst, comp, i)) for i in range(len(inst.operands)))
+        written = 0.0 if inst.shape.is_tuple else float(inst.shape.byte_size)
+        cost = Cost(flops, trans, float(read), written)
+    done = inst
+    while True:  # the done that ends the pair, through any async-update
+        nxt = next((u for u in users.get(done.name, []) if u.opcode in ASYNC_DONE_OPCODES), None)
+        if nxt is None:
+            break
+        done = nxt
+    if done is not inst and done.name not in kernels:
+        cost = cost + _async_cost(done, comp, module, users, kernels)
+    return cost
 
 
 def xla_totals(module: HloModule) -> Cost:

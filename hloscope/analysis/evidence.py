@@ -67,6 +67,10 @@ FRAMEWORK_PATHS = (
     "/site-packages/flax/",
     "/site-packages/optax/",
     "/site-packages/tf_keras/",
+    "/site-packages/torch/",
+    "/site-packages/torch_xla/",
+    "/site-packages/torchax/",
+    "/site-packages/functorch/",
     "/tensorflow/python/",
     "/hloscope/capture/",
     "<frozen ",
@@ -75,7 +79,8 @@ FRAMEWORK_PATHS = (
 
 @functools.lru_cache(maxsize=4096)
 def is_framework_file(path: str) -> bool:
-    """Whether a source path lies inside TensorFlow, Keras, JAX (or hloscope's runner)."""
+    """Whether a source path lies inside TensorFlow, Keras, JAX, PyTorch (or hloscope's
+    runner)."""
     # Cached: a module's thousands of frames name a few hundred files.
     return any(part in path for part in FRAMEWORK_PATHS)
 
@@ -365,10 +370,18 @@ def _frame_memo(module: HloModule) -> dict[int, Location] | None:
     return memo
 
 
+# File names that hold no place: TensorFlow's XLA bridge writes `source_file=
+# "dummy_file_name" source_line=10` on every op of an auto-clustered graph that carries
+# no debug info. Such an op has no source location.
+PLACEHOLDER_FILES = frozenset({"dummy_file_name"})
+
+
 def _user_location(module: HloModule, inst: Instruction) -> Location:
-    stack = module.stack(inst)
+    stack = [f for f in module.stack(inst) if f.file not in PLACEHOLDER_FILES]
     for frame in stack:
         if not is_framework_file(frame.file):
             return frame, True
     loc = stack[0] if stack else module.source_location(inst)
-    return loc, loc is not None and not is_framework_file(loc.file)
+    if loc is None or loc.file in PLACEHOLDER_FILES:
+        return None, False
+    return loc, not is_framework_file(loc.file)

@@ -13,7 +13,9 @@ XLA's runtime makes them (each rule cites where XLA does it):
   kernel, reported under the wrapped op's name (`Kernel.hlo_ops`);
 - a `__custom_fusion` wrapping one library call is that call;
 - `partition-id`/`replica-id` launch on the GPU and the CPU; on the GPU a copy fusion
-  runs one memcpy per output and a reduction using atomics first runs an initializer.
+  runs one memcpy per output and a reduction using atomics first runs an initializer;
+  on a TPU each half of an async pair is an op and a scalar copy is none (the rules that
+  differ by platform are `kernels.RUNTIMES`).
 
 Applied to an after-optimization module it counts kernels and launches; applied to a
 before-optimization module it counts the ops eager execution would launch one by one.
@@ -23,12 +25,17 @@ Every walk is linear in the module's size (one visit per computation, no recursi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from hloscope.analysis import kernels as K
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
+
+CPU_CALL = "cpu-call"
+"""The kind of a CPU small call: a `call` XLA compiled into one kernel."""
+COMMAND_BUFFER = "command-buffer"
+"""The kind of a GPU command buffer: a `call` launched as one CUDA graph."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +132,19 @@ class Kernel:
         """How many compute instructions it contains."""
         return len(self.ops)
 
+    @property
+    def is_fusion(self) -> bool:
+        """Whether it is a fusion: several HLO ops XLA made into one kernel (a `fusion`
+        instruction, or one an async pair wraps), not a call run as one kernel."""
+        return self.cls == K.FUSION and self.kind not in (CPU_CALL, COMMAND_BUFFER)
+
+    def __repr__(self) -> str:
+        launches = "?" if self.launches is None else str(self.launches)
+        return (
+            f"Kernel({self.name!r}, kind={self.kind!r}, launches={launches}, "
+            f"hlo_ops={self.instruction_count}, shape={self.shape.text!r})"
+        )
+
     def _repr_html_(self) -> str:
         from hloscope.render.display import repr_html  # the one allowed upward reach
 
@@ -176,7 +196,8 @@ class ModuleAnalysis:
             For a module before optimization: what eager execution would launch one
             by one (README, "How kernels are counted").
         kernels: The kernels (each executed instruction that launches one), in order.
-        fusions: Fusion instructions outside fused computations.
+        fusions: Kernels that are fusions (`Kernel.is_fusion`): `fusion` instructions
+            that launch, so never more than `kernels`.
         launches: Kernel launches per execution. A conditional contributes its
             costliest branch; a loop without known trip count contributes one trip.
         launches_exact: False when a loop trip count was unknown or a conditional
@@ -184,7 +205,7 @@ class ModuleAnalysis:
         kernels_by_kind: Kernels per kind (see `Kernel.kind`).
         loops: The while loops met, with their trip counts.
         branches: Every conditional branch, with its own launches.
-        platform: The runtime the launches were counted for (`gpu`, `cpu`), or None.
+        platform: The runtime the launches were counted for (`gpu`, `cpu`, `tpu`), or None.
     """
 
     name: str
@@ -295,7 +316,7 @@ def walk(module: HloModule, platform: str | None = None) -> Iterator[Executed]:
 
     Args:
         module: The module.
-        platform: `kernels.GPU`/`kernels.CPU`, or None to infer it (`kernels.platform`).
+        platform: `kernels.GPU`/`CPU`/`TPU`, or None to infer it (`kernels.platform`).
     """
     return _walk(module, platform if platform is not None else K.platform(module))
 
@@ -377,7 +398,8 @@ def _computation_times(module: HloModule, platform: str | None) -> dict[str, int
 
 def _edges(comp: Computation, platform: str | None) -> Iterator[tuple[str, int | None]]:
     for inst in comp.instructions:
-        if _is_control(inst, _class(inst, platform)):
+        # only an instruction that calls a computation has edges (checked first: cheap)
+        if inst.called and _is_control(inst, _class(inst, platform)):
             for name, _, _, factor in _callees(inst, "", None):
                 yield name, factor
 
@@ -429,22 +451,29 @@ _NOT_OPS = frozenset({"parameter", "tuple", "get-tuple-element", "bitcast"})
 _EXPANDED = frozenset({"fusion", "call", "while", "conditional", "async-start"})
 
 
-def analyze_module(module: HloModule, platform: str | None = None) -> ModuleAnalysis:
+def analyze_module(
+    module: HloModule, platform: str | None = None, *, memo: KernelMemo | None = None
+) -> ModuleAnalysis:
     """Count the ops, kernels and launches of one module, as XLA's runtime runs them.
 
     Args:
         module: A parsed module, before or after optimization.
-        platform: `kernels.GPU` or `kernels.CPU`; None infers it from the module
+        platform: `kernels.GPU`, `CPU` or `TPU`; None infers it from the module
             (`kernels.platform`: backend configs, library calls, the file name). It
-            decides the launches that depend on the runtime (partition-id and
-            replica-id on GPU and CPU; on the GPU only, one memcpy per output of a copy
-            fusion and the initializer of a reduction using atomics).
+            decides the launches that depend on the runtime (`kernels.RUNTIMES`:
+            partition-id and replica-id on GPU and CPU; on the GPU only, one memcpy per
+            output of a copy fusion and the initializer of a reduction using atomics;
+            on a TPU, both halves of an async pair and no scalar copy).
+        memo: Kept between calls on successive versions of one module (XLA's per-pass
+            dumps, parsed with `hloscope.hlo.series`, share `Instruction` objects): a
+            kernel that calls no computation is taken from it when the same instruction
+            runs in the same place with the same operands and users.
 
     Returns:
         The counts and the kernel list.
     """
     platform = platform if platform is not None else K.platform(module)
-    users = _user_counts(module)
+    users = memo.users(module) if memo is not None else _user_counts(module)
     kernels: list[Kernel] = []
     launch_total = 0
     exact = True
@@ -469,7 +498,10 @@ def analyze_module(module: HloModule, platform: str | None = None) -> ModuleAnal
             continue
         if ex.cls == K.FREE or (ex.cls == K.CONTROL and not inst.called):
             continue
-        kernel = _kernel(module, inst, comp, ex, users, platform)
+        if memo is not None and not inst.called:
+            kernel = memo.kernel(module, inst, comp, ex, users, platform)
+        else:
+            kernel = _kernel(module, inst, comp, ex, users, platform)
         if kernel is None:
             continue
         kernels.append(kernel)
@@ -491,13 +523,9 @@ def analyze_module(module: HloModule, platform: str | None = None) -> ModuleAnal
     launch_total += sum(per_cond.values())
 
     kinds = Counter(k.kind for k in kernels)
-    fusions = sum(
-        1
-        for c in module.computations
-        if c.name not in module.fused_computations
-        for i in c.instructions
-        if i.opcode == "fusion"
-    )
+    # Fusions that launch: a fusion in a loop's condition the runtime never evaluates, or
+    # inside a CPU small call (one kernel), runs as no kernel of its own.
+    fusions = sum(1 for k in kernels if k.is_fusion)
     return ModuleAnalysis(
         name=module.name,
         instructions=module.instruction_count,
@@ -516,6 +544,198 @@ def analyze_module(module: HloModule, platform: str | None = None) -> ModuleAnal
     )
 
 
+def reanalyze(
+    old: HloModule,
+    previous: ModuleAnalysis,
+    module: HloModule,
+    platform: str | None,
+    memo: KernelMemo,
+) -> ModuleAnalysis | None:
+    """`analyze_module(module, platform, memo=memo)`, from the analysis of an earlier
+    version of the module, when neither version's entry runs another computation (no
+    call, while, conditional or async wrapper into one that launches), so that every
+    kernel is an instruction of the entry: what XLA's simplification passes change in a
+    module without control flow. Only the entry is walked, and only the instructions
+    that changed (or whose operands, users or called computations did) are looked at.
+
+    Args:
+        old: The earlier version.
+        previous: `analyze_module(old, platform)`.
+        module: The new version.
+        platform: As for `analyze_module`; the same for both.
+        memo: The memo the analyses share.
+
+    Returns:
+        The analysis, equal to `analyze_module`'s; None when the change is not of that
+        kind (analyse the module whole).
+    """
+    entry, old_entry = module.entry, old.entry
+    if (
+        previous.platform != platform
+        or previous.loops
+        or previous.branches
+        or entry.name != old_entry.name
+    ):
+        return None
+    # An instruction's kernel is the earlier one when it is the same instruction object
+    # calling the same computations, with the same users and operands: it is not a
+    # changed one, not an operand of a changed one (its users changed), and no operand
+    # of it changed (their shapes).
+    old_by_name = old_entry.by_name
+    changed = {i.name for i in entry.instructions if old_by_name.get(i.name) is not i}
+    new_names = entry.by_name
+    changed.update(i.name for i in old_entry.instructions if new_names.get(i.name) is not i)
+    same = _SameCallees(old, module, memo)
+    for inst in entry.instructions:
+        if inst.called and inst.name not in changed and not same.all(inst.calls()):
+            changed.add(inst.name)
+    touched = set(changed)
+    for inst in entry.instructions:
+        if inst.name in changed:
+            touched.update(inst.operands)
+        elif not changed.isdisjoint(inst.operands):
+            touched.add(inst.name)
+    for inst in old_entry.instructions:
+        if inst.name in changed:
+            touched.update(inst.operands)
+    earlier = {k.name: k for k in previous.kernels}
+    if any(k.computation != entry.name for k in previous.kernels):
+        return None  # the earlier version ran kernels outside its entry
+    users: dict[tuple[str, str], int] | None = None
+    kernels: list[Kernel] = []
+    launch_total = 0
+    for inst in entry.instructions:
+        if inst.name not in touched:  # the same instruction in the same place
+            kernel = earlier.get(inst.name)
+            if kernel is not None:
+                kernels.append(kernel)
+                launch_total += kernel.launches if kernel.launches is not None else kernel.thunks
+            continue
+        cls = _class(inst, platform)
+        if cls == K.CONTROL:
+            return None  # the entry runs another computation: walk the module
+        if cls == K.FREE:
+            continue
+        if users is None:
+            users = _users_of(entry, touched)
+        ex = Executed(inst, entry, cls, 1)
+        kernel = (
+            _kernel(module, inst, entry, ex, users, platform)
+            if inst.called
+            else memo.kernel(module, inst, entry, ex, users, platform)
+        )
+        if kernel is None:
+            continue
+        kernels.append(kernel)
+        launch_total += kernel.launches if kernel.launches is not None else kernel.thunks
+    fused = module.fused_computations
+    return ModuleAnalysis(
+        name=module.name,
+        instructions=module.instruction_count,
+        ops=launch_total,
+        kernels=tuple(kernels),
+        fusions=sum(
+            1
+            for c in module.computations
+            if c.name not in fused
+            for i in c.instructions
+            if i.opcode == "fusion"
+        ),
+        launches=launch_total,
+        launches_exact=previous.launches_exact,
+        kernels_by_kind=dict(Counter(k.kind for k in kernels).most_common()),
+        loops=(),
+        branches=(),
+        platform=platform,
+    )
+
+
+class _SameCallees:
+    """Whether computations are the same objects in two versions of a module, and so
+    are all the computations they call."""
+
+    def __init__(self, old: HloModule, new: HloModule, memo: KernelMemo) -> None:
+        self.old, self.new = old.computation_map, new.computation_map
+        self.memo = memo
+        self.known: dict[str, bool] = {}
+
+    def all(self, names: Iterable[str]) -> bool:
+        return all(self.one(n) for n in names)
+
+    def one(self, name: str) -> bool:
+        found = self.known.get(name)
+        if found is not None:
+            return found
+        self.known[name] = True  # HLO has no recursion; a cycle would end here
+        comp = self.new.get(name)
+        found = comp is self.old.get(name) and (comp is None or self.all(self.memo.callees(comp)))
+        self.known[name] = found
+        return found
+
+
+class KernelMemo:
+    """Kernels of instructions that call no computation, kept across `analyze_module`
+    calls on successive versions of one module.
+
+    Such a kernel is a function of its instruction (the same object), the computation it
+    runs in (by name), how often and in which branch it runs, its users and the shapes
+    of its operands; those make the key. Keys hold `id()`s of instructions and shapes
+    that the stored kernels keep alive.
+    """
+
+    def __init__(self) -> None:
+        self._kernels: dict[tuple[object, ...], Kernel | None] = {}
+        # what the ids in the keys stand for, kept alive so that no id is reused
+        self._alive: list[tuple[Instruction, tuple[Shape, ...]]] = []
+        self._users: dict[int, tuple[Computation, dict[tuple[str, str], int]]] = {}
+        self._callees: dict[int, tuple[Computation, list[str]]] = {}
+        self.hits = 0
+
+    def callees(self, comp: Computation) -> list[str]:
+        """The computations a computation's instructions call, once per object."""
+        found = self._callees.get(id(comp))
+        if found is None or found[0] is not comp:
+            names = [n for i in comp.instructions if i.called for n in i.calls()]
+            found = self._callees[id(comp)] = (comp, names)
+        return found[1]
+
+    def users(self, module: HloModule) -> dict[tuple[str, str], int]:
+        """`_user_counts(module)`, each computation's counted once per object."""
+        out: dict[tuple[str, str], int] = {}
+        seen: dict[int, tuple[Computation, dict[tuple[str, str], int]]] = {}
+        for comp in module.computations:
+            part = self._users.get(id(comp))
+            if part is None or part[0] is not comp:
+                part = (comp, _computation_users(comp))
+            seen[id(comp)] = part
+            out.update(part[1])
+        self._users = seen  # only the latest version's: what the next one shares
+        return out
+
+    def kernel(
+        self,
+        module: HloModule,
+        inst: Instruction,
+        comp: Computation,
+        ex: Executed,
+        users: dict[tuple[str, str], int],
+        platform: str | None,
+    ) -> Kernel | None:
+        """`_kernel(...)`, from the memo when it holds it."""
+        scope = comp.by_name
+        shapes = tuple(scope[o].shape for o in inst.operands if o in scope)
+        key = (
+            id(inst), comp.name, ex.cls, ex.times, ex.branch, platform,
+            users.get((comp.name, inst.name), 0), tuple(map(id, shapes)),
+        )  # fmt: skip
+        if key in self._kernels:
+            self.hits += 1
+            return self._kernels[key]
+        kernel = self._kernels[key] = _kernel(module, inst, comp, ex, users, platform)
+        self._alive.append((inst, shapes))
+        return kernel
+
+
 def _kernel(
     module: HloModule,
     inst: Instruction,
@@ -530,11 +750,9 @@ def _kernel(
         source = scope.get(o)
         if source is not None:
             bytes_in += source.shape.byte_size
-    cls = ex.cls
-    if cls == K.UNFUSED:  # most kernels of a big module before optimization
-        kind, library = K.kernel_kind(inst), False
-    else:
-        kind, library = K.kernel_kind(inst), K.is_library_kernel(inst)
+    cls, kind = ex.cls, K.kernel_kind(inst, platform)
+    # An unfused op (most kernels of a big module before optimization) is no library's.
+    library = cls != K.UNFUSED and K.is_library_kernel(inst)
     fused = inst.calls()[0] if inst.called else None
     thunk_ops: tuple[str, ...] = (inst.name,)
     if inst.opcode == "async-start":
@@ -548,14 +766,14 @@ def _kernel(
         )
         first = wrapped[0]
         cls = _class(first, platform)
-        kind, library = K.kernel_kind(first), K.is_library_kernel(first)
+        kind, library = K.kernel_kind(first, platform), K.is_library_kernel(first)
         thunk_ops = tuple(w.name for w in wrapped)
     elif ex.cls == K.FUSION:
         ops = fused_ops(module, inst)
         if is_small_call(inst):
-            kind = "cpu-call"
+            kind = CPU_CALL
         elif is_command_buffer(inst):
-            kind = "command-buffer"
+            kind = COMMAND_BUFFER
         call = _wrapped_library_call(module, inst)
         if call is not None:
             # A `__custom_fusion` address computation (a cuBLAS gemm on a dynamic slice)
@@ -564,9 +782,12 @@ def _kernel(
             # (`hlo_op=custom-call.220`).
             cls, kind, library = K.CUSTOM_CALL, K.kernel_kind(call), True
             thunk_ops = (call.name,)
-        elif platform == K.GPU:
-            thunk_ops = (inst.name,) * _memcpy_count(module, inst)
-            thunk_ops += _reduction_initializers(module, inst)
+        else:
+            rt = K.runtime(platform)
+            if rt.memcpy_per_output:
+                thunk_ops = (inst.name,) * _memcpy_count(module, inst)
+            if rt.reduction_initializers:
+                thunk_ops += _reduction_initializers(module, inst)
     else:
         ops, fused = (inst,), None
     launches = None if ex.times is None else ex.times * len(thunk_ops)
@@ -690,12 +911,32 @@ def _layout(shape: Shape) -> tuple[int, ...] | None:
 
 def _user_counts(module: HloModule) -> dict[tuple[str, str], int]:
     counts: dict[tuple[str, str], int] = {}
-    get = counts.get
     for comp in module.computations:
-        name = comp.name
-        for inst in comp.instructions:
-            operands = inst.operands
-            for operand in operands if len(operands) < 2 else set(operands):
-                key = (name, operand)
-                counts[key] = get(key, 0) + 1
+        counts.update(_computation_users(comp))
+    return counts
+
+
+def _users_of(comp: Computation, names: set[str]) -> dict[tuple[str, str], int]:
+    """`_computation_users(comp)` for these instructions only."""
+    counts: dict[tuple[str, str], int] = {}
+    name = comp.name
+    for inst in comp.instructions:
+        if names.isdisjoint(inst.operands):
+            continue
+        for operand in names.intersection(inst.operands):
+            key = (name, operand)
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _computation_users(comp: Computation) -> dict[tuple[str, str], int]:
+    """(computation, instruction) -> how many instructions of the computation use it."""
+    counts: dict[tuple[str, str], int] = {}
+    get = counts.get
+    name = comp.name
+    for inst in comp.instructions:
+        operands = inst.operands
+        for operand in operands if len(operands) < 2 else set(operands):
+            key = (name, operand)
+            counts[key] = get(key, 0) + 1
     return counts

@@ -1,8 +1,9 @@
 """Source op -> kernel: which of the user's ops ended up in which kernel, and which not.
 
 Every HLO instruction carries the framework op it came from in its metadata (TensorFlow
-`op_type`/`op_name`, JAX `op_name` such as `jit(mlp)/dot_general`, and a source
-location). `trace` joins the before- and after-optimization modules on those names:
+`op_type`/`op_name`, JAX `op_name` such as `jit(mlp)/dot_general`, PyTorch/XLA's
+`aten__addmm`, named here `aten::addmm@train.py:31` (`hloscope.analysis.torch_ops`), and
+a source location). `trace` joins the before- and after-optimization modules on those names:
 for each kernel the source ops it contains, for each source op the kernels it landed in,
 and for source ops that vanished the evidence of why (constant folding, dead code,
 merged into an identical op, a no-op that became a bitcast). Reasons are only claimed
@@ -31,7 +32,9 @@ from hloscope.analysis.evidence import (
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
 from hloscope.analysis.fusion_log import FusionDecisions
+from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source_op
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
+from hloscope.hlo.names import readable_name
 
 __all__ = [
     "ALONE",
@@ -85,7 +88,7 @@ class SourceOp:
     @property
     def label(self) -> str:
         """`name` with the TensorFlow op type when it differs: `dense/MatMul (MatMul)`."""
-        if self.type and self.type != self.name.rsplit("/", 1)[-1]:
+        if self.type and self.type != self.name.rsplit("/", 1)[-1].split("@", 1)[0]:
             return f"{self.name} ({self.type})"
         return self.name
 
@@ -120,6 +123,25 @@ class Placement:
     evidence: str = ""
     inferred: tuple[tuple[str, str], ...] = ()
     merged_with: str = ""
+
+    @property
+    def where(self) -> str:
+        """Where it went, in the words every view uses: `fused in fusion.3 with 2 other
+        ops`, `alone in MatMul.2`, `alone in 4 kernels` (an op XLA split, sharing none
+        of them), `folded`, `merged with add.1`, ..."""
+        kernels = self.kernels or tuple(k for k, _ in self.inferred)
+        into = kernels[0] if len(kernels) == 1 else f"{len(kernels)} kernels"
+        if self.status == FUSED and kernels:
+            others = len(self.shares_with)
+            return f"fused in {into} with {others} other op{'' if others == 1 else 's'}"
+        if self.status == ALONE and kernels:
+            return f"alone in {into}"
+        if self.status == MERGED and self.merged_with:
+            return f"merged with {self.merged_with}"
+        return self.status
+
+    def __repr__(self) -> str:
+        return f"Placement({self.op.name!r}: {self.where})"
 
 
 class Provenance:
@@ -179,6 +201,14 @@ class Provenance:
         alone = [p for p in self.placements if p.status == ALONE]
         return sorted(alone, key=lambda p: -p.bytes)
 
+    def holding(self, kernel: str) -> list[Placement]:
+        """Placements of the ops whose work `kernel` does, or, for a kernel doing no op's
+        work, of the ops inferred for it (`inferred`), first seen first."""
+        names = {o.name for o in self.kernel_ops.get(kernel, ())}
+        if not names and kernel in self.inferred:
+            names = set(self.inferred[kernel].ops)
+        return [p for p in self.placements if p.op.name in names]
+
     def find(self, pattern: str) -> list[Placement]:
         """Placements whose op name, type or location contains `pattern` (any case)."""
         needle = pattern.lower()
@@ -193,20 +223,31 @@ class Provenance:
 
 def source_op(module: HloModule, inst: Instruction, scope: str = "") -> SourceOp | None:
     """The source op an instruction came from, or None when metadata names none."""
-    name = op_name(inst, scope)
+    name = op_name(inst, scope, module)
     if name is None:
         return None
-    assert inst.metadata is not None
+    md = inst.metadata
+    assert md is not None
     location, user = user_location(module, inst)
-    return SourceOp(name, inst.metadata.op_type, location, user)
+    kind = md.op_type
+    if kind is not None and is_torch_op(kind, md.op_name or ""):
+        kind = torch_op_name(kind)
+    return SourceOp(name, kind, location, user)
 
 
-def op_name(inst: Instruction, scope: str = "") -> str | None:
-    """The source op name of an instruction (prefixed by a call's `scope`), or None."""
+def op_name(inst: Instruction, scope: str = "", module: HloModule | None = None) -> str | None:
+    """The source op name of an instruction (prefixed by a call's `scope`), or None.
+
+    A torch_xla op is named with the user's source line when `module` is given (see
+    `hloscope.analysis.torch_ops`): its name alone repeats across a model.
+    """
     md = inst.metadata
     if md is None or not md.op_name or md.op_name in _PLUMBING:
         return None
     name = md.op_name
+    if is_torch_op(md.op_type, name):
+        location, user = user_location(module, inst) if module is not None else (None, False)
+        name = torch_source_op(name, location, user)
     return f"{scope}/{name}" if scope and not name.startswith(scope) else name
 
 
@@ -234,7 +275,7 @@ def trace(
         after,
         analysis.kernels,
         {k: tuple(o.name for o in v) for k, v in kernel_ops.items()},
-        op_name,
+        lambda inst: op_name(inst, module=after),
     )
 
     def placements() -> tuple[Placement, ...]:
@@ -315,7 +356,7 @@ def _free_after(
             ops.setdefault(op.name, op)
     for kernel in analysis.kernels:
         for inst in kernel.ops:
-            name = op_name(inst)
+            name = op_name(inst, module=after)
             if name is not None and name not in op_kernels:
                 out.setdefault(name, []).append(kernel.name)
                 ops.setdefault(name, source_op(after, inst) or SourceOp(name))
@@ -419,7 +460,7 @@ def _why_alone(kernels: Iterable[Kernel], decisions: FusionDecisions | None) -> 
         if k.users > 1:
             facts.append(f"{k.users} consumers")
         if k.is_root:
-            facts.append(f"it is the result of computation {k.computation}")
+            facts.append(f"it is the result of computation {readable_name(k.computation)}")
 
     def said(fact: str | tuple[str, str]) -> str:
         if isinstance(fact, str):
@@ -463,7 +504,7 @@ def _before_evidence(
                 and all(o in index for o in inst.operands)
             ):
                 constant.add((comp_name, inst.name))
-            name = op_name(inst, scope)
+            name = op_name(inst, scope, before)
             if name is not None and inst.opcode != "parameter":
                 by_op.setdefault(name, []).append((comp_name, inst))
                 names[(comp_name, inst.name)] = name

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from hloscope.analysis.compilations import find_modules, run_functions
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.analysis.fusion_log import find_log, read_decisions
 from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
@@ -58,17 +59,27 @@ class ModuleReport:
 
     @property
     def alone(self) -> int | None:
-        """Source ops that run as a kernel of their own (None without provenance)."""
+        """Source ops that share no kernel with another op: each runs in a kernel of its
+        own, or in several where XLA split it (None without provenance)."""
         if self.provenance is None:
             return None
         return sum(1 for p in self.provenance.placements if p.status == ALONE)
 
-    def placements(self, op: str | None = None, *, unfused: bool = False) -> list[Placement]:
+    @property
+    def source_ops(self) -> int | None:
+        """Source ops (framework ops named by the HLO's metadata) in the module: one per
+        line of `hloscope ops` (None without provenance)."""
+        return None if self.provenance is None else len(self.provenance.placements)
+
+    def placements(
+        self, op: str | None = None, *, unfused: bool = False, kernel: str | None = None
+    ) -> list[Placement]:
         """Where the source ops went, as `hloscope ops` lists them.
 
         Args:
             op: Only ops whose name, TF op type or source location contains this.
             unfused: Only ops that run as a kernel of their own, most bytes first.
+            kernel: Only the ops this kernel holds (`Provenance.holding`).
 
         Returns:
             The placements, first seen first (or by bytes with `unfused`); empty without
@@ -76,7 +87,10 @@ class ModuleReport:
         """
         if self.provenance is None:
             return []
-        found = self.provenance.find(op) if op else list(self.provenance.placements)
+        found = self.provenance.holding(kernel) if kernel else list(self.provenance.placements)
+        if op:
+            chosen = {id(p) for p in self.provenance.find(op)}
+            found = [p for p in found if id(p) in chosen]
         if unfused:
             found = sorted((p for p in found if p.status == ALONE), key=lambda p: -p.bytes)
         return found
@@ -94,7 +108,8 @@ class RunReport:
 
     Attributes:
         run: The run that was analysed.
-        modules: Reports, biggest first (trivial modules last).
+        modules: Reports, biggest first (trivial modules last); the compilations of one
+            function together, in compile order.
     """
 
     run: Run
@@ -165,18 +180,36 @@ def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
 
     Args:
         run: From `hloscope.runs.load_run`.
-        modules: Patterns selecting modules (see `Run.module`); all modules when empty.
+        modules: Patterns selecting modules (see `compilations.find_modules`: a key,
+            name or id, a function compiled several times, or one of its compilations as
+            `jit_attend#3` or `jit_attend(f32[24,32])`); all modules when empty.
 
     Returns:
         The report, biggest modules first, trivial ones last.
 
     Raises:
-        UsageError: A pattern matches no module, or several.
+        UsageError: A pattern matches no module, or several that are not one function's
+            compilations.
     """
     from hloscope.analysis.pool import analyze_dumps  # it runs analyze_dump
 
     patterns = list(modules)
-    dumps = [run.module(p) for p in patterns] if patterns else list(run.modules)
+    found = {d.key: d for p in patterns for d in find_modules(run, p)}
+    dumps = list(found.values()) if patterns else list(run.modules)
     reports = analyze_dumps(dumps, analyze_dump)  # in parallel when it pays
-    reports.sort(key=lambda r: (r.trivial, -r.size, r.key))
+    # a function's compilations stay together, in compile order, where its biggest is
+    ids = {d.key: (d.id_number is None, d.id_number or 0, d.key) for d in dumps}
+    functions = run_functions(run)
+    biggest: dict[str, int] = {}
+    first: dict[str, tuple[bool, int, str]] = {}
+    for r in reports:
+        f = functions[r.key][1]
+        biggest[f] = max(biggest.get(f, 0), r.size)
+        first[f] = min(first.get(f, ids[r.key]), ids[r.key])
+
+    def order(r: ModuleReport) -> tuple[bool, int, str, tuple[bool, int, str]]:
+        f = functions[r.key][1]
+        return (r.trivial, -biggest[f], first[f][2], ids[r.key])
+
+    reports.sort(key=order)
     return RunReport(run, tuple(reports))

@@ -19,25 +19,38 @@ __all__ = ["cpu_model", "detect_device", "detect_platform", "framework_of_run"]
 
 _TF_PREFIXES = ("a_inference_", "cluster_", "tf_")
 _JAX_PREFIXES = ("jit_", "pjit_", "xmap_", "pmap_")
+_TORCH_XLA_PREFIXES = ("SyncTensorsGraph",)
 
 
-def framework_of_run(versions: Mapping[str, Any], modules: Iterable[ModuleDump] = ()) -> str | None:
-    """`"tensorflow"`, `"jax"`, `"tensorflow+jax"` or None.
+def framework_of_run(
+    versions: Mapping[str, Any],
+    modules: Iterable[ModuleDump] = (),
+    used: Iterable[str] = (),
+) -> str | None:
+    """`"tensorflow"`, `"jax"`, `"torch_xla"`, `"jax+tensorflow"`, ... or None: what the
+    script compiled with.
 
     Args:
         versions: Imported packages and their versions (from the child report).
-        modules: The run's modules; their names decide when both or neither framework
-            was reported (TensorFlow names its modules `a_inference_*`/`cluster_*`,
-            JAX `jit_*`).
+        modules: The run's modules; their names tell (TensorFlow names its modules
+            `a_inference_*`/`cluster_*`, JAX `jit_*`, PyTorch/XLA `SyncTensorsGraph.*`).
+        used: The frameworks the child saw the script trace or compile with (its compile
+            watch). With the module names, they decide; what was merely imported
+            (TensorFlow imports JAX) counts only when nothing else tells.
     """
     names = [m.name for m in modules]
     by_name = {
         fw
-        for fw, prefixes in (("tensorflow", _TF_PREFIXES), ("jax", _JAX_PREFIXES))
+        for fw, prefixes in (
+            ("tensorflow", _TF_PREFIXES),
+            ("jax", _JAX_PREFIXES),
+            ("torch_xla", _TORCH_XLA_PREFIXES),
+        )
         if any(n.startswith(prefixes) for n in names)
     }
-    imported = {fw for fw in ("tensorflow", "jax") if fw in versions}
-    found = (imported & by_name) or by_name or imported
+    known = {"tensorflow", "jax", "torch_xla"}
+    imported = {fw for fw in known if fw in versions}
+    found = (by_name | set(used)) & known or imported
     if not found:
         return None
     return "+".join(sorted(found))

@@ -37,7 +37,9 @@ def split_flags(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def merge_xla_flags(user: str | None, dump_dir: Path, module_re: str | None) -> MergedFlags:
+def merge_xla_flags(
+    user: str | None, dump_dir: Path, module_re: str | None, pass_re: str | None = None
+) -> MergedFlags:
     """Merge the user's XLA_FLAGS with the flags that make XLA dump HLO text.
 
     Args:
@@ -45,6 +47,9 @@ def merge_xla_flags(user: str | None, dump_dir: Path, module_re: str | None) -> 
         dump_dir: Where XLA must dump (`--xla_dump_to`).
         module_re: Dump only modules whose name matches (`--xla_dump_hlo_module_re`);
             None keeps the user's own filter, if any.
+        pass_re: Also dump the module after each pass whose name matches
+            (`--xla_dump_hlo_pass_re`; `.*`: every pass that changed it); None keeps
+            the user's own, if any.
 
     Returns:
         The merged value: the user's flags in their order, minus those hloscope must
@@ -53,6 +58,8 @@ def merge_xla_flags(user: str | None, dump_dir: Path, module_re: str | None) -> 
     ours = {"xla_dump_to": str(dump_dir), "xla_dump_hlo_as_text": "true"}
     if module_re is not None:
         ours["xla_dump_hlo_module_re"] = module_re
+    if pass_re is not None:
+        ours["xla_dump_hlo_pass_re"] = pass_re
     kept: list[str] = []
     conflicts: list[str] = []
     for token in split_flags(user or ""):
@@ -72,6 +79,8 @@ def merge_xla_flags(user: str | None, dump_dir: Path, module_re: str | None) -> 
     ]
     if module_re is not None:
         added.append(f"--xla_dump_hlo_module_re={_quote(module_re)}")
+    if pass_re is not None:
+        added.append(f"--xla_dump_hlo_pass_re={_quote(pass_re)}")
     return MergedFlags(" ".join([*kept, *added]), user, tuple(conflicts))
 
 

@@ -1,9 +1,12 @@
 """`hloscope.inspect`: capture one function's HLO in the running process (notebooks).
 
-No child process and no environment variables: the framework's own API gives the HLO
-text before and after XLA's optimizations (`hloscope.capture.tf`, `hloscope.capture.jax`).
+No child process: the framework's own API gives the HLO text before and after XLA's
+optimizations (`hloscope.capture.tf`, `hloscope.capture.jax`); for PyTorch/XLA, which has
+none, XLA's dump of the function's graph (`hloscope.capture.torch`).
 The texts are written to a run folder with XLA's dump file names and a `run.json`, and
 the folder is loaded with `load_run`, so the result is the same `Run` the CLI makes.
+Without `save_to` that folder is temporary: it is removed when the returned `Run` is
+garbage-collected, or when the interpreter exits.
 """
 
 from __future__ import annotations
@@ -14,18 +17,31 @@ import re
 import shutil
 import sys
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hloscope.errors import UsageError
-from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest
+from hloscope.manifest import MANIFEST, Compile, ModuleEntry, RunManifest
 from hloscope.runs import Run, load_run, read_manifest
 
 __all__ = ["Captured", "framework_of_call", "inspect"]
 
-_FRAMEWORKS = {"tensorflow": "tensorflow", "tf": "tensorflow", "jax": "jax"}
+_FRAMEWORKS = {
+    "tensorflow": "tensorflow",
+    "tf": "tensorflow",
+    "jax": "jax",
+    "torch": "torch_xla",
+    "torch_xla": "torch_xla",
+    "pytorch": "torch_xla",
+}
+_SUPPORT = {
+    "tensorflow": "hloscope.capture.tf",
+    "jax": "hloscope.capture.jax",
+    "torch_xla": "hloscope.capture.torch",
+}
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)", re.M)
 _DUMP_SUBDIR = "dump"
 
@@ -35,16 +51,23 @@ class Captured:
     """What a framework module hands back for one function.
 
     Attributes:
-        framework: `tensorflow` or `jax`.
+        framework: `tensorflow`, `jax` or `torch_xla`.
         before: HLO text before optimization.
         after: HLO text after optimization.
         platform: What it was compiled for (`cpu`, `sm_90`, ...).
+        compile: The compile as the framework timed it, where it says (JAX, torch_xla).
+        before_proto: XLA's binary dump of the module before optimization, when it wrote
+            one (torch_xla's: it holds the stack frames its text leaves out).
+        after_proto: The same after optimization.
     """
 
     framework: str
     before: str
     after: str
     platform: str
+    compile: Compile | None = None
+    before_proto: bytes | None = None
+    after_proto: bytes | None = None
 
 
 def inspect(
@@ -57,16 +80,22 @@ def inspect(
 
     TensorFlow functions go through `tf.function(fn, jit_compile=True)
     .experimental_get_compiler_ir`, JAX functions through `jax.jit(fn).lower(...)` and
-    `.compile()`; already-wrapped functions are used as they are.
+    `.compile()`; already-wrapped functions are used as they are. A PyTorch function or
+    `nn.Module` runs lazily on torch_xla's device and its graph is compiled there
+    (`hloscope.capture.torch`: call it before the process first uses the XLA device).
 
     Args:
-        fn: The function: a plain Python function, a `tf.function` or a jitted JAX
-            function.
-        *example_args: Arguments to compile it for (tensors, arrays, pytrees of them).
-        framework: `"tensorflow"` (or `"tf"`) or `"jax"`; detected from `fn` and the
-            arguments when None.
-        save_to: The run folder to write (created if missing; an earlier
-            `hloscope.inspect` run there is replaced). Default: a new temporary folder.
+        fn: The function: a plain Python function, a `tf.function`, a jitted JAX
+            function, or a PyTorch function or `nn.Module`.
+        *example_args: Arguments to compile it for (tensors, arrays, pytrees of them;
+            PyTorch tensors on the CPU are copied to the XLA device).
+        framework: `"tensorflow"` (or `"tf"`), `"jax"` or `"torch"`; detected from `fn`
+            and the arguments when None.
+        save_to: A run folder to keep the capture in (created if missing; an earlier
+            `hloscope.inspect` run there is replaced), to read again later with
+            `hloscope report`, `ops`, `graph` or `hloscope.load_run`. Without it nothing
+            is kept: the files live in a temporary folder that is removed when the
+            returned run is garbage-collected, or at the latest when Python exits.
 
     Returns:
         The run, with one module; `run.modules[0].load_after()` is the optimized module.
@@ -79,27 +108,36 @@ def inspect(
     name = _FRAMEWORKS.get(framework.lower()) if framework else framework_of_call(fn, example_args)
     if name is None and framework is None:
         raise UsageError(
-            "cannot tell whether the function is TensorFlow or JAX code; "
-            "pass framework='tensorflow' or framework='jax'"
+            "cannot tell whether the function is TensorFlow, JAX or PyTorch code; "
+            "pass framework='tensorflow', 'jax' or 'torch'"
         )
     if name is None:
-        raise UsageError(f"framework={framework!r}: use 'tensorflow' or 'jax'")
+        raise UsageError(f"framework={framework!r}: use 'tensorflow', 'jax' or 'torch'")
     folder = _prepare_folder(save_to)
-    support = importlib.import_module(
-        "hloscope.capture.tf" if name == "tensorflow" else "hloscope.capture.jax"
-    )
-    captured: Captured = support.capture(fn, example_args)
-    return _write_run(folder, captured, fn)
+    support = importlib.import_module(_SUPPORT[name])
+    try:
+        captured: Captured = support.capture(fn, example_args)
+        run = _write_run(folder, captured, fn)
+    except BaseException:
+        if save_to is None:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    if save_to is None:
+        # the run reads its files lazily: they go when it goes (finalizers also run at exit)
+        weakref.finalize(run, shutil.rmtree, folder, ignore_errors=True)
+    return run
 
 
 _TF_MODULES = ("tensorflow", "keras", "tf_keras")
 _JAX_MODULES = ("jax", "jaxlib", "flax")
+_TORCH_MODULES = ("torch", "torch_xla")
 
 
 def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> str | None:
-    """`tensorflow` or `jax`, from the types of the arguments, else from where `fn` (a
-    `tf.function`, a jitted function) or the objects it closes over come from, else from
-    which one framework is imported; None when nothing tells."""
+    """`tensorflow`, `jax` or `torch_xla`, from the types of the arguments, else from
+    where `fn` (a `tf.function`, a jitted function, an `nn.Module`) or the objects it
+    closes over come from, else from which one framework is imported; None when nothing
+    tells."""
 
     def framework_of(obj: Any, module: str | None = None) -> str | None:
         top = (module or type(obj).__module__ or "").split(".")[0]
@@ -107,17 +145,23 @@ def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> str | None
             return "tensorflow"
         if top in _JAX_MODULES:
             return "jax"
+        if top in _TORCH_MODULES:
+            return "torch_xla"
         return None
 
     found = {framework_of(leaf) for leaf in _leaves(list(args))} - {None}
     if not found:
         closure = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())]
-        found = {framework_of(fn)} | {
-            framework_of(obj, getattr(obj, "__module__", None)) for obj in [fn, *closure]
-        }
+        bases = type(fn).__mro__[1:]  # an `nn.Module` subclass defined in a script
+        found = (
+            {framework_of(fn)}
+            | {framework_of(obj, getattr(obj, "__module__", None)) for obj in [fn, *closure]}
+            | {framework_of(None, base.__module__) for base in bases}
+        )
         found.discard(None)
     if not found:
-        found = {fw for fw in ("tensorflow", "jax") if fw in sys.modules}
+        imported = {"tensorflow": "tensorflow", "jax": "jax", "torch_xla": "torch_xla"}
+        found = {fw for module, fw in imported.items() if module in sys.modules}
     return str(found.pop()) if len(found) == 1 else None
 
 
@@ -175,7 +219,25 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
     after = dump / f"{stem}.{_file_platform(captured.platform)}_after_optimizations.txt"
     before.write_text(captured.before, encoding="utf-8")
     after.write_text(captured.after, encoding="utf-8")
+    for path, proto in ((before, captured.before_proto), (after, captured.after_proto)):
+        if proto is not None:  # beside the text, where `runs` looks for its stack frames
+            path.with_name(path.name[: -len(".txt")] + ".hlo.pb").write_bytes(proto)
     info = framework_info()
+    key = f"0000.{module_name}"
+    compiles = (replace(captured.compile, module=key),) if captured.compile else ()
+    notes = (
+        ()
+        if compiles
+        else (
+            "TensorFlow reports XLA's compile time only in its log, not to the process: "
+            "`hloscope dump` records it",
+        )
+        if captured.framework == "tensorflow"
+        else (
+            f"{'torch_xla' if captured.framework == 'torch_xla' else 'JAX'} compiled nothing "
+            "here: this process had compiled the function before",
+        )
+    )
     manifest = RunManifest(
         source="inspect",
         function=getattr(fn, "__qualname__", None) or type(fn).__name__,
@@ -186,9 +248,11 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
         device=detect_device(captured.platform, info["devices"]),
         devices=tuple(info["devices"]),
         dump_dir=_DUMP_SUBDIR,
+        compiles=compiles,
+        compile_notes=notes,
         modules=(
             ModuleEntry(
-                key=f"0000.{module_name}",
+                key=key,
                 name=module_name,
                 id="0000",
                 platform=captured.platform,

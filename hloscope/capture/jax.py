@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hloscope.capture.compile_watch import JAX_PHASES
 from hloscope.capture.inprocess import Captured
 from hloscope.errors import MissingDependencyError
+from hloscope.manifest import Compile
 
 __all__ = ["capture"]
 
@@ -30,10 +32,30 @@ def capture(fn: Callable[..., Any], args: Sequence[Any]) -> Captured:
     except ImportError:
         raise MissingDependencyError("JAX is not installed; pip install 'hloscope[jax]'") from None
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
-    lowered = jitted.lower(*args)
-    before = lowered.as_text("hlo")
-    after = lowered.compile().as_text()
-    return Captured(framework="jax", before=before, after=after, platform=_platform(jax))
+    phases: dict[str, float] = {}
+    names: list[str] = []
+
+    def listen(event: str, duration_secs: float, **kwargs: str | int) -> None:
+        phase = JAX_PHASES.get(event)
+        if phase is not None:  # what lower() and compile() below cost, as JAX times it
+            phases[phase] = phases.get(phase, 0.0) + duration_secs
+            if phase != "trace":
+                names.append(str(kwargs.get("fun_name", "")))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        lowered = jitted.lower(*args)
+        before = lowered.as_text("hlo")
+        after = lowered.compile().as_text()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    compiled = None
+    if "compile" in phases:
+        name = names[-1] if names else "jit"
+        compiled = Compile("jax", name, sum(phases.values()), phases)
+    return Captured(
+        framework="jax", before=before, after=after, platform=_platform(jax), compile=compiled
+    )
 
 
 def _platform(jax: Any) -> str:

@@ -4,7 +4,8 @@ the script itself starts using the framework, and stopped when the script ends.
 Nothing is decided before the script runs and nothing is imported on its behalf: the
 dump child bootstrap installs a `Profiling` before the script, which watches the
 script's own imports. TensorFlow's profiler starts when the script's import of
-TensorFlow completes; JAX's at JAX's first XLA compile (JAX starts its backends then,
+TensorFlow completes, PyTorch/XLA's (`torch_xla.debug.profiler`) when its import of
+torch_xla does; JAX's at JAX's first XLA compile (JAX starts its backends then,
 and its profiler must not start them earlier: `jax.distributed.initialize` and platform
 settings come after `import jax`). So Keras 3 profiles whichever backend
 `KERAS_BACKEND` or keras.json chose, and a script that only imports the other framework
@@ -32,9 +33,17 @@ from typing import Any
 
 __all__ = ["COMPILES_FILE", "FRAMEWORKS", "Profiling", "keras_backend", "normalize_framework"]
 
-FRAMEWORKS = ("tensorflow", "jax")
+FRAMEWORKS = ("tensorflow", "jax", "torch_xla")
 COMPILES_FILE = "compiles.json"
-_ALIASES = {"tf": "tensorflow", "tensorflow": "tensorflow", "jax": "jax"}
+_ALIASES = {
+    "tf": "tensorflow",
+    "tensorflow": "tensorflow",
+    "jax": "jax",
+    "torch": "torch_xla",
+    "torch_xla": "torch_xla",
+    "torch-xla": "torch_xla",
+    "pytorch": "torch_xla",
+}
 # JAX records these right after lowering a jitted function and after compiling it
 # (`jax._src.dispatch`); the first one heard starts JAX's profiler.
 _JAX_COMPILE_EVENTS = (
@@ -44,14 +53,16 @@ _JAX_COMPILE_EVENTS = (
 
 
 def normalize_framework(framework: str) -> str:
-    """`tf`/`tensorflow` -> `tensorflow`, `jax` -> `jax`.
+    """`tf`/`tensorflow` -> `tensorflow`, `jax` -> `jax`, `torch`/`torch_xla` -> `torch_xla`.
 
     Raises:
         ValueError: Any other name.
     """
     name = _ALIASES.get(framework.strip().lower())
     if name is None:
-        raise ValueError(f"unknown framework {framework!r}; expected 'tensorflow' or 'jax'")
+        raise ValueError(
+            f"unknown framework {framework!r}; expected 'tensorflow', 'jax' or 'torch_xla'"
+        )
     return name
 
 
@@ -161,8 +172,8 @@ class Profiling:
             self._imported(name)
 
     def _imported(self, name: str) -> None:
-        if name == "tensorflow":
-            self._start("tensorflow", "import")
+        if name in ("tensorflow", "torch_xla"):
+            self._start(name, "import")
             return
         try:
             import jax.monitoring
@@ -185,8 +196,7 @@ class Profiling:
             logdir = self.logdir / framework
             try:
                 logdir.mkdir(parents=True, exist_ok=True)
-                start = _start_tensorflow if framework == "tensorflow" else _start_jax
-                self._sessions[framework] = start(logdir, self.python_trace)
+                self._sessions[framework] = _STARTS[framework](logdir, self.python_trace)
             except Exception as e:
                 self._failed(framework, "start", e)
                 return
@@ -205,8 +215,7 @@ class Profiling:
             self._finder = None
             for framework in list(self.started):
                 try:
-                    stop = _stop_tensorflow if framework == "tensorflow" else _stop_jax
-                    stop(self._sessions.pop(framework), self.logdir / framework)
+                    _STOPS[framework](self._sessions.pop(framework), self.logdir / framework)
                     if framework == "jax":
                         _write_compiles(self.logdir / framework, self.compiles)
                 except Exception as e:
@@ -228,11 +237,19 @@ def _write_compiles(logdir: Path, compiles: Sequence[tuple[str, float]]) -> None
 
 
 def _start_tensorflow(logdir: Path, python_trace: bool) -> None:
+    """TensorFlow's profiler with its default options (host tracer level 2, device 1, no
+    Python tracer), passed as none: TensorFlow's binding hands every option it is given
+    to XLA's `GetRemoteSessionManagerOptionsLocked` in a form that fails its type check
+    (`session_manager.cc`: "host_tracer_level expects an i value", one warning each, the
+    option ignored), so options would only print warnings. `--python-trace` is asked for
+    all the same: where a TensorFlow takes it, it applies."""
     import tensorflow as tf
 
-    options = tf.profiler.experimental.ProfilerOptions(
-        host_tracer_level=2, python_tracer_level=1 if python_trace else 0, device_tracer_level=1
-    )
+    options = None
+    if python_trace:
+        options = tf.profiler.experimental.ProfilerOptions(
+            host_tracer_level=2, python_tracer_level=1, device_tracer_level=1, delay_ms=0
+        )
     tf.profiler.experimental.start(str(logdir), options=options)
 
 
@@ -273,3 +290,29 @@ def _stop_jax(session: Any, logdir: Path) -> None:
     folder = logdir / "plugins" / "profile" / f"{_dt.datetime.now():%Y_%m_%d_%H_%M_%S}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{host}.xplane.pb").write_bytes(bytes(data))
+
+
+def _start_torch_xla(logdir: Path, python_trace: bool) -> None:
+    """torch_xla's profiler session (its host tracer and PJRT's: the CPU thunks, GPU
+    kernels); it has no Python tracer to turn on or off."""
+    import torch_xla.debug.profiler as xp
+
+    xp.start_trace(str(logdir))
+
+
+def _stop_torch_xla(session: None, logdir: Path) -> None:
+    import torch_xla.debug.profiler as xp
+
+    xp.stop_trace()  # writes <logdir>/plugins/profile/<time>/<host>.xplane.pb
+
+
+_STARTS: dict[str, Callable[[Path, bool], Any]] = {
+    "tensorflow": _start_tensorflow,
+    "jax": _start_jax,
+    "torch_xla": _start_torch_xla,
+}
+_STOPS: dict[str, Callable[[Any, Path], None]] = {
+    "tensorflow": _stop_tensorflow,
+    "jax": _stop_jax,
+    "torch_xla": _stop_torch_xla,
+}

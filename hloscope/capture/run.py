@@ -32,9 +32,14 @@ from hloscope.capture.child import (
     std_sink,
     wait_child,
 )
+from hloscope.capture.compile_watch import tf_vmodule
+from hloscope.capture.compiles import record_compiles
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
 from hloscope.capture.flags import merge_xla_flags
 from hloscope.capture.folder import choose_run_dir, release_run_dir
+from hloscope.capture.passes import pass_environ
+from hloscope.capture.tf_graphs import GRAPHS_SUBDIR, graph_dump_env, keep_read_stage
+from hloscope.capture.torch_xla_hooks import FOLDER as TORCH_XLA_FOLDER
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
 from hloscope.runs import Run, load_run
@@ -62,7 +67,7 @@ PROFILE_SUBDIR = "profile"
 PROFILE_ENV = "HLOSCOPE_PROFILE"
 # What a run folder holds that hloscope wrote: all `--force` removes. The caches
 # (`hloscope.store`): timings computed from the profile, `report --json` documents.
-_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR)
+_OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR, TORCH_XLA_FOLDER)
 _OWN_FILES = (
     MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE,
     REPORT_CACHE,
@@ -103,6 +108,10 @@ class DumpPlan:
             and the executions to keep after them (`max_executions`); None otherwise.
         made: Folders `plan_dump` created (the default run folder, claimed atomically,
             and `hloscope-runs/` when it was new), removed again when nothing runs.
+        passes: With `--passes`: the regex of the passes after which XLA dumps the
+            module (`.*`: every pass that changed it); None otherwise.
+        env_notes: Settings of the user's environment that had to give way, one line
+            each (the logging variables `--passes` sets).
     """
 
     kind: str
@@ -120,6 +129,8 @@ class DumpPlan:
     replace: bool = False
     profile: Mapping[str, Any] | None = None
     made: tuple[Path, ...] = ()
+    passes: str | None = None
+    env_notes: tuple[str, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -201,6 +212,7 @@ def plan_dump(
     skip_first: int = 1,
     profile_steps: int | None = None,
     python_trace: bool = False,
+    passes: str | None = None,
 ) -> DumpPlan:
     """Check a dump request and decide the run folder and the child's environment.
 
@@ -221,6 +233,9 @@ def plan_dump(
         skip_first: With `profile`: executions of each module left out as warm-up.
         profile_steps: With `profile`: steady-state executions kept per module.
         python_trace: With `profile`: also record Python calls (`--python-trace`).
+        passes: Also dump the module after every pass whose name matches this regex
+            (`.*`: every pass that changed it) and log XLA's pass timings
+            (`--passes`, `--pass-re`); None: only before and after optimization.
 
     Returns:
         The plan; nothing is run yet. Without `out`, the run folder is created (empty)
@@ -244,19 +259,32 @@ def plan_dump(
         target = str(script)
         _check_script(Path(target), compile_it=python is None)
         kind, stem = "script", Path(target).stem
-    if module_re is not None:
+    for option, regex in (("--module", module_re), ("--pass-re", passes)):
+        if regex is None:
+            continue
         try:
-            re.compile(module_re)
+            re.compile(regex)
         except re.error as e:
-            raise UsageError(f"--module {module_re!r}: not a valid regex ({e})") from None
+            raise UsageError(f"{option} {regex!r}: not a valid regex ({e})") from None
     env = os.environ if environ is None else environ
     cwd = Path.cwd()
     run_dir, replace, made = choose_run_dir(out, stem, force, now or _dt.datetime.now())
     run_dir = run_dir if run_dir.is_absolute() else cwd / run_dir
     made = tuple(p if p.is_absolute() else cwd / p for p in made)
     dump_dir = run_dir / DUMP_SUBDIR
-    flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re)
-    env_set = {"XLA_FLAGS": flags.value, "PYTHONUNBUFFERED": "1"}
+    flags = merge_xla_flags(env.get("XLA_FLAGS"), dump_dir, module_re, passes)
+    env_set = {
+        "XLA_FLAGS": flags.value,
+        "PYTHONUNBUFFERED": "1",
+        # TensorFlow logs each XLA compile and its time (`capture.compiles` reads it)
+        "TF_CPP_VMODULE": tf_vmodule(env.get("TF_CPP_VMODULE")),
+    }
+    env_set.update(graph_dump_env(env, run_dir))  # what TensorFlow auto-clusters
+    env_notes: tuple[str, ...] = ()
+    if passes is not None:
+        # on top of what is set above: TensorFlow's compile log keeps its module
+        logging, env_notes = pass_environ({**env, **env_set})
+        env_set.update(logging)
     profile_plan = None
     if profile:
         try:
@@ -290,6 +318,8 @@ def plan_dump(
         replace=replace,
         profile=profile_plan,
         made=made,
+        passes=passes,
+        env_notes=env_notes,
     )
 
 
@@ -412,6 +442,7 @@ def run_dump(
     interrupted = stopped_by is not None
     exit_code = returncode if returncode >= 0 else 128 - returncode
     child = _read_child_report(report_path)
+    keep_read_stage(plan.run_dir / GRAPHS_SUBDIR)
     if child.get("error") == "module-not-found":
         if not plan.replace:  # nothing ran: leave no empty run folder behind
             shutil.rmtree(plan.run_dir, ignore_errors=True)
@@ -430,21 +461,31 @@ def run_dump(
     platform = detect_platform(run.modules, devices)
     if log_errors:  # the script's output was not all saved: the run is not whole
         status, stopped_by = "failed", "; ".join(log_errors)
+    compiles, compile_notes = record_compiles(child, plan.run_dir / STDERR_LOG, run.modules)
+    watched = child.get("compiles")
+    used = watched.get("used") if isinstance(watched, dict) else None
+    used = [str(u) for u in used] if isinstance(used, list) else []
+    if any(c.framework == "tensorflow" for c in compiles):
+        used.append("tensorflow")
     manifest = manifest.updated(
+        env=_env_set(plan, child),
         status=status,
         exit_code=exit_code,
         interrupted=interrupted,
         stopped_by=stopped_by,
         wall_time_s=round(wall, 3),
-        framework=framework_of_run(versions, run.modules),
+        framework=framework_of_run(versions, run.modules, used),
         versions=versions,
         platform=platform,
         device=detect_device(platform, devices),
         devices=tuple(devices),
+        framework_env=_text_map(child.get("environment")),
         exception=child.get("exception"),
         xla_errors=xla_errors,
         modules=tuple(_module_entry(m, plan.run_dir) for m in run.modules),
         profile=_profile_outcome(plan.profile, child, run.modules),
+        compiles=compiles,
+        compile_notes=compile_notes,
     )
     _write_manifest(plan.run_dir, manifest)
     if log_errors:
@@ -585,6 +626,15 @@ def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
 # After the run
 
 
+def _env_set(plan: DumpPlan, child: Mapping[str, Any]) -> dict[str, str]:
+    """What hloscope set for the script: the plan's variables, and those the child set
+    as the script imported torch_xla (`torch_xla_hooks`), which win."""
+    torch_xla = child.get("torch_xla")
+    found = torch_xla.get("env") if isinstance(torch_xla, dict) else None
+    extra = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+    return {**plan.env_set, **extra}
+
+
 def _status(child: Mapping[str, Any], run: Run, exit_code: int, interrupted: bool) -> str:
     if interrupted or exit_code == _EXIT_INTERRUPTED:
         return "interrupted"
@@ -652,6 +702,13 @@ def _base_manifest(plan: DumpPlan, started_at: _dt.datetime) -> RunManifest:
         logs={"stdout": STDOUT_LOG, "stderr": STDERR_LOG},
         profile=dict(plan.profile) if plan.profile is not None else None,
     )
+
+
+def _text_map(value: Any) -> dict[str, str]:
+    """The child's name -> text mapping (its environment), anything else left out."""
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _module_entry(module: Any, run_dir: Path) -> ModuleEntry:

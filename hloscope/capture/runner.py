@@ -1,13 +1,17 @@
 """The bootstrap `hloscope dump` runs in the child process, in front of the user's script.
 
 It runs the script (or `-m` module) with `runpy` exactly as `python` would, then writes a
-small JSON report: which of TensorFlow, JAX and jaxlib were imported, their versions, the
-devices they saw, the exit status and the end of the traceback. It is run by path with
-any Python (`--python`), so it imports nothing from hloscope and only the standard
-library; it never imports a framework the script did not import itself. With
+small JSON report: which of TensorFlow, JAX, jaxlib, torch and torch_xla were imported,
+their versions, the devices they saw, the exit status and the end of the traceback. It is
+run by path with any Python (`--python`), so it imports nothing from hloscope and only the standard
+library; it never imports a framework the script did not import itself. It always loads
+the compile watch (`compile_watch.py` beside it, standard library only) by path, which
+hears each framework's compile events as the script uses it. With
 `hloscope dump --profile` (the `HLOSCOPE_PROFILE` variable), it loads the profiler hooks
 (`profiler.py` beside it, standard library only) by path; they start the profiler of
-each framework as the script starts using it, and the report says which ran.
+each framework as the script starts using it, and the report says which ran. The
+PyTorch/XLA hooks (`torch_xla_hooks.py` beside it, loaded the same way) set torch_xla's
+debug variables as the script imports torch_xla, and keep its metrics at the end.
 
 Usage: python runner.py REPORT.json (script PATH | module NAME) [ARGS...]
 """
@@ -32,7 +36,7 @@ import signal
 import traceback
 from typing import Any
 
-FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib", "flax", "numpy")
+FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib", "flax", "numpy", "torch", "torch_xla")
 TRACEBACK_LINES = 12
 EXIT_MODULE_NOT_FOUND = 2
 EXIT_INTERRUPTED = 130
@@ -54,12 +58,39 @@ def framework_info() -> dict[str, Any]:
         devices += _jax_devices()
     if "tensorflow" in sys.modules:
         devices += _tf_devices()
+    if "torch_xla" in sys.modules:
+        devices += _torch_xla_devices()
     return {
         "versions": versions,
         "devices": devices,
+        "environment": framework_env(),
         "executable": sys.executable,
         "machine": platform.machine(),
         "system": platform.system(),
+    }
+
+
+# Environment variables that steer XLA and the frameworks, recorded as the script left
+# them (a script may set XLA_FLAGS or TF_XLA_FLAGS itself before importing a framework).
+ENV_PREFIXES = ("XLA_", "TF_", "JAX_", "KERAS_", "PJRT_", "TPU_", "LIBTPU_", "NCCL_", "PT_XLA")
+ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE")
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "API_KEY")
+# Terraform's variables share the TF_ prefix; they say nothing about TensorFlow.
+_TERRAFORM = (
+    "TF_CLI_", "TF_VAR_", "TF_LOG", "TF_INPUT", "TF_DATA_DIR", "TF_WORKSPACE",
+    "TF_IN_AUTOMATION", "TF_REGISTRY_", "TF_PLUGIN_", "TF_TOKEN_", "TF_APPEND_USER_AGENT",
+    "TF_IGNORE", "TF_STATE_",
+)  # fmt: skip
+
+
+def framework_env() -> dict[str, str]:
+    """The XLA- and framework-related environment variables this process has now."""
+    return {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if (name.startswith(ENV_PREFIXES) or name in ENV_NAMES)
+        and not name.startswith(_TERRAFORM)
+        and not any(word in name.upper() for word in _SECRET_WORDS)
     }
 
 
@@ -110,6 +141,30 @@ def _tf_devices() -> list[dict[str, Any]]:
         return []
 
 
+def _torch_xla_devices() -> list[dict[str, Any]]:
+    """The devices of torch_xla's PJRT runtime (`CPU:0`, `CUDA:0`), asked only when the
+    runtime is already up (asking would start it)."""
+    try:
+        xlac = sys.modules["torch_xla"]._XLAC
+        if not xlac._xla_runtime_is_initialized():
+            return []
+        out = []
+        for i, name in enumerate(xlac._xla_get_all_devices()):
+            hw = str(name).split(":", 1)[0]
+            out.append(
+                {
+                    "framework": "torch_xla",
+                    "platform": hw.lower(),
+                    "kind": hw,
+                    "id": i,
+                    "name": str(name),
+                }
+            )
+        return out
+    except Exception:
+        return []
+
+
 def _str_or_none(value: object) -> str | None:
     return None if value is None else str(value)
 
@@ -124,6 +179,34 @@ def _user_traceback(exc: BaseException) -> list[str]:
     ):
         tb = tb.tb_next
     return traceback.format_exception(type(exc), exc, tb)
+
+
+def _start_compile_watch(report: dict[str, Any]) -> Any:
+    """The compile watch (`compile_watch.py` beside this file), watching the script's
+    imports; None, with the reason in the report, when it cannot be set up."""
+    try:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_watch.py")
+        spec = importlib.util.spec_from_file_location("_hloscope_compile_watch", path)
+        assert spec is not None and spec.loader is not None
+        hooks = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hooks)
+        watch = hooks.CompileWatch()
+        watch.install()
+        return watch
+    except Exception as e:
+        report["compile_watch_error"] = f"{type(e).__name__}: {e}"
+        return None
+
+
+def _stop_compile_watch(watch: Any, report: dict[str, Any]) -> None:
+    if watch is None:
+        return
+    try:
+        report["compiles"] = watch.stop()
+    except Exception as e:
+        report["compile_watch_error"] = f"{type(e).__name__}: {e}"
 
 
 def _start_profiler(report: dict[str, Any]) -> Any:
@@ -158,6 +241,41 @@ def _start_profiler(report: dict[str, Any]) -> Any:
         return None
 
 
+def _load_sibling(name: str) -> Any:
+    """Load a standard-library module that lies beside this file, by path."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    spec = importlib.util.spec_from_file_location(f"_hloscope_{name[:-3]}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _start_torch_xla(report_path: str, report: dict[str, Any]) -> Any:
+    """The PyTorch/XLA hooks, watching for the script's import of torch_xla; None when
+    they cannot be set up (reported; the script runs as it would)."""
+    try:
+        hooks = _load_sibling("torch_xla_hooks.py").TorchXla(os.path.dirname(report_path))
+        hooks.install()
+        return hooks
+    except Exception as e:
+        report["torch_xla_error"] = f"{type(e).__name__}: {e}"
+        return None
+
+
+def _stop_torch_xla(hooks: Any, report: dict[str, Any]) -> None:
+    if hooks is None:
+        return
+    try:
+        found = hooks.finish()
+    except Exception as e:
+        found = {"error": f"{type(e).__name__}: {e}"}
+    if found is not None:
+        report["torch_xla"] = found
+
+
 def _stop_profiler(profiling: Any, report: dict[str, Any]) -> None:
     if profiling is None:
         return
@@ -176,7 +294,9 @@ def main(argv: list[str]) -> int:
     report_path, kind, target, *args = argv
     report: dict[str, Any] = {"kind": kind, "target": target}
     status = 0
+    watch = _start_compile_watch(report)
     profiler = _start_profiler(report)
+    torch_xla = _start_torch_xla(report_path, report)
     # hloscope runs this in a process group of its own and forwards Ctrl-C as SIGINT;
     # make sure it is heard even when hloscope itself was started with SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -225,6 +345,8 @@ def main(argv: list[str]) -> int:
         status = 1
     finally:
         _stop_profiler(profiler, report)
+        _stop_compile_watch(watch, report)
+        _stop_torch_xla(torch_xla, report)
         sys.stdout.flush()
         sys.stderr.flush()
         report["exit_code"] = status

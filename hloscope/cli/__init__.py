@@ -15,6 +15,7 @@ from hloscope.cli.app import app, main
 # isort: off
 from hloscope.cli import capture  # noqa: F401
 from hloscope.cli import inspect  # noqa: F401
+from hloscope.cli import passes  # noqa: F401
 from hloscope.cli import timing  # noqa: F401
 from hloscope.cli import compare  # noqa: F401
 # isort: on

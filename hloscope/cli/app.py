@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import inspect
 import itertools
 import sys
 from collections.abc import Callable
@@ -24,13 +25,73 @@ import typer
 
 from hloscope.errors import HloscopeError
 
+
+def _reflow(text: str | None) -> str | None:
+    """Help text written for the terminal: each paragraph one line for the terminal to
+    wrap (docstrings are wrapped for the source file, and rich keeps their line breaks),
+    list items and indented lines kept on lines of their own, and square brackets shown
+    rather than read as rich markup (`[default: ...]` would vanish)."""
+    if text is None:
+        return None
+    from rich.markup import escape
+
+    paragraphs = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        lines: list[str] = []
+        for line in para.split("\n"):
+            if lines and not line.startswith(("- ", "* ", " ")):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return escape("\n\n".join(paragraphs))
+
+
+def _for_terminal(command: Any) -> None:
+    """A command's help and its options' as the terminal shows them (`_reflow`); flags
+    show no `<bool>` type, as they take no value."""
+    command.help = _reflow(command.help)
+    for param in command.params:
+        if getattr(param, "help", None):
+            param.help = _reflow(param.help)
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    get_help_option = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:
+        option = get_help_option(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+
+
+class _Group(typer.core.TyperGroup):
+    """The `hloscope` command group, its help and each command's fitted to the terminal."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _for_terminal(self)
+        for command in self.commands.values():
+            _for_terminal(command)
+
+
+def _epilog() -> str:
+    from hloscope.render.glossary import glossary_text
+
+    return 'Words used throughout (README.md, "Words"):\n\n' + glossary_text()
+
+
 app = typer.Typer(
     name="hloscope",
+    cls=_Group,
     help=(
         "See what the XLA compiler fused. Run a TensorFlow or JAX script under XLA's dump "
         "flags, then count kernels before vs after optimization, find which source ops "
         "fused into which kernel, draw the fusions, and time them."
     ),
+    epilog=_epilog(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -147,10 +208,6 @@ def _escaped_text(text: Any) -> Any:
     return out
 
 
-def _print(renderable: Any) -> None:
-    _console().print(renderable)
-
-
 def _stdout_is_terminal() -> bool:
     try:
         return sys.stdout.isatty()
@@ -158,13 +215,33 @@ def _stdout_is_terminal() -> bool:
         return False
 
 
-def _print_records(renderable: Any) -> None:
-    """Print to a terminal as `_print` does; piped, never wrap or cut a line (rich would
-    wrap at 80 columns), so that each record stays one line for grep."""
+# What a piped output's lines are grouped to where hloscope groups them itself (cells of
+# a counts line); nothing piped is wrapped or cut.
+PIPE_WIDTH = 100
+
+
+def _width() -> int:
+    """The columns output is fitted to: the terminal's width, or `PIPE_WIDTH` piped."""
+    return _console().width if _stdout_is_terminal() else PIPE_WIDTH
+
+
+def _print(renderable: Any) -> None:
+    """Print to a terminal, fitted to its width; piped, never wrap or cut a line (rich
+    would wrap at 80 columns), so that each record stays one line for grep and diff."""
     if _stdout_is_terminal():
-        _print(renderable)
+        _console().print(renderable)
         return
-    _console(soft_wrap=True, width=100_000).print(renderable)
+    import io
+
+    console = _console(soft_wrap=True, width=100_000, file=io.StringIO())
+    console.print(renderable)
+    # rich pads every cell of a table's last column to its widest: not worth a diff line
+    text = console.file.getvalue()
+    sys.stdout.write("\n".join(line.rstrip() for line in text.split("\n")))
+
+
+_print_records = _print
+"""What commands that print one record per line call (`ops`, `report`): `_print`."""
 
 
 def _print_json(doc: Any) -> None:
@@ -189,7 +266,11 @@ StrictOption = Annotated[
 RunArgument = Annotated[
     Path,
     typer.Argument(
-        help="A run folder (from `hloscope dump`), a bare XLA dump folder, or one HLO file.",
+        help=(
+            "A run folder (from `hloscope dump`), a bare XLA dump folder, one HLO file, an "
+            "nsys-jax archive, or a profile (*.xplane.pb: the HLO it carries is the run)."
+        ),
+        metavar="RUN",
         show_default=False,
     ),
 ]
@@ -198,7 +279,9 @@ ModuleOption = Annotated[
     typer.Option(
         "--module",
         "-M",
-        help="Only this module (key, name, id or unique part of the key); repeatable.",
+        help="Only this module (key, name, id or unique part of the key), or one "
+        "compilation of a function compiled several times: NAME#N (compile order, from 0) or "
+        "NAME(SHAPE) (an input shape, e.g. 'jit_f(f32[8,16])'); repeatable.",
         show_default=False,
     ),
 ]

@@ -13,6 +13,7 @@ from hloscope.cli.app import (
     _print,
     _print_records,
     _stdout_is_terminal,
+    _width,
     app,
 )
 
@@ -92,15 +93,15 @@ def dump(
         typer.Option(
             "--profile",
             help="Also run the framework's profiler around the script (TensorFlow "
-            "tf.profiler, JAX jax.profiler) and keep the profile in the run: per-kernel "
-            "times in report, graph and the HTML page.",
+            "tf.profiler, JAX jax.profiler, torch_xla.debug.profiler) and keep the profile "
+            "in the run: per-kernel times in report, graph and the HTML page.",
         ),
     ] = False,
     framework: Annotated[
         str | None,
         typer.Option(
             "--framework",
-            help="tf or jax: with --profile, profile only this framework [default: the "
+            help="tf, jax or torch: with --profile, profile only this framework [default: the "
             "one the script imports and compiles with, decided while it runs].",
             show_default=False,
         ),
@@ -132,6 +133,25 @@ def dump(
             show_default=False,
         ),
     ] = None,
+    passes: Annotated[
+        bool,
+        typer.Option(
+            "--passes",
+            help="Also dump the module after every pass that changed it "
+            "(--xla_dump_hlo_pass_re=.*) and log XLA's time for every pass: `hloscope "
+            "passes RUN` tells the story. Big models write a lot (~125 MB for 96 layers).",
+        ),
+    ] = False,
+    pass_re: Annotated[
+        str | None,
+        typer.Option(
+            "--pass-re",
+            help="With or without --passes: dump only around passes whose name matches "
+            "(--xla_dump_hlo_pass_re; matching passes are dumped changed or not).",
+            metavar="REGEX",
+            show_default=False,
+        ),
+    ] = None,
     compare_unfused: Annotated[
         bool,
         typer.Option(
@@ -152,6 +172,7 @@ def dump(
 
     Example: hloscope dump samples/dense_relu.py -- --batch 32
              hloscope dump --profile samples/jax_mlp.py
+             hloscope dump --passes samples/dense_relu.py
     """
     from hloscope.analysis.report import analyze_run
     from hloscope.capture.run import plan_dump, run_dump
@@ -165,6 +186,7 @@ def dump(
         script = None
     if run_module is None and script is None:
         raise UsageError("give a script to run: hloscope dump SCRIPT.py [-- ARGS...]")
+    pass_regex = pass_re if pass_re is not None else (".*" if passes else None)
     plan_args: dict[str, Any] = dict(
         script=script,
         args=script_args,
@@ -186,6 +208,8 @@ def dump(
             *(["--skip-first", str(skip_first)] if profile and skip_first != 1 else []),
             *(["--profile-steps", str(profile_steps)] if profile_steps else []),
             *(["--python-trace"] if python_trace else []),
+            *(["--passes"] if passes and pass_re is None else []),
+            *(["--pass-re", pass_re] if pass_re is not None else []),
             *([script] if script else []),
             *(["--", *script_args] if script_args else []),
         ],
@@ -194,6 +218,7 @@ def dump(
         skip_first=skip_first,
         profile_steps=profile_steps,
         python_trace=python_trace,
+        passes=pass_regex,
     )
     plan = plan_dump(**plan_args)
     err = _console(stderr=True)
@@ -205,6 +230,8 @@ def dump(
             style="yellow",
             markup=False,
         )
+    for note in plan.env_notes:
+        err.print(f"hloscope: warning: {note}", style="yellow", markup=False, soft_wrap=True)
     with DumpProgress(plan, console=err, verbose=verbose) as progress:
         result = run_dump(
             plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
@@ -217,8 +244,23 @@ def dump(
             "that holds it, or install it in that Python)"
         )
     if result.run.modules:
+        from hloscope.analysis.compilations import run_compilations
+        from hloscope.render.compilations import compilations_summary
+
         full = not _stdout_is_terminal()  # piped: whole names, one line a module
-        _print_records(modules_table(analyze_run(result.run), show_all=show_all, full_names=full))
+        analysed = analyze_run(result.run)
+        _print_records(modules_table(analysed, show_all=show_all, full_names=full, width=_width()))
+        summary = compilations_summary(
+            run_compilations(result.run, analysed.modules), show_all=show_all
+        )
+        if summary is not None:  # recompiled functions and the JIT cold start
+            _print_records(summary)
+        from hloscope.analysis.torch_graphs import torch_xla_run
+        from hloscope.render.torch_xla import torch_xla_summary
+
+        torch_xla = torch_xla_run(result.run)
+        if torch_xla is not None:  # each graph's executions, ops that ran on the CPU
+            _print_records(torch_xla_summary(torch_xla))
     err.print(outcome(result), soft_wrap=True)
     if progress.hidden:
         err.print(
@@ -228,6 +270,8 @@ def dump(
             soft_wrap=True,
             markup=False,
         )
+    if plan.passes is not None:
+        _pass_dump_note(result, err)
     if compare_unfused and result.command_exit_code == 0:
         _dump_unfused(plan_args, result.run.path, err)
     raise typer.Exit(result.command_exit_code)
@@ -255,17 +299,45 @@ def _dump_unfused(plan_args: dict[str, Any], fused: Path, err: Any) -> None:
     _print(unfused_table(inspect_run(fused), inspect_run(result.run)))
 
 
+def _pass_dump_note(result: DumpResult, err: Any) -> None:
+    """How much `--passes` wrote, with a warning when it is a lot."""
+    from hloscope.capture.passes import pass_dump_size
+    from hloscope.render.format import fmt_bytes
+
+    size = pass_dump_size(result.plan.dump_dir)
+    if not size.files:
+        err.print(
+            "hloscope: --passes: XLA wrote no per-pass dumps (did the script compile?)",
+            style="yellow",
+            markup=False,
+        )
+        return
+    line = (
+        f"per-pass dumps: {size.files} files, {fmt_bytes(size.bytes)} in "
+        f"{result.plan.dump_dir}; `hloscope passes {result.run.path}` tells the story"
+    )
+    err.print(f"hloscope: {line}", markup=False, soft_wrap=True)
+    if size.big:
+        err.print(
+            "hloscope: warning: that is a lot of disk: dump fewer passes with --pass-re "
+            "REGEX or fewer modules with --module REGEX",
+            style="yellow",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
 def _capture_notes(result: DumpResult) -> list[str]:
     """What `--force` removed, and a profile that could not be recorded, one line each."""
     notes = []
     if result.removed:
-        notes.append(
-            f"--force: removed the earlier run's {', '.join(result.removed)} from "
-            f"{result.plan.run_dir}; other files there were kept"
+        notes.append(  # the folder is named by the run's last line
+            "--force: removed the earlier run's files (other files there were kept):\n  "
+            + ", ".join(result.removed)
         )
     profile = result.run.manifest.profile
     if profile is not None and not profile.get("profiled") and result.status == "ok":
-        wanted = profile.get("framework") or "JAX or TensorFlow"
+        wanted = profile.get("framework") or "JAX, TensorFlow or torch_xla"
         notes.append(
             f"warning: --profile recorded nothing: the script never compiled with {wanted} "
             "(JAX's profiler starts at its first compile, TensorFlow's when it is imported)"

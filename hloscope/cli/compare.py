@@ -73,10 +73,12 @@ def diff(
         bool, typer.Option("--all", help="Also show JAX's trivial helper modules.")
     ] = False,
 ) -> None:
-    """What changed between two runs of the same program: per module, instructions,
-    kernels by kind, launches, ops per kernel and kernel time, A vs B; which kernels
-    split, merged, appeared, disappeared or changed kind (matched by the source ops they
-    hold, not by XLA's names); and which source ops stopped or started fusing.
+    """What changed between two runs of the same program, module by module.
+
+    Per module: instructions, kernels by kind, launches, HLO ops per kernel and kernel
+    time, A vs B; which kernels split, merged, appeared, disappeared or changed kind
+    (matched by the source ops they hold, not by XLA's names); and which source ops
+    stopped or started fusing.
 
     Modules pair by name (numeric suffixes and TensorFlow's hashes ignored), else by
     structure. Kernel changes are ordered by time where both runs were profiled, else by
@@ -147,17 +149,20 @@ def check(
         float | None,
         typer.Option(
             "--min-ops-per-kernel",
-            help="Fewest ops (before optimization) per kernel (after).",
+            help="Fewest HLO ops (before optimization) per kernel (after).",
             min=0.0,
             metavar="X",
         ),
     ] = None,
 ) -> None:
-    """Hold a run to a fusion budget, for CI: exit 1 with one line naming the module, the
-    metric, its value and the budget when a non-trivial module (or each --module) has
-    more kernels or launches, or fewer ops per kernel, than allowed.
+    """Hold a run to a fusion budget, for CI.
 
-    Exit codes: 0 within budget, 1 budget exceeded, 2 usage error.
+    Exit 1 with one line naming the module, the metric, its value and the budget when a
+    non-trivial module (or each --module) has more kernels or launches per execution,
+    or fewer HLO ops per kernel, than allowed.
+
+    A run whose script failed (or compiled nothing) fails the check: exit 1 with its
+    error. Exit codes: 0 within budget, 1 budget exceeded or run failed, 2 usage error.
 
     Example: hloscope check runs/latest --max-kernels 12 --min-ops-per-kernel 4
     """
@@ -170,7 +175,15 @@ def check(
         raise UsageError(
             "give at least one budget: --max-kernels N, --max-launches N or --min-ops-per-kernel X"
         )
-    inspection = inspect_run(run, module or (), timings=False, bench=False)
+    from hloscope.render.compilations import run_outcome
+    from hloscope.runs import load_run
+
+    loaded = load_run(run)
+    failure = run_outcome(loaded.manifest)
+    if failure is not None:  # a run that failed fails the check, whatever it dumped
+        _echo(f"hloscope: {loaded.manifest.script or run}: {failure}", err=True)
+        raise typer.Exit(1)
+    inspection = inspect_run(loaded, module or (), timings=False, bench=False)
     checked = select_checked(inspection.report, selected=bool(module))
     violations = check_run(checked, budget)
     if violations:

@@ -22,8 +22,8 @@ from hloscope.cli.app import (
     _json_text,
     _print,
     _print_json,
-    _print_records,
     _stdout_is_terminal,
+    _width,
     app,
 )
 
@@ -73,10 +73,15 @@ def report(
         ),
     ] = None,
 ) -> None:
-    """What XLA fused, per module: instructions before → after, kernels by kind,
-    launches per execution, ops per kernel, the biggest unfused ops, and the source lines
-    that produce the most kernels; then bytes, FLOPs and XLA's planned peak memory, and,
-    for a profiled run, the kernels furthest below the device's roofline.
+    """What XLA fused, module by module: counts, kernels, loops, time, cost and memory.
+
+    Each module is one section, in a fixed order: instructions before → after, HLO ops
+    before → kernels after, fusions, launches per execution, HLO ops per kernel, ops and
+    ops alone; kernels by kind; loops with their trip counts; the biggest unfused ops
+    and the source lines that produce the most kernels; for a profiled run its timing
+    and kernel times (each kernel named with the ops it holds); bytes and FLOPs per
+    execution, XLA's planned peak memory, and the kernels furthest below the device's
+    roofline. Words as `hloscope --help` defines them.
 
     Reads a run again without re-running the model. `--json` prints the stable schema
     documented in README.md (for CI scripts). `--html report.html` writes one file that
@@ -89,7 +94,7 @@ def report(
         return
     from hloscope.inspection import inspect_run
 
-    inspection = inspect_run(run, module or (), sources=html is not None)
+    inspection = inspect_run(run, module or (), sources=html is not None, passes=html is not None)
     for line in _warnings(inspection):
         _echo(line, err=True)
     peaks = _peaks(inspection, peak_bandwidth, peak_flops)
@@ -113,12 +118,11 @@ def report(
         shown = inspection.report.modules if show_all else inspection.report.main
         sys.stdout.write(tsv(MODULE_COLUMNS, (module_row(m) for m in shown)))
         return
-    from hloscope.render.roofline import cost_view
     from hloscope.render.text import report_view
 
     full = not _stdout_is_terminal()
-    _print_records(report_view(inspection, show_all=show_all, full_names=full))
-    _print_records(cost_view(inspection, peaks, show_all=show_all))
+    view = report_view(inspection, show_all=show_all, full_names=full, peaks=peaks, width=_width())
+    _print(view)
 
 
 def _report_json(
@@ -190,27 +194,66 @@ def ops(
             "--unfused", help="Only ops that run as a kernel of their own, biggest first."
         ),
     ] = False,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel",
+            help="Only the ops this kernel holds: its HLO name, as timing tables, the "
+            "roofline and graphs print it (e.g. fusion.3).",
+            metavar="NAME",
+            show_default=False,
+        ),
+    ] = None,
     json: JsonOption = False,
     fmt: FormatOption = "text",
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history",
+            help="Also say which compiler pass made each op's kernel, and where an op that "
+            "runs alone left a fusion (needs `hloscope dump --passes`; see `hloscope passes`).",
+        ),
+    ] = False,
 ) -> None:
-    """Where did each of my ops go? One line per source op: the kernel it fused into and
-    with which other ops, or that it runs alone (and the evidence why), or that
-    optimization removed it.
+    """Where did each of my ops go, and what does each kernel hold?
+
+    One line per source op: the kernel it fused into and with which other ops, or that
+    it runs alone (and the evidence why), or that optimization removed it.
+
+    `--kernel NAME` turns it around: what a kernel holds, its HLO ops and the source
+    ops whose work it does. `--op` given a kernel's name does the same.
 
     Example: `hloscope ops RUN --op Relu` answers "did my Relu fuse with the MatMul?";
-    `hloscope ops RUN --unfused` lists the ops that did not fuse, by bytes moved.
+    `hloscope ops RUN --unfused` lists the ops that did not fuse, by bytes moved;
+    `hloscope ops RUN --kernel fusion.3` what the kernel fusion.3 runs.
     """
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), timings=False, bench=False)
+    _say_outcome(inspection)
     shown = [m for m in (inspection.modules if module else inspection.main) if m.provenance]
-    selected = [(m, m.placements(op, unfused=unfused)) for m in shown]
+    if kernel is None and op is not None and _kernel_named(shown, op) and not _any_op(shown, op):
+        _echo(f"hloscope: --op {op!r} names no op but a kernel: what it holds (--kernel)", err=True)
+        kernel, op = op, None
+    if kernel is not None:
+        shown = _holding(shown, kernel, run)
+        kernel = _kernel_in(shown[0], kernel) or kernel
+    selected = [(m, m.placements(op, unfused=unfused, kernel=kernel)) for m in shown]
+    stories = _stories(inspection, shown) if history else {}
     if json:
         from hloscope.render.json import placement_doc
+        from hloscope.render.passes import op_history_doc
+
+        def doc(m: Any, p: Any) -> dict[str, Any]:
+            d = placement_doc(p)
+            if m.key in stories:
+                d["history"] = op_history_doc(p, stories[m.key])
+            return d
 
         _print_json(
             [
-                {"module": m.key, "name": m.name, "ops": [placement_doc(p) for p in ps]}
+                {"module": m.key, "name": m.name, "ops": [doc(m, p) for p in ps]}
+                | ({"kernel": _kernel_doc(m, kernel)} if kernel is not None else {})
                 for m, ps in selected
             ]
         )
@@ -236,25 +279,114 @@ def ops(
     for m, placements in selected:
         assert m.after is not None
         kinds = {k.name: k.kind for k in m.after.kernels}
-        _print_records(
+        _print(
             Text.assemble(
                 ("── ", "dim"), module_heading(m), (f"  {counted(len(placements), 'op')}", "dim")
             )
         )
+        if kernel is not None:
+            from hloscope.render.text import kernel_line
+
+            _print(kernel_line(m, kernel))
         if not placements:
             what = "runs alone" if unfused else f"matches {op!r}" if op else "in this module"
-            _print_records(Text(f"no source op {what}", style="dim"))
+            if kernel is not None:
+                what = f"of {kernel}" + (f" {what}" if op or unfused else "")
+            _print(Text(f"no source op {what}", style="dim"))
         note = no_user_frames(placements)
         if note is not None:
-            _print_records(note)
+            _print(note)
         # On a terminal names are cut to fit, keeping different names different; piped,
         # they print in full, one op per line, for grep.
         labels = [p.op.label for p in placements]
         others = [o for p in placements for o in p.shares_with]
         names = short_names([*labels, *others], 56) if terminal else {}
         width = min(40, max((len(names.get(x, x)) for x in labels), default=0))
+        story = stories.get(m.key)
         for p in placements:
-            _print_records(placement_line(p, kinds, width, names))
+            line = placement_line(p, kinds, width, names)
+            if story is not None:
+                from hloscope.render.passes import op_history_text
+
+                told = op_history_text(p, story)
+                if told:
+                    line.append(f"  ⟨{told}⟩", style="dim")
+            _print(line)
+
+
+def _kernel_named(modules: list[Any], name: str) -> bool:
+    return any(_kernel_in(m, name) for m in modules)
+
+
+def _kernel_in(m: Any, name: str) -> str | None:
+    """The kernel of a module called `name`, or reported under it by the runtime (the
+    wrapped `all-to-all.3` of an async pair); None when it has none."""
+    if m.after is None:
+        return None
+    if name in m.after.kernel_of.values():
+        return name
+    found: str | None = m.after.kernel_of.get(name)
+    return found
+
+
+def _any_op(modules: list[Any], pattern: str) -> bool:
+    return any(m.provenance.find(pattern) for m in modules if m.provenance is not None)
+
+
+def _holding(modules: list[Any], kernel: str, run: Path) -> list[Any]:
+    """The modules that have a kernel of this name; a name no module has is an error
+    naming the closest kernels."""
+    found = [m for m in modules if _kernel_in(m, kernel) is not None]
+    if found:
+        return found
+    import difflib
+
+    from hloscope.errors import UsageError
+
+    names = sorted({k.name for m in modules if m.after is not None for k in m.after.kernels})
+    close = difflib.get_close_matches(kernel, names, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise UsageError(
+        f"--kernel {kernel!r}: no kernel of that name in {run}{hint} (kernels are named by "
+        "their HLO instruction, as the timing tables and `hloscope graph` print them)"
+    )
+
+
+def _kernel_doc(m: Any, name: str) -> dict[str, Any]:
+    """`ops --kernel --json`: the kernel itself, beside the ops it holds."""
+    k = next(k for k in m.after.kernels if k.name == name)
+    inferred = m.provenance.inferred.get(name) if m.provenance else None
+    return {
+        "name": k.name,
+        "kind": k.kind,
+        "launches": k.launches,
+        "hlo_ops": [i.opcode for i in k.ops],
+        "inferred": {"ops": list(inferred.ops), "how": inferred.how} if inferred else None,
+    }
+
+
+def _stories(inspection: Any, shown: list[Any]) -> dict[str, Any]:
+    """The pass stories of the shown modules that have per-pass dumps (`--history`)."""
+    from hloscope.analysis.passes import no_pass_dumps_hint, pass_stories
+    from hloscope.errors import UsageError
+    from hloscope.passes import pass_dumps
+
+    found = pass_dumps(inspection.run)
+    keys = [m.key for m in shown if m.key in found]
+    if not keys:
+        raise UsageError(no_pass_dumps_hint(inspection.run))
+    reports = {m.key: m for m in shown}
+    return {s.key: s for s in pass_stories(inspection.run, keys, reports=reports)}
+
+
+def _say_outcome(inspection: Any) -> None:
+    """A run that failed says so first, on stderr (stdout keeps its records)."""
+    from hloscope.render.compilations import run_outcome
+
+    outcome = run_outcome(inspection.run.manifest)
+    if outcome is not None:
+        n = len(inspection.run.modules)
+        _echo(f"hloscope: {outcome}; {n} module{'' if n == 1 else 's'} dumped", err=True)
 
 
 def _format(fmt: str) -> str:
@@ -275,7 +407,8 @@ def graph(
         typer.Option(
             "--module",
             "-M",
-            help="The module (key, name, id or unique part of the key); default: the biggest.",
+            help="The module (key, name, id or unique part of the key; one compilation of a "
+            "function compiled several times as NAME#N or NAME(SHAPE)); default: the biggest.",
             show_default=False,
         ),
     ] = None,
@@ -365,7 +498,7 @@ def graph(
     from hloscope.inspection import inspect_run
     from hloscope.render.diagram import module_diagram
     from hloscope.render.dot import render
-    from hloscope.render.format import short_name
+    from hloscope.render.format import counted, short_name
     from hloscope.runs import load_run
 
     if stage not in (None, "before", "after"):
@@ -399,9 +532,9 @@ def graph(
         kind = out.suffix or "(none)"
         raise UsageError(f"-o {out}: unknown picture type {kind}; use .svg, .png, .pdf or .dot")
     result = render(spec, out, fmt, timeout=timeout)
-    what = f"{len(spec.nodes)} nodes, {len(spec.edges)} edges"
+    what = f"{counted(len(spec.nodes), 'node')}, {counted(len(spec.edges), 'edge')}"
     if spec.collapsed:
-        what += f"; {spec.units} {spec.unit}s collapsed by name scope"
+        what += f"; {counted(spec.units, spec.unit)} collapsed by name scope"
     if result.out is not None:
         _echo(f"wrote {result.out} ({what}) and its DOT source {result.dot}")
     else:
@@ -445,7 +578,9 @@ def parse(
 def _graph_module(loaded: Any, pattern: str | None) -> Any:
     """The module to draw: the one asked for, else the biggest non-trivial one."""
     if pattern is not None:
-        return loaded.module(pattern)
+        from hloscope.analysis.compilations import find_module
+
+        return find_module(loaded, pattern)
     chosen = loaded.main()
     if len(loaded.modules) > 1:
         _echo(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -13,6 +13,8 @@ from hloscope.cli.app import (
     _echo,
     _print,
     _print_json,
+    _stdout_is_terminal,
+    _width,
     app,
 )
 
@@ -54,7 +56,7 @@ def profile(
         chosen = timings.module(module)
         key = next(k for k, m in timings.modules.items() if m is chosen)
     if json:
-        from hloscope.render.timing import profile_doc, timings_doc
+        from hloscope.render.timing_json import profile_doc, timings_doc
 
         if key is not None:
             _print_json(timings_doc(timings.modules[key]))
@@ -63,7 +65,28 @@ def profile(
         return
     from hloscope.render.timing import profile_table
 
-    _print(profile_table(timings, module=key, top=top))
+    width = _width() if _stdout_is_terminal() else None  # piped: whole names
+    _print(profile_table(timings, module=key, top=top, holds=_holds(path, timings), width=width))
+
+
+def _holds(path: Path, timings: Any) -> dict[str, dict[str, str]]:
+    """What each kernel holds, by the profile's module key, where the path holds the
+    HLO too (a run folder, a profile carrying it); else nothing."""
+    from hloscope.errors import HloscopeError
+    from hloscope.inspection import inspect_run
+    from hloscope.render.holds import kernel_holds
+
+    try:
+        inspection = inspect_run(path, timings=False, bench=False)
+    except HloscopeError:
+        return {}
+    keys = {id(t): key for key, t in timings.modules.items()}
+    out = {}
+    for m in inspection.modules:
+        found = timings.for_dump(m.name, m.module_id)
+        if found is not None and id(found) in keys:
+            out[keys[id(found)]] = kernel_holds(m)
+    return out
 
 
 @app.command(rich_help_panel="Time")
@@ -107,7 +130,8 @@ def bench(
     """Time a function eagerly and under XLA, side by side, in this process.
 
     TensorFlow: eager, tf.function without XLA, tf.function(jit_compile=True). JAX: op by
-    op (jax.disable_jit) and jax.jit. Each mode reports its first call (tracing and
+    op (jax.disable_jit) and jax.jit. PyTorch: eager on the CPU and torch_xla (a
+    function or nn.Module, moved to the XLA device with its tensors). Each mode reports its first call (tracing and
     compilation), the median and p10/p90 of the steady-state calls, the speed-up against
     eager, and peak device memory where the framework reports it.
 
@@ -120,7 +144,7 @@ def bench(
             f"--save {save}: no such run folder; run `hloscope dump` first or give an "
             "existing folder"
         )
-    from hloscope.render.timing import bench_doc
+    from hloscope.render.timing_json import bench_doc
     from hloscope.timing.bench import bench as run_bench
     from hloscope.timing.bench import load_target
 

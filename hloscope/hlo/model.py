@@ -260,6 +260,18 @@ class Metadata:
         """Every `key=value` pair exactly as printed (strings unquoted), in order."""
         return metadata_fields(self.text)
 
+    def with_stack_frame_id(self, stack_frame_id: int | None) -> Metadata:
+        """This metadata with another stack frame id (its text unchanged), as
+        `dataclasses.replace` gives a dataclass."""
+        return Metadata(
+            self.op_type,
+            self.op_name,
+            self.source_file,
+            self.source_line,
+            stack_frame_id,
+            self.text,
+        )
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r}: Metadata is immutable")
 

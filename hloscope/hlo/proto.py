@@ -11,8 +11,9 @@ The schema below is the subset of `xla/service/hlo.proto` and `xla/xla_data.prot
 (openxla/xla) that the model needs; protobuf skips every other field. Enums are read as
 plain integers. Attributes are rebuilt as XLA's printer writes them, for the attributes
 hloscope reads (`kind`, `calls`/`to_apply`/`condition`/`body`/..., `custom_call_target`,
-`backend_config`, `metadata`, `dimensions`, `index`, `slice`, `direction`, ...); the rest
-(shardings, convolution and dot dimension numbers, windows) are left out.
+`backend_config`, `metadata`, `dimensions`, `index`, `slice`, `direction`, a dot's
+contracting and batch dimensions, a convolution's `dim_labels`, `window` and group
+counts, ...); the rest (shardings, gather and scatter dimension numbers) are left out.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import json
 import lzma
 import struct
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hloscope.errors import HloParseError, MissingDependencyError
+from hloscope.errors import HloParseError, HloscopeError, MissingDependencyError
 from hloscope.files import decompress_xz
 from hloscope.hlo.lexical import parse_shape
 from hloscope.hlo.model import (
@@ -44,7 +46,15 @@ from hloscope.hlo.opcodes import KNOWN_OPCODES
 from hloscope.hlo.parser import parse_file
 from hloscope.hlo.text import MAX_DUMP_BYTES, read_dump
 
-__all__ = ["PROTO_SUFFIXES", "is_proto_path", "load_module_file", "parse_proto", "parse_proto_file"]
+__all__ = [
+    "PROTO_SUFFIXES",
+    "is_proto_path",
+    "load_module_file",
+    "parse_proto",
+    "parse_proto_file",
+    "proto_beside",
+    "with_stack_frames",
+]
 
 PROTO_SUFFIXES = (".hlo.pb", ".hlo.pb.xz")
 
@@ -87,6 +97,11 @@ _SCHEMA: dict[str, list[tuple[str, int, str, bool]]] = {
         ("dynamic_slice_sizes", 20, "int64", True),
         ("channel_id", 26, "int64", False),
         ("custom_call_target", 28, "string", False),
+        ("window", 15, "Window", False),
+        ("convolution_dimension_numbers", 16, "ConvolutionDimensionNumbers", False),
+        ("dot_dimension_numbers", 30, "DotDimensionNumbers", False),
+        ("feature_group_count", 50, "int64", False),
+        ("batch_group_count", 58, "int64", False),
         ("id", 35, "int64", False),
         ("operand_ids", 36, "int64", True),
         ("control_predecessor_ids", 37, "int64", True),
@@ -95,6 +110,33 @@ _SCHEMA: dict[str, list[tuple[str, int, str, bool]]] = {
         ("replica_groups", 49, "ReplicaGroup", True),
         ("comparison_direction", 63, "string", False),
         ("frontend_attributes", 68, "FrontendAttributes", False),
+    ],
+    "DotDimensionNumbers": [
+        ("lhs_contracting_dimensions", 1, "int64", True),
+        ("rhs_contracting_dimensions", 2, "int64", True),
+        ("lhs_batch_dimensions", 3, "int64", True),
+        ("rhs_batch_dimensions", 4, "int64", True),
+    ],
+    "ConvolutionDimensionNumbers": [
+        ("kernel_input_feature_dimension", 3, "int64", False),
+        ("kernel_output_feature_dimension", 4, "int64", False),
+        ("kernel_spatial_dimensions", 6, "int64", True),
+        ("input_batch_dimension", 7, "int64", False),
+        ("input_feature_dimension", 8, "int64", False),
+        ("output_batch_dimension", 9, "int64", False),
+        ("output_feature_dimension", 10, "int64", False),
+        ("input_spatial_dimensions", 11, "int64", True),
+        ("output_spatial_dimensions", 12, "int64", True),
+    ],
+    "Window": [("dimensions", 1, "WindowDimension", True)],
+    "WindowDimension": [
+        ("size", 1, "int64", False),
+        ("stride", 2, "int64", False),
+        ("padding_low", 3, "int64", False),
+        ("padding_high", 4, "int64", False),
+        ("window_dilation", 5, "int64", False),
+        ("base_dilation", 6, "int64", False),
+        ("window_reversal", 7, "bool", False),
     ],
     "SliceDimensions": [
         ("start", 1, "int64", False),
@@ -200,6 +242,62 @@ def load_module_file(path: str | Path, *, strict: bool = False) -> HloModule:
     if is_proto_path(path):
         return parse_proto_file(path)
     return parse_file(path, strict=strict)
+
+
+def proto_beside(path: str | Path) -> Path | None:
+    """The binary dump XLA wrote beside a text dump (`--xla_dump_hlo_as_proto`), if any:
+    `module_0000.X.before_optimizations.txt` -> `...before_optimizations.hlo.pb` (or
+    `.hlo.pb.xz`, compressed)."""
+    p = Path(path)
+    if not p.name.endswith(".txt"):
+        return None
+    for suffix in PROTO_SUFFIXES:
+        found = p.with_name(p.name[: -len(".txt")] + suffix)
+        if found.is_file():
+            return found
+    return None
+
+
+def with_stack_frames(module: HloModule) -> HloModule:
+    """The text-parsed `module`, with the stack frames of the binary dump beside it.
+
+    The XLA that PyTorch/XLA 2.9 bundles keeps each instruction's Python call stack in
+    its modules (`stack_frame_index`; torch_xla fills it with `XLA_HLO_DEBUG=1`) and in
+    the binary dump, but prints only the innermost frame in the text
+    (`source_file`/`source_line`). Each instruction that has no `stack_frame_id` in the
+    text gets the one its namesake has in the binary dump, and the module gets its
+    frame table; everything else stays as the text has it.
+
+    Returns:
+        `module` unchanged when it has frames, has no binary dump beside it, or the
+        binary dump cannot be read (or holds none).
+    """
+    beside = proto_beside(module.path) if module.path and not module.stack_frames else None
+    if beside is None:
+        return module
+    try:
+        binary = parse_proto_file(beside)
+    except HloscopeError:  # unreadable, or no protobuf: the text stands alone
+        return module
+    if not binary.stack_frames:
+        return module
+    ids = {
+        (comp.name, inst.name): inst.metadata.stack_frame_id
+        for comp, inst in binary.instructions()
+        if inst.metadata is not None and inst.metadata.stack_frame_id
+    }
+    computations = []
+    for comp in module.computations:
+        insts = tuple(
+            inst._replace(metadata=inst.metadata.with_stack_frame_id(found))
+            if inst.metadata is not None
+            and inst.metadata.stack_frame_id is None
+            and (found := ids.get((comp.name, inst.name)))
+            else inst
+            for inst in comp.instructions
+        )
+        computations.append(replace(comp, instructions=insts))
+    return replace(module, computations=tuple(computations), stack_frames=binary.stack_frames)
 
 
 def parse_proto_file(path: str | Path) -> HloModule:
@@ -457,8 +555,12 @@ def _shape_text(s: Any) -> str:
         else:
             dims.append(f"<={d}" if n < len(dynamic) and dynamic[n] else str(d))
     text = f"{kind}[{','.join(dims)}]"
-    if s.dimensions and s.HasField("layout"):
-        text += "{" + _layout_text(s.layout) + "}"
+    if s.HasField("layout"):
+        layout = _layout_text(s.layout)
+        # a scalar's layout is printed only when it says more than the default: a
+        # TPU's tiles and memory space (`f32[]{:T(128)S(6)}`)
+        if s.dimensions or layout:
+            text += "{" + layout + "}"
     return text
 
 
@@ -533,6 +635,21 @@ def _attributes(
         out["dynamic_slice_sizes"] = "{" + ",".join(str(d) for d in i.dynamic_slice_sizes) + "}"
     if i.comparison_direction:
         out["direction"] = i.comparison_direction
+    if i.HasField("window") and i.window.dimensions:
+        out["window"] = _window(i.window)
+    if i.HasField("convolution_dimension_numbers"):
+        out["dim_labels"] = _dim_labels(i.convolution_dimension_numbers)
+    if i.feature_group_count > 1:
+        out["feature_group_count"] = str(i.feature_group_count)
+    if i.batch_group_count > 1:
+        out["batch_group_count"] = str(i.batch_group_count)
+    if i.HasField("dot_dimension_numbers"):
+        dnums = i.dot_dimension_numbers
+        for side in ("lhs", "rhs"):
+            for kind in ("batch", "contracting"):
+                dims = getattr(dnums, f"{side}_{kind}_dimensions")
+                if dims:
+                    out[f"{side}_{kind}_dims"] = "{" + ",".join(map(str, dims)) + "}"
     if i.channel_id:
         out["channel_id"] = str(i.channel_id)
     if i.replica_groups:
@@ -559,6 +676,55 @@ def _attributes(
         pairs = ",".join(f"{e.key}={json.dumps(e.value)}" for e in i.frontend_attributes.map)
         out["frontend_attributes"] = f"{{{pairs}}}"
     return out
+
+
+def _window(window: Any) -> str:
+    """A window as XLA prints it (window_util::ToString): `{size=3x3 stride=2x2
+    pad=0_1x0_1}`, each field only where some dimension is not the default."""
+    dims = list(window.dimensions)
+    fields = [("size", [str(d.size) for d in dims])]
+    if any(d.stride != 1 for d in dims):
+        fields.append(("stride", [str(d.stride) for d in dims]))
+    if any(d.padding_low or d.padding_high for d in dims):
+        fields.append(("pad", [f"{d.padding_low}_{d.padding_high}" for d in dims]))
+    if any(d.base_dilation not in (0, 1) for d in dims):
+        fields.append(("lhs_dilate", [str(d.base_dilation or 1) for d in dims]))
+    if any(d.window_dilation not in (0, 1) for d in dims):
+        fields.append(("rhs_dilate", [str(d.window_dilation or 1) for d in dims]))
+    if any(d.window_reversal for d in dims):
+        fields.append(("rhs_reversal", ["1" if d.window_reversal else "0" for d in dims]))
+    return "{" + " ".join(f"{name}={'x'.join(v)}" for name, v in fields) + "}"
+
+
+def _dim_labels(d: Any) -> str:
+    """Convolution dimension numbers as XLA prints them: `b01f_01io->b01f`."""
+
+    def labels(rank: int, named: Mapping[int, str], spatial: Sequence[int]) -> str:
+        chars = ["?"] * rank
+        for dim, label in named.items():
+            if 0 <= dim < rank:
+                chars[dim] = label
+        for n, dim in enumerate(spatial):
+            if 0 <= dim < rank:
+                chars[dim] = str(n)
+        return "".join(chars)
+
+    lhs = labels(
+        2 + len(d.input_spatial_dimensions),
+        {d.input_batch_dimension: "b", d.input_feature_dimension: "f"},
+        d.input_spatial_dimensions,
+    )
+    rhs = labels(
+        2 + len(d.kernel_spatial_dimensions),
+        {d.kernel_input_feature_dimension: "i", d.kernel_output_feature_dimension: "o"},
+        d.kernel_spatial_dimensions,
+    )
+    out = labels(
+        2 + len(d.output_spatial_dimensions),
+        {d.output_batch_dimension: "b", d.output_feature_dimension: "f"},
+        d.output_spatial_dimensions,
+    )
+    return f"{lhs}_{rhs}->{out}"
 
 
 def _field(key: str, value: str) -> str:

@@ -11,6 +11,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hloscope.render.diff_text import METRIC_LABELS
+
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; }
@@ -78,7 +80,7 @@ def _module_section(m: Mapping[str, Any]) -> list[str]:
         if name == "time_us" and not m["profiled"]:
             continue
         out.append(
-            f"<tr><td>{_e(name.replace('_', ' '))}</td>"
+            f"<tr><td>{_e(METRIC_LABELS.get(name, name.replace('_', ' ')))}</td>"
             f'<td class="num">{_e(_num(metric["a"], 2))}</td>'
             f'<td class="num">{_e(_num(metric["b"], 2))}</td>{_delta_cell(metric)}</tr>'
         )

@@ -20,17 +20,18 @@ from hloscope.analysis.budget import Budget
 from hloscope.analysis.diff import KernelChange, KernelRef, ModuleDiff, OpChange, RunDiff
 from hloscope.analysis.match import normalise_module_name
 from hloscope.analysis.report import ModuleReport, RunReport
-from hloscope.render.format import fmt_bytes, short_name
+from hloscope.render.format import fmt_bytes, readable_name, short_name
 from hloscope.render.text import run_header
 
-_METRIC_LABELS = {
+METRIC_LABELS = {
+    # how the terminal and the HTML diff name each metric (`hloscope --help`'s words)
     D.INSTRUCTIONS_BEFORE: "instructions before opt.",
     D.INSTRUCTIONS: "instructions after opt.",
     D.KERNELS: "kernels",
     D.LAUNCHES: "launches per execution",
-    D.OPS_PER_KERNEL: "ops per kernel",
-    D.ALONE_OPS: "source ops alone",
-    D.TIME_US: "kernel time (µs)",
+    D.OPS_PER_KERNEL: "HLO ops per kernel",
+    D.ALONE_OPS: "ops alone",
+    D.TIME_US: "kernel time per execution (µs)",
 }
 
 _CHANGE_STYLE = {
@@ -138,7 +139,7 @@ def metrics_table(d: ModuleDiff) -> Table:
         if m.name == D.TIME_US and not d.profiled:
             continue
         t.add_row(
-            _METRIC_LABELS.get(m.name, m.name),
+            METRIC_LABELS.get(m.name, m.name),
             fmt_value(m.a, m.name),
             fmt_value(m.b, m.name),
             fmt_delta(m),
@@ -322,12 +323,12 @@ def check_line(m: ModuleReport, budget: Budget) -> Text:
         if budget.max_kernels is not None:
             bits.append(f"kernels {a.kernel_count} ≤ {budget.max_kernels}")
         if budget.max_launches is not None:
-            bits.append(f"launches {a.launches} ≤ {budget.max_launches}")
+            bits.append(f"launches per execution {a.launches} ≤ {budget.max_launches}")
     if budget.min_ops_per_kernel is not None:
         opk = m.ops_per_kernel
         bits.append(
-            f"ops per kernel {opk:.2f} ≥ {budget.min_ops_per_kernel:g}"
+            f"HLO ops per kernel {opk:.2f} ≥ {budget.min_ops_per_kernel:g}"
             if opk is not None
-            else "ops per kernel unknown (no before/after pair)"
+            else "HLO ops per kernel unknown (no before/after pair)"
         )
-    return Text.assemble(("ok ", "green"), (m.key, "bold"), "  ", ", ".join(bits))
+    return Text.assemble(("ok ", "green"), (readable_name(m.key), "bold"), "  ", ", ".join(bits))

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from hloscope.hlo.model import Shape
+from hloscope.hlo.names import readable_name
 
 __all__ = [
     "counted",
@@ -26,6 +27,7 @@ __all__ = [
     "json_printable",
     "left_ellipsis",
     "printable",
+    "readable_name",
     "short_name",
     "short_names",
 ]
@@ -34,8 +36,6 @@ DASH = "–"
 """What a missing value prints as."""
 
 _BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB")
-# TensorFlow's `__XlaMustCompile_true_config_proto_<hash>_executor_type_<hash>_` middle.
-_TF_HASH = re.compile(r"__XlaMustCompile_(?:true|false)_config_proto_\d+_executor_type_\d+_")
 
 
 # Characters that act on a terminal instead of showing: C0 controls but tab and newline,
@@ -127,9 +127,14 @@ def fmt_count(x: float | None) -> str:
     return f"{x:g}" if float(x).is_integer() else f"{x:.3g}"
 
 
-def counted(n: int, noun: str) -> str:
-    """`1 module`, `3 modules`: a count and its noun, plural unless it is one."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 module`, `3 modules`, `2 launches`: a count and its noun, plural unless it is
+    one (`-es` after s, x, ch and sh; else `plural` where English has its own)."""
+    if n == 1:
+        return f"{n} {noun}"
+    if plural is None:
+        plural = noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+    return f"{n} {plural}"
 
 
 def ellipsis(text: str, limit: int) -> str:
@@ -145,10 +150,10 @@ def left_ellipsis(text: str, limit: int) -> str:
 def short_name(name: str, width: int = 48) -> str:
     """A module or op name fit for a table cell.
 
-    TensorFlow's `_XlaMustCompile_..._config_proto_<hash>_executor_type_<hash>_` middle
-    is dropped; what is still too long is cut in the middle with an ellipsis.
+    TensorFlow's mangling (`__XlaMustCompile_..._config_proto_<hash>_...`) is dropped
+    (`readable_name`); what is still too long is cut in the middle with an ellipsis.
     """
-    name = _TF_HASH.sub("", name)
+    name = readable_name(name)
     if len(name) <= width:
         return name
     half = (width - 1) // 2
@@ -177,7 +182,7 @@ def short_names(names: Iterable[str], width: int = 48) -> dict[str, str]:
         if not groups:
             break
         for group in groups:
-            clean = {n: _TF_HASH.sub("", n) for n in group}
+            clean = {n: readable_name(n) for n in group}
             for n in group:
                 shown[n] = strategy(clean[n], [clean[o] for o in group if o != n], width)
     stuck = {n for group in _collisions(shown) for n in group}

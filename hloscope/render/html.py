@@ -26,9 +26,18 @@ from hloscope.analysis.report import ModuleReport
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.inspection import Inspection
+from hloscope.render.compilations import (
+    cold_start_line,
+    compilations_page_doc,
+    module_compile_doc,
+    run_outcome,
+)
 from hloscope.render.diagram import PAGE_MAX_NODES
+from hloscope.render.figures import figure_cells, module_figures
+from hloscope.render.holds import kernel_holds
 from hloscope.render.json import SCHEMA_VERSION, module_doc, roofline_keys, run_doc
-from hloscope.render.timing import timings_doc
+from hloscope.render.passes import story_doc
+from hloscope.render.timing_json import timings_doc
 from hloscope.runs import ModuleDump, Run
 from hloscope.timing.roofline import Peaks
 
@@ -166,6 +175,7 @@ def report_page(
 # What the overview keeps of each module document.
 _SUMMARY_KEYS = (
     "key", "name", "platform", "trivial", "before", "after", "ops_per_kernel", "alone", "error",
+    "function", "compilation", "inputs", "outputs", "compile_s",
 )  # fmt: skip
 
 
@@ -174,9 +184,11 @@ def page_data(
 ) -> dict[str, Any]:
     """The data the page embeds: an overview document and one document per module.
 
-    The overview is `report_doc`'s `run` plus each module's summary; each module
-    document is `module_doc` plus the fused instructions and HLO text of every kernel
-    and the diagrams. Modules are embedded separately so the page parses a module's
+    The overview is `report_doc`'s `run` plus each module's summary (with its
+    `render.figures` as the page prints them: `cells` of the modules table and
+    `figures`); each module document is `module_doc` plus those figures, what each
+    kernel holds (`holds`), the fused instructions and HLO text of every kernel and the
+    diagrams. Modules are embedded separately so the page parses a module's
     data only when its section is opened.
 
     Returns:
@@ -190,15 +202,29 @@ def page_data(
     for index, m in enumerate(report.modules):
         measured = inspection.timing(m.key)
         timing = timings_doc(measured) if measured is not None else None
-        doc = module_doc(m, timing=timing, extra=roofline_keys(inspection, m.key, peaks))
+        extra = module_compile_doc(inspection.compilations, m.key)
+        doc = module_doc(m, timing=timing, extra=extra | roofline_keys(inspection, m.key, peaks))
         extras = _module_extras(m, dumps.get(m.key), inspection.sources.get(m.key))
+        story = inspection.passes.get(m.key)
+        extras["passes"] = story_doc(story, extras=True) if story is not None else None
         if diagrams is not None and not m.trivial:
             extras["diagrams"] = _diagrams_doc(diagrams, m, inspection.kernel_times(m.key))
+        # the figures as every view prints them, and what each kernel holds, in words
+        figures = module_figures(m, measured)
+        extras["figures"] = [
+            {"name": f.name, "label": f.label, "text": f.text} for f in figures.values()
+        ]
+        extras["holds"] = holds = kernel_holds(m)
         doc.update(extras)
         details.append(doc)
         summaries.append(
             {key: doc[key] for key in _SUMMARY_KEYS}
-            | {"index": index, "timing": _timing_summary(timing)}
+            | {
+                "index": index,
+                "timing": _timing_summary(timing),
+                "cells": figure_cells(figures),
+                "figures": extras["figures"],
+            }
         )
         if timing is not None:
             kinds = {k["name"]: k["kind"] for k in doc["kernels"]}
@@ -208,6 +234,7 @@ def page_data(
                         "module": m.key,
                         "index": index,
                         "kernel": k.get("name"),
+                        "holds": holds.get(k.get("name"), ""),
                         "kind": kinds.get(k.get("name"), "?"),
                         "total_us": k.get("total_us"),
                         "mean_us": k.get("mean_us"),
@@ -217,15 +244,29 @@ def page_data(
                 )
     heaviest.sort(key=lambda k: -(k["total_us"] or 0))
     run = report.run
+    comps = inspection.compilations
+    cold = cold_start_line(comps)
+    indices = {m.key: i for i, m in enumerate(report.modules)}
     overview = {
         "schema_version": SCHEMA_VERSION,
-        "run": run_doc(run) | _run_extras(run),
+        "run": run_doc(run) | _run_extras(run) | {"cold_start": cold.plain if cold else None},
         "modules": summaries,
+        "compilations": compilations_page_doc(comps, indices),
+        "torch_xla": _torch_xla_doc(inspection, indices),
         "heaviest": heaviest[:TOP_KERNELS],
         "timed": bool(inspection.module_timings),
         "bench": dict(inspection.bench) if inspection.bench else None,
     }
     return {"overview": overview, "modules": details}
+
+
+def _torch_xla_doc(inspection: Inspection, indices: Mapping[str, int]) -> dict[str, Any] | None:
+    """A PyTorch/XLA run's graphs for the page (`render.torch_xla`); None for others."""
+    if inspection.torch_xla is None:
+        return None
+    from hloscope.render.torch_xla import torch_xla_page_doc
+
+    return torch_xla_page_doc(inspection.torch_xla, indices)
 
 
 def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -239,7 +280,7 @@ def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _run_extras(run: Run) -> dict[str, Any]:
-    return {"modules_total": len(run.modules)}
+    return {"modules_total": len(run.modules), "outcome": run_outcome(run.manifest)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -570,7 +611,15 @@ def _asset(name: str) -> str:
 # The page script's pieces in assets/report/, one job each. They share one scope, so they
 # are joined in this order inside one function; dom.js opens with the script's contract
 # (strings from HLO or user code reach the DOM as text, never as markup).
-_REPORT_JS = ("dom.js", "table.js", "diagram.js", "overview.js", "module.js", "page.js")
+_REPORT_JS = (
+    "dom.js",
+    "table.js",
+    "diagram.js",
+    "overview.js",
+    "torch_xla.js",
+    "module.js",
+    "page.js",
+)
 
 
 def _script() -> str:

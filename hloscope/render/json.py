@@ -16,8 +16,11 @@ from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
-from hloscope.render.roofline import cost_doc, memory_doc, module_roofline, roofline_doc
-from hloscope.render.timing import timings_doc
+from hloscope.render.compilations import compilations_doc, module_compile_doc, run_outcome_doc
+from hloscope.render.cost_json import cost_doc, memory_doc, roofline_doc
+from hloscope.render.coverage import coverage_doc
+from hloscope.render.parallel import parallel_doc
+from hloscope.render.timing_json import timings_doc
 from hloscope.runs import Run
 from hloscope.timing.results import ModuleTiming
 from hloscope.timing.roofline import Peaks
@@ -152,10 +155,12 @@ def module_doc(
         "before": _analysis_doc(m.before, after=False),
         "after": _analysis_doc(m.after, after=True),
         "ops_per_kernel": round(m.ops_per_kernel, 3) if m.ops_per_kernel else None,
+        "source_ops": m.source_ops,
         "alone": m.alone,
         "kernels": kernels,
         "provenance": [placement_doc(p) for p in m.provenance.placements] if m.provenance else [],
         "kernels_by_line": dict(m.provenance.kernels_by_line) if m.provenance else {},
+        "parallel": parallel_doc(m),
         "error": m.error or None,
     }
     if timing is not None:
@@ -178,6 +183,7 @@ def run_doc(run: Run) -> dict[str, Any]:
         "device": man.device,
         "exit_code": man.exit_code,
         "wall_time_s": man.wall_time_s,
+        **run_outcome_doc(man),
     }
 
 
@@ -185,38 +191,56 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
     """The `hloscope report --json` document.
 
     Schema (version 1): `schema_version`; `run` (path, script, framework, versions,
-    platform, device, exit_code, wall_time_s); `modules`: one object per module, biggest
-    first, with `key`, `name` (HloModule name), `platform`, `trivial`,
-    `before` {`instructions`, `ops`}, `after` {`instructions` (all, fused computations
-    included), `kernels`, `kernels_by_kind`, `fusions` (fusion instructions outside
-    fused computations), `launches` (per execution), `launches_exact`, `loops`,
-    `branches`}, `ops_per_kernel`, `alone`, `kernels` (one object per kernel),
+    platform, device, exit_code, wall_time_s, status, error, compile_s); `xla_coverage`
+    (TensorFlow: which of its ops ran in XLA and which outside,
+    `hloscope.render.coverage.coverage_doc`; null where that does not apply); `modules`: one
+    object per module, biggest first (a function's compilations together, in compile
+    order), with `key`, `name` (HloModule name), `function`, `compilation`, `inputs`,
+    `outputs`, `compile_s`, `platform`, `trivial`,
+    `before` {`instructions`, `ops` (HLO ops)}, `after` {`instructions` (all, fused
+    computations included), `kernels`, `kernels_by_kind`, `fusions` (the kernels that
+    are fusions), `launches` (per execution), `launches_exact`, `loops`,
+    `branches`}, `ops_per_kernel` (HLO ops before per kernel after), `source_ops` (the
+    ops `hloscope ops` lists), `alone` (those sharing no kernel with another op),
+    `kernels` (one object per kernel),
     `provenance` (one object per source op: `op`, `type`, `location` (the first frame
     in the user's code, else what the dump records), `user_frame`, `status`
     (fused/alone/folded/dead/free/merged/removed), `kernels` (those doing its work),
     `shares_with` (the first 20), `shares_with_count`, `bytes`, `evidence`, `inferred` (`[{kernel, how}]`, for an op no
-    kernel does the work of), `merged_with`), `kernels_by_line`, and `timing` when the run was profiled
+    kernel does the work of), `merged_with`), `kernels_by_line`, `parallel` (devices and
+    collectives, `hloscope.render.parallel.parallel_doc`; null for one device), and
+    `timing` when the run was profiled
     (`executions`, `total_us`, `kernel_us`, `unattributed_us`, `launches_per_execution`,
     `static_launches`, `launch_mismatch`, `kernels`: `[{name, calls, total_us, mean_us,
     median_us, min_us, max_us, share}]`); `cost`, `memory` and `roofline` as
-    `hloscope.render.roofline` documents them (README.md, "JSON").
+    `hloscope.render.roofline` documents them (README.md, "JSON"); `compilations`: every
+    function compiled more than once (`render.compilations.compilations_doc`); for a
+    PyTorch/XLA run, `torch_xla` (`hloscope.render.torch_xla.torch_xla_doc`).
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
         peaks: The device's roofs, for `roofline` (None leaves it null).
     """
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "run": run_doc(inspection.run),
+        "xla_coverage": coverage_doc(inspection.xla_coverage, inspection.modules),
         "modules": [
             module_doc(
                 m,
                 timing=_timing_doc(inspection.timing(m.key)),
-                extra=roofline_keys(inspection, m.key, peaks),
+                extra=module_compile_doc(inspection.compilations, m.key)
+                | roofline_keys(inspection, m.key, peaks),
             )
             for m in inspection.modules
         ],
+        "compilations": compilations_doc(inspection.compilations),
     }
+    if inspection.torch_xla is not None:  # PyTorch/XLA runs only
+        from hloscope.render.torch_xla import torch_xla_doc
+
+        doc["torch_xla"] = torch_xla_doc(inspection.torch_xla)
+    return doc
 
 
 def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict[str, Any]:
@@ -224,7 +248,7 @@ def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict
     return {
         "cost": cost_doc(inspection.cost(key)),
         "memory": memory_doc(inspection.memory.get(key)),
-        "roofline": roofline_doc(peaks, module_roofline(inspection, key, peaks)),
+        "roofline": roofline_doc(peaks, inspection.roofline(key, peaks)),
     }
 
 

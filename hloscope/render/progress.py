@@ -23,6 +23,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from hloscope.capture.child import Sink, std_sink
+from hloscope.capture.hints import no_xla_hint
 from hloscope.capture.run import DumpPlan, DumpResult, count_compiled
 from hloscope.manifest import RunManifest
 from hloscope.render.format import counted
@@ -223,10 +224,8 @@ def outcome(result: DumpResult) -> RenderableType:
             )
         )
     elif result.status == "no-modules":
-        hint = (
-            "XLA compiled nothing. Compile the model with XLA: "
-            "tf.function(f, jit_compile=True), Keras model.compile(jit_compile=True), "
-            "or jax.jit(f)."
+        hint = "XLA compiled nothing. " + no_xla_hint(
+            run.manifest.versions, run.manifest.devices, run.manifest.framework_env
         )
         if plan.module_re:
             hint += f" (--module {plan.module_re!r} also limits which modules are dumped.)"
@@ -254,7 +253,7 @@ def outcome(result: DumpResult) -> RenderableType:
         parts.append(Text("\n".join("  " + s for s in result.xla_errors), style="red"))
     parts.append(
         Text(
-            f"run saved in {where}/ (dump/, stdout.log, stderr.log, run.json); "
+            f"run saved in {where}/ (dump/, stdout.log, stderr.log, run.json)\n"
             f"re-read it with: hloscope report {where}",
             style="dim",
         )

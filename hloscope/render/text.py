@@ -19,9 +19,27 @@ from hloscope.analysis.provenance import Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.analysis.stats import ModuleStats
 from hloscope.inspection import Inspection
-from hloscope.render.format import fmt_bytes, short_name, short_names
+from hloscope.render.compilations import compilations_view, run_status_line
+from hloscope.render.coverage import cluster_line, coverage_view
+from hloscope.render.figures import TABLE, figure_cells, module_figures
+from hloscope.render.format import (
+    counted,
+    fmt_bytes,
+    fmt_us,
+    printable,
+    readable_name,
+    short_name,
+    short_names,
+)
+from hloscope.render.holds import kernel_holds
 from hloscope.render.json import run_doc
+from hloscope.render.parallel import parallel_lines
+from hloscope.render.roofline import cost_part
 from hloscope.render.timing import module_detail
+from hloscope.render.torch_xla import torch_xla_text
+from hloscope.timing.helpers import folded_time
+from hloscope.timing.results import ModuleTiming
+from hloscope.timing.roofline import Peaks
 
 
 def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableType:
@@ -31,14 +49,15 @@ def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableTyp
         ("HloModule ", "bold"),
         (stats.name, "bold cyan"),
         f"  ({'scheduled, after optimization' if stats.is_scheduled else 'not scheduled'})\n",
-        f"{len(stats.computations)} computations ({fused} fused), "
-        f"{stats.instructions} instructions",
+        f"{counted(len(stats.computations), 'computation')} ({fused} fused), "
+        f"{counted(stats.instructions, 'instruction')}",
     )
     parts: list[RenderableType] = [head]
     if stats.not_understood:
         parts.append(
             Text(
-                f"{stats.not_understood} pieces kept verbatim, not understood (see --strict)",
+                f"{counted(stats.not_understood, 'piece')} kept verbatim, not understood "
+                "(see --strict)",
                 style="yellow",
             )
         )
@@ -62,18 +81,6 @@ def parse_summary(stats: ModuleStats, *, top_opcodes: int = 12) -> RenderableTyp
     return Group(*parts)
 
 
-def _arrow(a: int | None, b: int | None) -> str:
-    left = "–" if a is None else str(a)
-    right = "–" if b is None else str(b)
-    return f"{left}→{right}"
-
-
-def _launches(a: ModuleAnalysis | None) -> str:
-    if a is None:
-        return "–"
-    return str(a.launches) if a.launches_exact else f"~{a.launches}"
-
-
 def run_header(report: RunReport) -> Text:
     """One line about the run: path, script, framework and versions, platform, time."""
     doc = run_doc(report.run)
@@ -91,91 +98,156 @@ def run_header(report: RunReport) -> Text:
     return Text.assemble(("run ", "bold"), " · ".join(bits))
 
 
+# Below this, a terminal's module names are not cut further (the table may then wrap).
+_MIN_NAME = 12
+
+
 def modules_table(
-    report: RunReport, *, show_all: bool = False, full_names: bool = False
+    report: RunReport,
+    *,
+    show_all: bool = False,
+    full_names: bool = False,
+    timings: Mapping[str, ModuleTiming] | None = None,
+    width: int | None = None,
 ) -> RenderableType:
-    """One row per module, biggest first: instructions before → after, ops before →
-    kernels after, fusion kernels, launches per execution, and ops per kernel.
+    """One row per module, biggest first, with the figures of `render.figures.TABLE`:
+    instructions before → after, HLO ops before → kernels after, fusions, launches per
+    execution, HLO ops per kernel, ops and ops alone.
 
     The same table ends `hloscope dump` and starts `hloscope report`. Trivial helper
-    modules are folded into one line unless `show_all`. Module keys are cut to fit a
-    terminal, different keys kept different, unless `full_names` (output to a pipe).
+    modules are folded into one line unless `show_all`; with `timings` (by module key)
+    the line says how much of the measured time they hold. Names lose TensorFlow's
+    mangling (`readable_name`); on a terminal `width` columns wide they are cut to fit
+    the table in it, different names kept different, unless `full_names` (a pipe).
     """
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
-    table.add_column(
-        "module", no_wrap=True, overflow="ellipsis", max_width=None if full_names else 24
-    )
-    table.add_column("instructions\nbefore→after", justify="right", no_wrap=True)
-    table.add_column("ops→\nkernels", justify="right", no_wrap=True)
-    table.add_column("fusions", justify="right", no_wrap=True)
-    table.add_column("launches", justify="right", no_wrap=True)
-    table.add_column("ops per\nkernel", justify="right", no_wrap=True)
     shown = report.modules if show_all else report.main
-    keys = {m.key: m.key for m in shown} if full_names else short_names((m.key for m in shown), 24)
-    for m in shown:
-        b, a = m.before, m.after
-        label = Text(keys[m.key], style="dim" if m.trivial else "")
-        if m.error and a is None and b is None:
-            table.add_row(label, "[red]unreadable[/red]", "–", "–", "–", "–")
-            continue
-        table.add_row(
-            label,
-            _arrow(b.instructions if b else None, a.instructions if a else None),
-            _arrow(b.ops if b else None, a.kernel_count if a else None),
-            "–" if a is None else str(a.fusions),
-            _launches(a),
-            f"{m.ops_per_kernel:.1f}" if m.ops_per_kernel else "–",
+    rows = {m.key: figure_cells(module_figures(m)) for m in shown}
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
+    table.add_column("module", no_wrap=True, overflow="ellipsis")
+    for header, _ in TABLE:
+        table.add_column(header, justify="right", no_wrap=True)
+    keys = [m.key for m in shown]
+    if full_names or width is None:
+        names = {k: readable_name(k) for k in keys}
+    else:
+        used = sum(  # each column: its widest line of header or cell, and the gap before it
+            2 + max([*map(len, h.split("\n")), *(len(r[i][1]) for r in rows.values())])
+            for i, (h, _) in enumerate(TABLE)
         )
+        names = _cut(keys, max(_MIN_NAME, width - used - 1))
+    for m in shown:
+        label = Text(names[m.key], style="dim" if m.trivial else "")
+        if m.error and m.after is None and m.before is None:
+            table.add_row(label, "[red]unreadable[/red]", *["–"] * (len(TABLE) - 1))
+            continue
+        table.add_row(label, *(text for _, text in rows[m.key]))
     hidden = () if show_all else report.trivial
     if not hidden:
         return table
-    names = Counter(short_name(m.name, 30) for m in hidden)
-    listed = ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in names.most_common(4))
-    more = "" if len(names) <= 4 else ", …"
+    helpers = Counter(short_name(m.name, 30) for m in hidden)
+    listed = ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in helpers.most_common(4))
+    more = "" if len(helpers) <= 4 else ", …"
+    held = folded_time(report, timings or {})
+    measured = f", {fmt_us(held[0])} measured ({100 * held[1]:.1f}% of the time)" if held else ""
+    kernels = sum(m.after.kernel_count for m in hidden if m.after)
     note = Text(
-        f"+ {len(hidden)} trivial helper modules ({listed}{more}), "
-        f"{sum(m.size for m in hidden)} instructions, "
-        f"{sum(m.after.kernel_count for m in hidden if m.after)} kernels; --all lists them",
+        f"+ {counted(len(hidden), 'trivial helper module')}: {listed}{more}\n  "
+        f"{counted(sum(m.size for m in hidden), 'instruction')}, "
+        f"{counted(kernels, 'kernel')}{measured}; --all lists them",
         style="dim",
     )
     return Group(table, note)
 
 
+def _cut(names: Iterable[str], width: int) -> dict[str, str]:
+    """`short_names` of names as the terminal shows them (control characters escaped,
+    `printable`), so that what is cut to `width` takes `width` cells."""
+    shown = {n: printable(n) for n in names}
+    cut = short_names(shown.values(), width)
+    return {n: cut[s] for n, s in shown.items()}
+
+
 def module_heading(m: ModuleReport) -> Text:
-    """`name  [module 0030]`: a module's short name and where it is in the run."""
+    """`name  [module 0030]`: a module's name (TensorFlow's mangling dropped) and where
+    it is in the run."""
     where = f"module {m.module_id}" if m.module_id is not None else "module"
     return Text.assemble((short_name(m.name, 64), "bold cyan"), (f"  [{where}]", "dim"))
 
 
-def module_details(m: ModuleReport, *, top: int = 8, full_names: bool = False) -> RenderableType:
-    """Kernels by kind, launches, the biggest unfused ops and the busiest source lines;
-    names cut to fit a terminal unless `full_names`."""
+def _label(word: str) -> tuple[str, str]:
+    """The start of each block of a module's section: one style for all."""
+    return (word, "bold")
+
+
+def _counts(m: ModuleReport, width: int) -> list[Text]:
+    """A module's headline figures (`render.figures`), as `label value` cells on lines
+    no wider than `width`."""
+    figures = module_figures(m)
+    cells = [  # a cell of one figure reads with that figure's label
+        f"{figures[names[0]].label if len(names) == 1 else header} {text}"
+        for (header, text), (_, names) in zip(figure_cells(figures), TABLE, strict=True)
+    ]
+    lines: list[str] = []
+    for cell in cells:
+        if lines and len(lines[-1]) + 3 + len(cell) <= width:
+            lines[-1] += " · " + cell
+        else:
+            lines.append(cell)
+    return [Text(line) for line in lines]
+
+
+def _loops(a: ModuleAnalysis) -> list[Text]:
+    """The while loops the walk met, with their trip counts, and the conditionals."""
+    out = []
+    if a.loops:
+        loops = ", ".join(
+            f"{lp.name} ×{lp.trip_count}"
+            if lp.trip_count is not None
+            else f"{lp.name} (trip count unknown: its body counted once)"
+            for lp in a.loops
+        )
+        out.append(Text.assemble(_label("loops"), f" (body runs × trip count): {loops}"))
+    if a.branches:
+        conds = Counter(b.conditional for b in a.branches)
+        listed = ", ".join(f"{c} ({counted(n, 'branch')})" for c, n in conds.items())
+        out.append(Text.assemble(_label("conditionals"), f": {listed}; the costliest counted"))
+    return out
+
+
+def module_details(
+    m: ModuleReport, *, top: int = 8, full_names: bool = False, width: int = 100
+) -> RenderableType:
+    """The fusion part of a module's section: its heading, counts, kernels by kind,
+    loops, devices, the biggest unfused ops and the busiest source lines; names cut to
+    fit a terminal unless `full_names`."""
     parts: list[RenderableType] = [Text.assemble(("\n── ", "dim"), module_heading(m))]
     if m.error:
         parts.append(Text(f"could not read: {m.error}", style="red"))
+    parts.extend(_counts(m, width))
     a = m.after
     if a is not None:
         kinds = " · ".join(f"{k} {n}" for k, n in a.kernels_by_kind.items())
-        parts.append(Text.assemble(("kernels by kind: ", "bold"), kinds or "none"))
-        line = f"launches per execution: {_launches(a)}"
-        unknown = [lp.name for lp in a.loops if lp.trip_count is None]
-        if unknown:
-            line += f" (trip count unknown for {', '.join(unknown)}: counted once)"
-        if a.branches:
-            line += " (conditional: costliest branch counted)"
-        parts.append(Text(line))
+        parts.append(Text.assemble(_label("kernels by kind"), ": ", kinds or "none"))
+        parts.extend(_loops(a))
+        parts.extend(parallel_lines(m))
     if m.provenance is not None:
         unfused = m.provenance.unfused()[:top]
         if unfused:
-            t = Table(title="biggest unfused ops", title_justify="left", box=None, pad_edge=False)
-            t.add_column("source op")
-            t.add_column("bytes", justify="right")
+            t = Table(
+                title=Text.assemble(_label("biggest unfused ops"), " (ops alone, by bytes moved)"),
+                title_justify="left",
+                title_style="",
+                box=None,
+                pad_edge=False,
+            )
+            t.add_column("op", no_wrap=True, overflow="ellipsis")
+            t.add_column("bytes", justify="right", no_wrap=True)
             t.add_column("kernel")
             t.add_column("evidence", style="dim")
             labels = (
                 {p.op.label: p.op.label for p in unfused}
                 if full_names
-                else short_names((p.op.label for p in unfused), 50)
+                else _cut((p.op.label for p in unfused), min(50, width * 2 // 5))
             )
             for p in unfused:
                 t.add_row(
@@ -188,8 +260,9 @@ def module_details(m: ModuleReport, *, top: int = 8, full_names: bool = False) -
         lines = list(m.provenance.kernels_by_line.items())[:5]
         if lines:
             t = Table(
-                title="source lines with the most kernels",
+                title=Text.assemble(_label("source lines with the most kernels")),
                 title_justify="left",
+                title_style="",
                 box=None,
                 pad_edge=False,
             )
@@ -201,26 +274,80 @@ def module_details(m: ModuleReport, *, top: int = 8, full_names: bool = False) -
     return Group(*parts)
 
 
-def report_view(
-    inspection: Inspection, *, show_all: bool = False, full_names: bool = False
+def module_section(
+    inspection: Inspection,
+    m: ModuleReport,
+    *,
+    peaks: Peaks | None = None,
+    full_names: bool = False,
+    width: int = 100,
 ) -> RenderableType:
-    """The whole `hloscope report` terminal output.
+    """One module of `hloscope report`, in a fixed order under one heading: counts,
+    kernels by kind, loops, devices, unfused ops, source lines, XLA clustering, timing,
+    cost, memory and roofline."""
+    holds = kernel_holds(m)
+    parts: list[RenderableType] = [module_details(m, full_names=full_names, width=width)]
+    cluster = cluster_line(inspection.xla_coverage, m)
+    if cluster is not None:
+        parts.append(cluster)
+    timing = inspection.timing(m.key)
+    fit = None if full_names else width  # piped: whole names
+    if timing is not None:
+        parts.append(module_detail(m.key, timing, limit=10, holds=holds, heading=False, width=fit))
+    parts.extend(
+        cost_part(
+            inspection.cost(m.key),
+            inspection.memory.get(m.key),
+            inspection.roofline(m.key, peaks),
+            peaks,
+            holds=holds,
+            width=fit,
+        )
+    )
+    return Group(*parts)
+
+
+def report_view(
+    inspection: Inspection,
+    *,
+    show_all: bool = False,
+    full_names: bool = False,
+    peaks: Peaks | None = None,
+    width: int = 100,
+) -> RenderableType:
+    """The whole `hloscope report` terminal output: the run, the modules table, XLA's
+    coverage of TensorFlow's ops, the recompiled functions, then one section per module.
 
     Args:
         inspection: The analysed (and, when profiled, timed) run.
         show_all: List the trivial helper modules too.
         full_names: Print names in full (for a pipe) instead of cut to fit a terminal.
+        peaks: The device's roofs, for each module's roofline (None: no roofline).
+        width: The terminal's width, which tables and lines are fitted to.
     """
     report = inspection.report
-    parts: list[RenderableType] = [
-        run_header(report),
-        modules_table(report, show_all=show_all, full_names=full_names),
-    ]
+    parts: list[RenderableType] = [run_header(report)]
+    status = run_status_line(report.run.manifest, len(report.run.modules))
+    if status is not None:  # a failed run says so before whatever it dumped
+        parts.append(status)
+    if report.modules:
+        parts.append(
+            modules_table(
+                report,
+                show_all=show_all,
+                full_names=full_names,
+                timings=inspection.module_timings,
+                width=width,
+            )
+        )
+    parts.append(coverage_view(inspection.xla_coverage, report.modules))
+    compiled = compilations_view(inspection.compilations, show_all=show_all)
+    if compiled is not None:
+        parts.append(compiled)
+    if inspection.torch_xla is not None:
+        parts.extend(torch_xla_text(inspection.torch_xla))
     for m in report.modules if show_all else report.main:
-        parts.append(module_details(m, full_names=full_names))
-        timing = inspection.timing(m.key)
-        if timing is not None:
-            parts.append(module_detail(short_name(m.key, 60), timing, limit=10))
+        parts.append(module_section(inspection, m, peaks=peaks, full_names=full_names, width=width))
     return Group(*parts)
 
 
@@ -264,12 +391,37 @@ def placement_line(
         if not p.kernels:
             rest += f" ({p.evidence})"
     elif p.status == "alone":
-        rest = f"→ {where}, alone ({fmt_bytes(p.bytes)}): {p.evidence or 'XLA gave no reason'}"
+        into = f" in {len(p.kernels)} kernels" if len(p.kernels) > 1 else ""
+        why = p.evidence or "XLA gave no reason"
+        rest = f"→ {where}, alone{into} ({fmt_bytes(p.bytes)}): {why}"
     else:
         rest = p.evidence or "gone after optimization; XLA gave no reason"
     line = Text.assemble((label, "bold"), "  ", status, " ", rest)
     if p.op.location is not None and p.op.user_frame:
         line.append(f"  [{p.op.location}]", style="dim")
+    return line
+
+
+def kernel_line(m: ModuleReport, name: str) -> Text:
+    """`hloscope ops --kernel`: a kernel's kind and launches, its HLO ops by opcode, and
+    the source ops whose work it does (or those inferred for it)."""
+    assert m.after is not None
+    k = next(k for k in m.after.kernels if k.name == name)
+    opcodes = Counter(i.opcode for i in k.ops)
+    listed = ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in opcodes.most_common(8))
+    more = ", …" if len(opcodes) > 8 else ""
+    launches = "?" if k.launches is None else str(k.launches)
+    prov = m.provenance
+    held = len(prov.kernel_ops.get(name, ())) if prov is not None else 0
+    line = Text.assemble(
+        (k.name, "bold"),
+        f" [{k.kind}]: {counted(held, 'op')}, {counted(k.instruction_count, 'HLO op')}",
+        f" ({listed}{more})" if listed else "",
+        f"; launches per execution {launches}",
+    )
+    inferred = prov.inferred.get(name) if prov is not None else None
+    if not held and inferred is not None:
+        line.append(f"\nit does no op's work; the ops below are inferred from {inferred.how}")
     return line
 
 

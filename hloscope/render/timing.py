@@ -1,185 +1,34 @@
-"""Timing results -> JSON documents and rich tables.
+"""Timing results -> rich tables and lines for the terminal.
 
-The JSON builders fix the schemas of `hloscope profile --json`, `hloscope bench --json`
-and the `bench.json` a run keeps; the table builders return rich renderables and never
-print. Nothing here measures or computes beyond formatting.
+`module_detail` is one module's timing block (`hloscope report`, `hloscope profile`),
+`profile_table` the `hloscope profile` output, `bench_table` the `hloscope bench` one.
+They return renderables and never print; the JSON documents of the same results are
+`render.timing_json`. Every time says whether it is per execution (one run of the
+module, on one device) or a total over the profiled executions.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us
+from hloscope.render.fit import fit_names, name_room
+from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us, short_name
+from hloscope.render.holds import labelled
 from hloscope.timing.bench import BenchResult
-from hloscope.timing.results import ModuleTiming, ProfileTimings
+from hloscope.timing.results import CLOCK_DEVICE, ModuleTiming, ProfileTimings
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "bench_doc",
-    "bench_table",
-    "profile_doc",
-    "profile_table",
-    "timings_doc",
-]
-
-SCHEMA_VERSION = 1
-
-
-def _r(x: float | None, digits: int = 3) -> float | None:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return None
-    return round(x, digits)
-
-
-def timings_doc(m: ModuleTiming) -> dict[str, Any]:
-    """The JSON object of one module's timings.
-
-    Schema: `source` (`nsys`, `xplane`, `trace.json`), `executions` (steady-state),
-    `skipped_executions` (warm-up left out), `total_us` (wall of those executions,
-    summed), `mean_us`/`median_us` (per execution), `kernel_us` (kernel time summed),
-    `busy_us` (time when at least one kernel or loop of it ran, the union of their
-    intervals: below `kernel_us` when kernels overlap, e.g. async collectives beside
-    compute; `busy_us + unattributed_us = total_us`), `unattributed_us` (wall when no
-    kernel of it ran), `cold` (true when it ran only as warm-up and these figures are
-    of those first runs), `compile_us` (XLA's compile before its first run, where the
-    capture recorded it: JAX; else null), `launches_per_execution` (thunks or op calls,
-    mean), `launches_by_execution` (`{min, median, max}` over executions; null when
-    every execution launched the same), `control` (`[{name, calls, total_us}]`: the
-    own time of each loop or conditional, beside its body's kernels),
-    `kernel_launches_per_execution` (device kernels), `device_ops_per_execution` (GPU
-    operations the trace counted, or null), `static_launches` (from the HLO, or null),
-    `launch_mismatch` (bool, or null without HLO), `missing_kernels`, `unknown_ops`,
-    `devices`, `split_by`, `wall_from`, `program_id`, and `kernels`: `[{name (the
-    top-level HLO instruction), calls, total_us, mean_us, median_us, min_us, max_us,
-    share, calls_per_execution, kernels_per_op, device_kernels, device_ops (or null),
-    hlo_ops (every name the runtime reported for it)}]`, most total time first. Times
-    are microseconds, rounded to nanoseconds.
-    """
-    return {
-        "name": m.name,
-        "program_id": m.program_id,
-        "source": m.source or None,
-        "executions": m.executions,
-        "skipped_executions": m.skipped,
-        "total_us": _r(m.total_us),
-        "mean_us": _r(m.mean_us),
-        "median_us": _r(m.median_us),
-        "kernel_us": _r(m.kernel_us),
-        "busy_us": _r(m.busy_us),
-        "unattributed_us": _r(m.unattributed_us),
-        "cold": m.cold,
-        "compile_us": _r(m.compile_us),
-        "launches_per_execution": _r(m.launches_per_execution),
-        "launches_by_execution": _spread(m.launches_by_execution),
-        "kernel_launches_per_execution": _r(m.kernel_launches_per_execution),
-        "device_ops_per_execution": _r(m.device_ops_per_execution),
-        "static_launches": m.static_launches,
-        "launch_mismatch": m.launch_mismatch,
-        "missing_kernels": list(m.missing_kernels),
-        "unknown_ops": list(m.unknown_ops),
-        "devices": list(m.devices),
-        "split_by": m.split_by,
-        "wall_from": m.wall_from,
-        "control": [
-            {"name": k.name, "calls": k.calls, "total_us": _r(k.total_us)} for k in m.control
-        ],
-        "kernels": [
-            {
-                "name": k.name,
-                "calls": k.calls,
-                "total_us": _r(k.total_us),
-                "mean_us": _r(k.mean_us),
-                "median_us": _r(k.median_us),
-                "min_us": _r(k.min_us),
-                "max_us": _r(k.max_us),
-                "share": _r(k.share, 4),
-                "calls_per_execution": _r(k.calls_per_execution),
-                "kernels_per_op": k.kernels_per_op,
-                "device_kernels": list(k.device_kernels),
-                "device_ops": k.device_ops,
-                "hlo_ops": list(k.hlo_ops) or [k.name],
-            }
-            for k in m.kernels
-        ],
-    }
-
-
-def profile_doc(p: ProfileTimings) -> dict[str, Any]:
-    """The `hloscope profile --json` document.
-
-    Schema: `schema_version`, `path`, `format` (`xplane`/`trace.json`), `skip_first`,
-    `op_events`, `duration_us`, `hostnames`, `problems`, and `modules`: module key ->
-    `timings_doc` object.
-    """
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "path": p.path,
-        "format": p.format,
-        "skip_first": p.skip_first,
-        "op_events": p.op_events,
-        "duration_us": _r(p.duration_us),
-        "hostnames": list(p.hostnames),
-        "problems": list(p.problems),
-        "modules": {key: timings_doc(m) for key, m in p.modules.items()},
-    }
-
-
-def bench_doc(r: BenchResult) -> dict[str, Any]:
-    """The `hloscope bench --json` document, also saved as a run's `bench.json`.
-
-    Schema: `schema_version`, `framework`, `device`, `target`, `baseline`, `notes`, and
-    `modes`: `[{name, label, first_call_s, median_s, p10_s, p90_s, repeats, speedup,
-    peak_memory_bytes, memory_note, error}]`, the baseline first. Seconds, rounded to
-    nanoseconds; `speedup` is baseline median / mode median.
-    """
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "framework": r.framework,
-        "device": r.device,
-        "target": r.target,
-        "baseline": r.baseline,
-        "notes": list(r.notes),
-        "modes": [
-            {
-                "name": m.name,
-                "label": m.label,
-                "first_call_s": _r(m.first_call_s, 9),
-                "median_s": _r(m.median_s, 9),
-                "p10_s": _r(m.p10_s, 9),
-                "p90_s": _r(m.p90_s, 9),
-                "repeats": m.repeats,
-                "speedup": _r(m.speedup, 3),
-                "peak_memory_bytes": m.peak_memory_bytes,
-                "memory_note": m.memory_note,
-                "error": m.error,
-            }
-            for m in r.modes
-        ],
-    }
-
-
-# --------------------------------------------------------------------------------------
-# Tables
-
-
-def _spread(counts: Sequence[int]) -> dict[str, float] | None:
-    """`{min, median, max}` of per-execution counts; None when they never vary."""
-    if not counts or min(counts) == max(counts):
-        return None
-    return {"min": min(counts), "median": statistics.median(counts), "max": max(counts)}
+__all__ = ["STRAGGLER", "bench_table", "module_detail", "profile_table", "timing_lines"]
 
 
 def _launches(m: ModuleTiming) -> Text:
-    spread = _spread(m.launches_by_execution)
+    spread = m.launch_spread
     if spread is not None:  # e.g. a data-dependent conditional: say how it varies
-        measured = f"{spread['min']} to {spread['max']} (median {fmt_count(spread['median'])})"
+        measured = f"{spread['min']:g} to {spread['max']:g} (median {fmt_count(spread['median'])})"
     else:
         measured = fmt_count(m.launches_per_execution)
     if m.kernel_launches_per_execution != m.launches_per_execution:
@@ -193,26 +42,72 @@ def _launches(m: ModuleTiming) -> Text:
     return Text.assemble(measured, (f" = HLO {m.static_launches}", "green"))
 
 
-def _module_header(key: str, m: ModuleTiming) -> Text:
-    pid = f"  program {m.program_id}" if m.program_id is not None else ""
+def timing_heading(key: str, m: ModuleTiming) -> Text:
+    """`── 0008.jit_mlp  [program 3]`: a module's heading where its timing stands alone
+    (`hloscope profile`), in the style of the report's module headings."""
+    pid = f"  [program {m.program_id}]" if m.program_id is not None else ""
+    return Text.assemble(("── ", "dim"), (short_name(key, 64), "bold cyan"), (pid, "dim"))
+
+
+def timing_lines(m: ModuleTiming) -> Text:
+    """A module's measured times: where from and how many executions, then the wall and
+    kernel time per execution, the time outside any kernel and the launches against the
+    HLO's count; the totals over the devices where it ran on several."""
     warm = f", {m.skipped} warm-up left out" if m.skipped else ""
-    source = f"{m.source}: " if m.source else ""
+    source = f" ({m.source})" if m.source else ""
+    runs = counted(m.executions, "execution")
+    if m.device_count > 1:
+        runs = f"{runs} per device on {m.device_count} devices"
+        warm += "; times per device"
     ops = ""
     if m.device_ops_per_execution is not None:
-        ops = f"; GPU operations per execution {fmt_count(m.device_ops_per_execution)}"
+        ops = f" · GPU operations per execution {fmt_count(m.device_ops_per_execution)}"
     return Text.assemble(
-        ("HloModule ", "bold"),
-        (key, "bold cyan"),
-        pid,
-        f"\n{source}{counted(m.executions, 'execution')}{warm}",
+        ("timing", "bold"),
+        f"{source}: {runs}{warm}",
         *_first_run(m),
-        f" (split by {m.split_by}); ",
-        f"{fmt_us(m.mean_us)} per execution (median {fmt_us(m.median_us)}, {m.wall_from})\n",
+        "; ops on the device's clock" if m.clock == CLOCK_DEVICE else "",
+        f"\nwall per execution {fmt_us(m.mean_us)} (median {fmt_us(m.median_us)}) · ",
         _kernel_time(m),
-        f"not in any kernel {fmt_us(m.unattributed_us)}; launches per execution ",
+        f"\nnot in any kernel {fmt_us(m.per_execution(m.unattributed_us))} per execution"
+        " · launches per execution ",
         _launches(m),
         ops,
+        *_devices_line(m),
     )
+
+
+def _devices_line(m: ModuleTiming) -> list[str | tuple[str, str]]:
+    """Where a module ran on several devices: the totals over all of them, and the
+    slowest device against the median one (a straggler)."""
+    if m.device_count < 2:
+        return []
+    total = sum(d.total_us for d in m.per_device)
+    kernels = sum(d.kernel_us for d in m.per_device)
+    line: list[str | tuple[str, str]] = [
+        f"\ntotal over the {m.device_count} devices and their executions: "
+        f"{fmt_us(total)} wall, {fmt_us(kernels)} in kernels"
+    ]
+    if m.spread is not None and m.slowest_device is not None:
+        text = f"; slowest device {m.slowest_device} at {m.spread:.2f}× the median"
+        line.append((text, "bold yellow") if m.spread >= STRAGGLER else text)
+    return line
+
+
+def _slowest(spread: float | None, device: str | None) -> str:
+    """`1.29× CPU:1`: a kernel's slowest device against the median one."""
+    if spread is None or device is None:
+        return "–"
+    return f"{spread:.2f}× {device.removeprefix('/device:')}"
+
+
+STRAGGLER = 1.2
+"""A device this much slower than the median one is shown as a straggler."""
+
+
+def _calls(x: float) -> str:
+    """A count per device: whole, or a mean with two decimals."""
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
 
 
 def _first_run(m: ModuleTiming) -> list[str | tuple[str, str]]:
@@ -232,20 +127,21 @@ def _first_run(m: ModuleTiming) -> list[str | tuple[str, str]]:
 
 
 def _kernel_time(m: ModuleTiming) -> str:
-    """Kernel time as the share of the wall it kept busy, beside the summed time where
-    they differ: kernels overlapping on several threads or streams are summed above
-    the time they took, and loops spend time of their own between their kernels."""
+    """Kernel time per execution and the share of the wall it kept busy; where kernels
+    overlap on several threads or streams (their sum exceeds the time they took) or
+    loops spend time of their own between their kernels, the busy time too."""
     busy = m.busy_us if m.busy_us is not None else m.kernel_us
     pct = f" ({100 * busy / m.total_us:.0f}%)" if m.total_us else ""
     loops = sum(k.total_us for k in m.control)
+    text = f"kernel time per execution {fmt_us(m.kernel_us_per_execution)}"
     if math.isclose(busy, m.kernel_us, rel_tol=1e-9, abs_tol=1e-6):
-        return f"kernels {fmt_us(m.kernel_us)}{pct}, "
-    text = f"kernels busy {fmt_us(busy)}{pct}"
-    if loops:
-        text += f" (loop control {fmt_us(loops)})"
+        return text + pct
     if not math.isclose(busy, m.kernel_us + loops, rel_tol=1e-9, abs_tol=1e-6):
-        text += f", kernel time summed over threads {fmt_us(m.kernel_us)}"
-    return text + ", "
+        text += " (summed over threads)"
+    text += f" · busy {fmt_us(m.per_execution(busy))}{pct}"
+    if loops:
+        text += f" (loop control {fmt_us(m.per_execution(loops))})"
+    return text
 
 
 def _unit(values: list[float]) -> tuple[str, float]:
@@ -254,51 +150,95 @@ def _unit(values: list[float]) -> tuple[str, float]:
     return ("s", 1e6) if top >= 1e7 else ("ms", 1e3) if top >= 1e4 else ("µs", 1.0)
 
 
-def _kernel_table(m: ModuleTiming, limit: int) -> Table:
+def _kernel_table(
+    m: ModuleTiming, limit: int, holds: Mapping[str, str] | None, width: int | None
+) -> Table:
+    """Each kernel's calls and time over the profiled executions (totals), its time per
+    call, and its share of the module's kernel time, heaviest first; names cut to fit
+    `width` columns (None: a pipe, whole)."""
     unit, scale = _unit([k.total_us for k in m.kernels])
-    table = Table(box=None, pad_edge=False, collapse_padding=True)
-    table.add_column("kernel (HLO op)", no_wrap=True, overflow="ellipsis", min_width=20)
-    table.add_column("calls", justify="right", no_wrap=True)
-    for name in ("total", "mean", "median", "min", "max"):
-        header = f"{name} {unit}" if name == "total" else name
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
+    over = f"over {counted(m.executions, 'execution')}" + (
+        " per device" if m.device_count > 1 else ""
+    )
+    table = Table(
+        box=None,
+        pad_edge=False,
+        collapse_padding=True,
+        title=f"kernels: calls and total {over}; mean, median, min and max per call",
+        title_justify="left",
+        title_style="",
+    )
+    headers = ["kernel · ops", "calls", f"total {unit}", "mean", "median", "min", "max", "share"]
     many = any(k.kernels_per_op > 1 for k in m.kernels)
-    if many:
-        table.add_column("kernels/op", justify="right", no_wrap=True)
+    devices = m.device_count > 1
+    headers += ["kernels/op"] * many + ["slowest device"] * devices
 
     def num(x: float) -> str:
         return f"{x / scale:.1f}" if scale == 1.0 else f"{x / scale:.3f}"
 
+    rows = []
     for k in m.kernels[:limit]:
         row = [
-            k.name,
-            str(k.calls),
+            labelled(k.name, holds),
+            _calls(k.calls),
             *(num(x) for x in (k.total_us, k.mean_us, k.median_us, k.min_us, k.max_us)),
             f"{100 * k.share:.1f}%",
         ]
         if many:
             row.append(str(k.kernels_per_op))
-        table.add_row(*row)
-    if len(m.kernels) > limit:
-        rest = m.kernels[limit:]
-        table.add_row(
-            f"… {len(rest)} more",
-            str(sum(k.calls for k in rest)),
-            num(sum(k.total_us for k in rest)),
-            *[""] * 4,
-            f"{100 * sum(k.share for k in rest):.1f}%",
-            *([""] if many else []),
-            style="dim",
+        if devices:
+            row.append(_slowest(k.spread, k.slowest_device))
+        rows.append(row)
+    rest = m.kernels[limit:]
+    if rest:
+        rows.append(
+            [
+                f"… {len(rest)} more",
+                _calls(sum(k.calls for k in rest)),
+                num(sum(k.total_us for k in rest)),
+                *[""] * 4,
+                f"{100 * sum(k.share for k in rest):.1f}%",
+                *([""] if many else []),
+                *([""] if devices else []),
+            ]
         )
+    for i, header in enumerate(headers):
+        if i == 0:
+            table.add_column(header, no_wrap=True, overflow="ellipsis")
+        else:
+            right = header != "slowest device"
+            table.add_column(header, justify="right" if right else "left", no_wrap=True)
+    for i, row in enumerate(fit_names(rows, name_room(headers, rows, width))):
+        table.add_row(*row, style="dim" if rest and i == len(rows) - 1 else None)
     return table
 
 
-def module_detail(key: str, m: ModuleTiming, *, limit: int = 25) -> RenderableType:
-    """One module: its header line and per-kernel table."""
-    parts: list[RenderableType] = [_module_header(key, m)]
+def module_detail(
+    key: str,
+    m: ModuleTiming,
+    *,
+    limit: int = 25,
+    holds: Mapping[str, str] | None = None,
+    heading: bool = True,
+    width: int | None = None,
+) -> RenderableType:
+    """One module's timing: its lines and per-kernel table.
+
+    Args:
+        key: The module's key (for the heading).
+        m: Its timings.
+        limit: Kernel rows shown (the rest summed in one row).
+        holds: Kernel name -> what it holds (`render.holds.kernel_holds`), printed
+            beside each kernel's name.
+        heading: Start with the module's heading (`hloscope profile`); `report` prints
+            the timing inside the module's own section, under its heading.
+        width: The terminal's width, which the kernel names are cut to fit (None: a
+            pipe, whole names).
+    """
+    parts: list[RenderableType] = [timing_heading(key, m)] if heading else []
+    parts.append(timing_lines(m))
     if m.executions:
-        parts.append(_kernel_table(m, limit))
+        parts.append(_kernel_table(m, limit, holds, width))
     for what, names in (
         ("in the HLO but never seen running", m.missing_kernels),
         ("seen running but not kernels of the HLO", m.unknown_ops),
@@ -310,7 +250,13 @@ def module_detail(key: str, m: ModuleTiming, *, limit: int = 25) -> RenderableTy
 
 
 def profile_table(
-    p: ProfileTimings, *, module: str | None = None, top: int = 3, limit: int = 25
+    p: ProfileTimings,
+    *,
+    module: str | None = None,
+    top: int = 3,
+    limit: int = 25,
+    holds: Mapping[str, Mapping[str, str]] | None = None,
+    width: int | None = None,
 ) -> RenderableType:
     """The `hloscope profile` output: a module summary, then kernel tables.
 
@@ -319,9 +265,15 @@ def profile_table(
         module: Show only this module (a key of `p.modules`).
         top: Without `module`, how many modules (most total time first) get a table.
         limit: Kernel rows per table.
+        holds: Module key -> kernel name -> what the kernel holds, where the HLO is
+            known.
+        width: The terminal's width (None: a pipe, whole names).
     """
+    holds = holds or {}
     if module is not None:
-        return module_detail(module, p.modules[module], limit=limit)
+        return module_detail(
+            module, p.modules[module], limit=limit, holds=holds.get(module), width=width
+        )
     head = Text.assemble(
         ("profile ", "bold"),
         str(p.path),
@@ -335,31 +287,41 @@ def profile_table(
         if p.modules:
             parts.append(Text("no module ran more than the warm-up execution", style="yellow"))
     else:
-        summary = Table(box=None, pad_edge=False, title="modules", title_justify="left")
-        summary.add_column("module", overflow="fold")
-        summary.add_column("runs", justify="right", no_wrap=True)
-        summary.add_column("per run", justify="right", no_wrap=True)
+        summary = Table(
+            box=None,
+            pad_edge=False,
+            title="modules: wall per execution, and total over the profiled executions",
+            title_justify="left",
+        )
+        summary.add_column("module", no_wrap=True, overflow="ellipsis")
+        summary.add_column("executions", justify="right", no_wrap=True)
+        summary.add_column("wall per execution", justify="right", no_wrap=True)
         summary.add_column("total", justify="right", no_wrap=True)
         summary.add_column("in kernels", justify="right", no_wrap=True)
         summary.add_column("kernels", justify="right", no_wrap=True)
-        summary.add_column("launches/run")
+        summary.add_column("launches per execution", no_wrap=True)
+        several = any(m.device_count > 1 for _, m in measured)
+        if several:  # figures per device; the device count beside them
+            summary.add_column("devices", justify="right", no_wrap=True)
         for key, m in measured:
             busy = m.busy_us if m.busy_us is not None else m.kernel_us
             summary.add_row(
-                key,
+                short_name(key, 10_000),
                 f"{m.executions} cold" if m.cold else str(m.executions),
                 fmt_us(m.mean_us),
                 fmt_us(m.total_us),
                 f"{100 * busy / m.total_us:.0f}%" if m.total_us else "–",
                 str(len(m.kernels)),
                 _launches(m),
+                *([str(m.device_count)] if several else []),
             )
         parts.append(summary)
         for key, m in measured[:top]:
             parts.append(Text(""))
-            parts.append(module_detail(key, m, limit=limit))
+            parts.append(module_detail(key, m, limit=limit, holds=holds.get(key), width=width))
         if len(measured) > top:
-            parts.append(Text(f"\n{len(measured) - top} more module(s): --module NAME", "dim"))
+            more = counted(len(measured) - top, "more module")
+            parts.append(Text(f"\n{more}: --module NAME", "dim"))
     for problem in p.problems:
         parts.append(Text(problem, style="dim"))
     return Group(*parts)
@@ -371,15 +333,16 @@ def bench_table(r: BenchResult) -> RenderableType:
         ("eager vs XLA", "bold"),
         f"  {r.framework} on {r.device}",
         f"  ({r.target})" if r.target else "",
-        f"\nfirst: the cold first call; speed-up: median of {r.baseline} / median of the mode",
+        f"\nfirst: the cold first call; compile: the part of it the framework says was "
+        f"compiling; speed-up: median of {r.baseline} / median of the mode",
     )
     table = Table(box=None, pad_edge=False)
     table.add_column("mode", overflow="fold")
-    for name in ("first", "median", "p10", "p90", "runs", "speed-up", "peak mem"):
+    for name in ("first", "compile", "median", "p10", "p90", "runs", "speed-up", "peak mem"):
         table.add_column(name, justify="right", no_wrap=True)
     for m in r.modes:
         if m.error:
-            table.add_row(m.label, Text(f"failed: {m.error}", style="red"), *[""] * 6)
+            table.add_row(m.label, Text(f"failed: {m.error}", style="red"), *[""] * 7)
             continue
         speed = Text("–")
         if m.speedup is not None:
@@ -388,6 +351,7 @@ def bench_table(r: BenchResult) -> RenderableType:
         table.add_row(
             m.label,
             fmt_seconds(m.first_call_s),
+            fmt_seconds(m.compile_s),
             fmt_seconds(m.median_s),
             fmt_seconds(m.p10_s),
             fmt_seconds(m.p90_s),

@@ -22,10 +22,10 @@ __all__ = ["unfused_doc", "unfused_table"]
 ROWS = ("kernels", "launches", "bytes_moved", "peak_memory", "kernel_us")
 _LABELS = {
     "kernels": "kernels",
-    "launches": "launches / execution",
-    "bytes_moved": "bytes moved / execution",
+    "launches": "launches per execution",
+    "bytes_moved": "bytes moved per execution",
     "peak_memory": "peak planned memory",
-    "kernel_us": "kernel time / execution",
+    "kernel_us": "kernel time per execution",
 }
 
 

@@ -5,10 +5,18 @@ its `hlo_module` (or `program_id`) names: a thunk on the CPU (`/host:CPU`), a ke
 device plane (`/device:GPU:N`, where one HLO op may run several kernels). Events are
 grouped into executions of their module, the first `skip_first` executions are left out
 as warm-up, and the rest is summarised per module and per kernel (`hloscope.timing.results`).
+
+An op's time is read on the device's own clock where its event records one (a TPU's
+`device_duration_ps`, what XProf sums): the timeline the profiler aligns to the host
+clock stretches and shrinks events where it re-synchronises the clocks. The timeline
+places events in their executions and times those. A module whose executions the
+device's `XLA Modules` line records but that ran no op event is listed with its wall
+time.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,7 +24,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from hloscope.errors import UsageError
+from hloscope.timing.devices import DeviceTally
 from hloscope.timing.executions import (
+    SPLIT_MODULE_EVENT,
+    WALL_MODULE,
     Context,
     Execution,
     OpEvent,
@@ -25,6 +36,9 @@ from hloscope.timing.executions import (
     split,
 )
 from hloscope.timing.results import (
+    CLOCK_DEVICE,
+    CLOCK_MIXED,
+    CLOCK_TIMELINE,
     KernelTiming,
     ModuleTiming,
     ProfileTimings,
@@ -89,6 +103,21 @@ def _op_line_name(e: TraceEvent) -> str:
     return e.display_name or _hlo_text_name(e.name) or e.name
 
 
+# The stat a device's op event carries with the op's duration on the device's own clock
+# (TPU `XLA Ops` events; xprof's `StatType::kDeviceDurationPs`).
+DEVICE_DURATION = "device_duration_ps"
+
+
+def _device_ps(value: object) -> int | None:
+    """A `device_duration_ps` stat as whole picoseconds; None where it is missing or not
+    a finite, non-negative number (then the event's timeline length is used)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return round(value) if 0 <= value < 2**63 else None
+
+
 def op_events(trace: Trace) -> list[OpEvent]:
     """Every event of the trace that executed an HLO op, in trace order.
 
@@ -121,7 +150,9 @@ def op_events(trace: Trace) -> list[OpEvent]:
         if not module:
             continue
         run_id = _int(stats.get("run_id"))
+        ordinal = _int(stats.get("device_ordinal"))
         on_device = e.plane.startswith(DEVICE_PLANE_PREFIX)
+        device_ps = _device_ps(stats.get(DEVICE_DURATION)) if on_device else None
         out.append(
             OpEvent(
                 module=module,
@@ -137,6 +168,8 @@ def op_events(trace: Trace) -> list[OpEvent]:
                 correlation_id=_int(stats.get("correlation_id")),
                 on_device=on_device,
                 op_line=op_line,
+                ordinal=None if ordinal is None or ordinal < 0 else ordinal,
+                device_ps=device_ps,
             )
         )
     on_device_modules = {(o.module, o.program_id) for o in out if o.on_device}
@@ -181,7 +214,8 @@ class _Call:
 
     @property
     def duration_ps(self) -> int:
-        return sum(k.duration_ps for k in self.kernels)
+        """The call's time: its kernels' on the device's clock where recorded."""
+        return sum(k.op_ps for k in self.kernels)
 
 
 def _calls(ops: Sequence[OpEvent]) -> list[_Call]:
@@ -197,7 +231,11 @@ def _calls(ops: Sequence[OpEvent]) -> list[_Call]:
 
 
 def _busy_ps(ops: Sequence[OpEvent]) -> int:
-    """Time when at least one of the ops ran (the union of their intervals)."""
+    """Time when at least one of the ops ran (the union of their intervals). Ops timed on
+    the device's clock are a TPU core's, which runs its ops one after another: their
+    sum is that union, and the timeline's stretched events are not used."""
+    if ops and all(o.device_ps is not None for o in ops):
+        return sum(o.op_ps for o in ops)
     total = 0
     end = None
     start = 0
@@ -242,7 +280,7 @@ def _module_timing(
     hlo_ops: dict[str, set[str]] = defaultdict(set)
     per_device: dict[str, list[OpEvent]] = defaultdict(list)
     for o in ops:
-        per_device[o.device].append(o)
+        per_device[o.device_name].append(o)
     executions, skipped, cold, split_by, wall_from = _steady(
         per_device, name, ctx, skip_first, max_executions
     )
@@ -257,9 +295,14 @@ def _module_timing(
     per_execution_calls: list[int] = []
     kernel_ps = unattributed_ps = busy_ps = 0
     launches = kernel_launches = 0
+    timed = on_device_clock = 0  # op events counted, and those timed on the device's clock
     control_self: dict[str, list[int]] = defaultdict(list)
+    tally = DeviceTally(_PS_PER_US)
     for ex in executions:
+        device = ex.ops[0].device_name
         kernels = [o for o in ex.ops if id(o) not in control]
+        timed += len(kernels)
+        on_device_clock += sum(o.device_ps is not None for o in kernels)
         for op, self_ps in _control_self(ex.ops, control):
             control_self[op].append(self_ps)
         calls = _calls(kernels)
@@ -267,6 +310,7 @@ def _module_timing(
             kernel = kernel_of.get(c.op, c.op)
             hlo_ops[kernel].add(c.op)
             durations[kernel].append(c.duration_ps)
+            tally.call(kernel, device, c.duration_ps)
             kernels_per_call[kernel] = max(kernels_per_call[kernel], len(c.kernels))
             if c.kernels[0].on_device and not c.kernels[0].op_line:
                 op_kernels[kernel] += len(c.kernels)
@@ -275,7 +319,9 @@ def _module_timing(
                     device_kernels[kernel].add(k.kernel)
         wall = ex.wall_ps if ex.wall_ps is not None else ex.span_ps
         walls.append(wall)
-        kernel_ps += sum(c.duration_ps for c in calls)
+        ex_kernel_ps = sum(c.duration_ps for c in calls)
+        kernel_ps += ex_kernel_ps
+        tally.execution(device, wall, ex_kernel_ps)
         busy = _busy_ps(ex.ops)  # loop control counts as busy: it is the loop's own work
         busy_ps += busy
         unattributed_ps += max(0, wall - busy)
@@ -283,9 +329,15 @@ def _module_timing(
         per_execution_calls.append(len(calls))
         kernel_launches += len(kernels)
 
+    if on_device_clock:
+        # the walls are on the timeline, the ops on the device's clock, which the timeline
+        # stretches here and shrinks there: compared over all executions, not each one
+        unattributed_ps = max(0, sum(walls) - busy_ps)
     n = len(executions)
+    devices = tally.count
     timings = []
     for op, ds in durations.items():
+        device_ops = op_kernels.get(op)
         timings.append(
             KernelTiming.of(
                 op,
@@ -293,10 +345,12 @@ def _module_timing(
                 per_us=_PS_PER_US,
                 kernels_total=kernel_ps,
                 executions=n,
+                devices=devices,
                 kernels_per_op=kernels_per_call[op],
                 device_kernels=tuple(sorted(device_kernels[op])),
-                device_ops=op_kernels.get(op),
+                device_ops=None if device_ops is None else device_ops / devices,
                 hlo_ops=tuple(sorted(hlo_ops[op])),
+                **tally.kernel_fields(op),
             )
         )
     timings.sort(key=lambda k: (-k.total_us, k.name))
@@ -316,11 +370,11 @@ def _module_timing(
     return ModuleTiming(
         name=name,
         program_id=program_id,
-        executions=n,
-        skipped=skipped,
-        total_us=_us(sum(walls)),
-        kernel_us=_us(kernel_ps),
-        unattributed_us=_us(unattributed_ps),
+        executions=tally.mean_count(n),
+        skipped=round(skipped / max(1, len(per_device))),
+        total_us=_us(tally.mean(sum(walls))),
+        kernel_us=_us(tally.mean(kernel_ps)),
+        unattributed_us=_us(tally.mean(unattributed_ps)),
         execution_us=tuple(_us(w) for w in walls),
         launches_per_execution=per_execution,
         kernel_launches_per_execution=kernel_launches / n if n else 0.0,
@@ -329,17 +383,112 @@ def _module_timing(
         kernels=tuple(timings),
         missing_kernels=missing,
         unknown_ops=unknown,
-        devices=tuple(sorted(per_device)),
+        devices=tuple(sorted({o.device for o in ops})),
         split_by=split_by,
         wall_from=wall_from,
-        busy_us=_us(busy_ps),
+        busy_us=_us(tally.mean(busy_ps)),
         launches_by_execution=tuple(per_execution_calls),
         cold=cold,
         control=tuple(
-            KernelTiming.of(op, ds, per_us=_PS_PER_US, kernels_total=kernel_ps, executions=n)
+            KernelTiming.of(
+                op,
+                ds,
+                per_us=_PS_PER_US,
+                kernels_total=kernel_ps,
+                executions=n,
+                devices=devices,
+            )
             for op, ds in sorted(control_self.items())
         ),
+        device_count=devices,
+        per_device=tally.per_device(),
+        clock=_clock(timed, on_device_clock),
     )
+
+
+def _clock(events: int, on_device_clock: int) -> str:
+    """`ModuleTiming.clock` from how many of its op events were timed on the device's
+    own clock."""
+    if on_device_clock and on_device_clock == events:
+        return CLOCK_DEVICE
+    return CLOCK_MIXED if on_device_clock else CLOCK_TIMELINE
+
+
+def _without_ops(
+    key: tuple[str, int | None],
+    spans: Mapping[str, list[tuple[int, int]]],
+    skip_first: int,
+    static: ModuleAnalysis | None,
+    max_executions: int | None,
+) -> ModuleTiming:
+    """A module the device's `XLA Modules` line shows executing but that ran no op event
+    (a TPU program of scalar work alone): its executions and their wall time, no kernel.
+
+    Args:
+        key: (module name, program id).
+        spans: Per device plane, (start, end) of each of its `XLA Modules` events.
+        skip_first: Executions left out per device as warm-up.
+        static: Its after-optimization analysis, if known (static launches).
+        max_executions: Executions kept per device after the warm-up ones.
+    """
+    per_device = [sorted((a, b, plane) for a, b in s) for plane, s in sorted(spans.items())]
+    kept, skipped, cold = measured(per_device, skip_first, max_executions)
+    kept.sort()
+    walls = [end - start for start, end, _ in kept]
+    tally = DeviceTally(_PS_PER_US)
+    for start, end, plane in kept:
+        tally.execution(plane, end - start, 0)
+    n = len(walls)
+    static_launches = static.launches if static is not None else None
+    return ModuleTiming(
+        name=key[0],
+        program_id=key[1],
+        executions=tally.mean_count(n),
+        skipped=round(skipped / max(1, len(per_device))),
+        total_us=_us(tally.mean(sum(walls))),
+        kernel_us=0.0,
+        unattributed_us=_us(tally.mean(sum(walls))),
+        execution_us=tuple(_us(w) for w in walls),
+        launches_per_execution=0.0,
+        kernel_launches_per_execution=0.0,
+        static_launches=static_launches,
+        launch_mismatch=(
+            launches_differ(0.0, static_launches) if static_launches is not None and n else None
+        ),
+        kernels=(),
+        missing_kernels=tuple(k.name for k in static.kernels) if static is not None else (),
+        devices=tuple(sorted(spans)),
+        split_by=SPLIT_MODULE_EVENT,
+        wall_from=WALL_MODULE,
+        busy_us=0.0,
+        launches_by_execution=(0,) * n,
+        cold=cold,
+        device_count=tally.count,
+        per_device=tally.per_device(),
+    )
+
+
+def _has_ops(
+    key: tuple[str, int | None], by_module: Mapping[tuple[str, int | None], object]
+) -> bool:
+    """Whether a module of the `XLA Modules` line ran op events: the same name and
+    program id, or the same name where either side does not know its program id."""
+    name, program_id = key
+    return any(
+        n == name and (p == program_id or p is None or program_id is None) for n, p in by_module
+    )
+
+
+def _module_events(ctx: Context) -> dict[tuple[str, int | None], dict[str, list[tuple[int, int]]]]:
+    """Every `XLA Modules` event, by (module, program id) and device plane."""
+    out: dict[tuple[str, int | None], dict[str, list[tuple[int, int]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for plane, spans in ctx.module_events.items():
+        for s in spans:
+            if s.module:
+                out[(s.module, s.program_id)][plane].append((s.start_ps, s.end_ps))
+    return out
 
 
 def _steady(
@@ -370,7 +519,12 @@ def _control_self(ops: Sequence[OpEvent], control: set[int]) -> list[tuple[str, 
     out = []
     for c in (o for o in ops if id(o) in control):
         inside = [
-            replace(o, start_ps=max(o.start_ps, c.start_ps), end_ps=min(o.end_ps, c.end_ps))
+            replace(
+                o,
+                start_ps=max(o.start_ps, c.start_ps),
+                end_ps=min(o.end_ps, c.end_ps),
+                device_ps=None,  # clipped to the loop's span on the timeline
+            )
             for o in ops
             if o is not c and o.end_ps > c.start_ps and o.start_ps < c.end_ps
         ]
@@ -408,6 +562,9 @@ def attribute(
     for name, _ in by_module:
         names[name] += 1
     ctx = Context(trace)
+    idle = {k: v for k, v in _module_events(ctx).items() if not _has_ops(k, by_module)}
+    for name, _ in idle:
+        names[name] += 1
     timings: list[tuple[str, ModuleTiming]] = []
     for (name, program_id), module_ops in by_module.items():
         key = timing_key(name, program_id, names[name] > 1)
@@ -417,6 +574,13 @@ def attribute(
         timing = _module_timing(
             name, program_id, module_ops, ctx, skip_first, analysis, max_executions
         )
+        timings.append((key, replace(timing, source=trace.format)))
+    for (name, program_id), spans in idle.items():
+        key = timing_key(name, program_id, names[name] > 1)
+        analysis = None
+        if static is not None:
+            analysis = static.get(key) or (static.get(name) if names[name] == 1 else None)
+        timing = _without_ops((name, program_id), spans, skip_first, analysis, max_executions)
         timings.append((key, replace(timing, source=trace.format)))
     timings.sort(key=lambda kv: (-kv[1].total_us, kv[0]))
     problems = list(trace.problems)

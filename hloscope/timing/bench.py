@@ -2,7 +2,7 @@
 
 TensorFlow runs eagerly, as a `tf.function` without XLA, and as a
 `tf.function(jit_compile=True)`; JAX runs op by op (`jax.disable_jit()`) and under
-`jax.jit`. Each mode gets a timed first call (tracing, compilation), warm-up, then
+`jax.jit`; PyTorch runs eagerly on the CPU and on torch_xla's lazy XLA device. Each mode gets a timed first call (tracing, compilation), warm-up, then
 repetitions until enough time has passed, with every result synchronised. The statistics
 take an injected clock, so tests drive them with a fake one. The frameworks are imported
 only inside `bench`, never by importing this module. The timed calls of the modes are
@@ -11,6 +11,7 @@ interleaved in rounds, so a change in the machine's load hits every mode alike.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import os
@@ -183,6 +184,8 @@ class Mode:
         call: Runs the function once and waits for the result.
         before: Called before the mode runs (reset memory statistics).
         peak_memory: Called after: (peak bytes or None, note).
+        compile_s: Called right after the cold first call: the seconds the framework
+            says it spent compiling in it (its own events), or None.
     """
 
     name: str
@@ -190,6 +193,7 @@ class Mode:
     call: Callable[[], Any]
     before: Callable[[], None] | None = None
     peak_memory: Callable[[], tuple[int | None, str | None]] | None = None
+    compile_s: Callable[[], float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,9 @@ class ModeResult:
         memory_note: Why memory is unavailable, or what the figure means.
         error: The error that stopped the mode (`XlaRuntimeError: ...`), or None.
         times_s: The timed calls.
+        compile_s: Of the first call, the seconds the framework says it spent compiling
+            (JAX's compile events: tracing, lowering and XLA's compile), None where it
+            does not say.
     """
 
     name: str
@@ -223,6 +230,7 @@ class ModeResult:
     memory_note: str | None = None
     error: str | None = None
     times_s: tuple[float, ...] = ()
+    compile_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -288,6 +296,7 @@ def run_modes(
         raise UsageError("repeats must be 1 or more")
     rounds = max(1, min(rounds, repeats or rounds))
     firsts: dict[int, float] = {}
+    compiled: dict[int, float | None] = {}
     errors: dict[int, str] = {}
     times: dict[int, list[float]] = {i: [] for i in range(len(modes))}
     peaks: dict[int, int | None] = {}
@@ -310,10 +319,11 @@ def run_modes(
 
     for i, mode in enumerate(modes):
 
-        def cold(i: int = i, call: Callable[[], Any] = mode.call) -> None:
+        def cold(i: int = i, call: Callable[[], Any] = mode.call, m: Mode = mode) -> None:
             t0 = clock()
             call()
             firsts[i] = clock() - t0
+            compiled[i] = m.compile_s() if m.compile_s is not None else None
             for _ in range(warmup):
                 call()
 
@@ -360,6 +370,7 @@ def run_modes(
                 peak_memory_bytes=peaks.get(i),
                 memory_note=notes.get(i),
                 times_s=m.times_s,
+                compile_s=compiled.get(i),
             )
         )
     if results and results[0].median_s:
@@ -429,6 +440,10 @@ def _tf_modes(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[list[Mode], 
 
         notes.append("peak memory: not reported on the CPU (TensorFlow reports it for GPUs only)")
 
+    notes.append(
+        "compile: TensorFlow reports XLA's compile time only in its log, not to the process "
+        "(`hloscope dump` records it); the first call holds tracing, compiling and a run"
+    )
     plain = tf.function(fn, jit_compile=False)
     xla = tf.function(fn, jit_compile=True)
     modes = [
@@ -480,9 +495,47 @@ def _jax_modes(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[list[Mode],
 
     modes = [
         Mode("op-by-op", "op by op (disable_jit)", op_by_op, None, peak),
-        Mode("jit", "jax.jit", lambda: jax.block_until_ready(jitted(*args)), None, jit_peak),
+        Mode(
+            "jit",
+            "jax.jit",
+            lambda: jax.block_until_ready(jitted(*args)),
+            None,
+            jit_peak,
+            _jax_compile_time(jax, jitted),
+        ),
     ]
     return modes, device, notes
+
+
+# JAX's compile events (`jax._src.dispatch`): tracing, lowering to HLO, XLA's compile.
+_JAX_COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+
+
+def _jax_compile_time(jax: Any, jitted: Any) -> Callable[[], float | None]:
+    """The seconds of JAX's compile events for `jitted` (traced as `fn`, lowered and
+    compiled as `jit(fn)`) since this was made; the listener leaves once read."""
+    name = getattr(jitted, "__name__", None) or getattr(jitted, "__qualname__", "")
+    heard: list[float] = []
+
+    def listen(event: str, duration: float, **kwargs: Any) -> None:
+        if event in _JAX_COMPILE_EVENTS and str(kwargs.get("fun_name")) in (name, f"jit({name})"):
+            heard.append(duration)
+
+    try:
+        jax.monitoring.register_event_duration_secs_listener(listen)
+    except Exception:  # a JAX without monitoring: no compile time
+        return lambda: None
+
+    def read() -> float | None:
+        with contextlib.suppress(Exception):
+            jax.monitoring.unregister_event_duration_listener(listen)
+        return sum(heard) if heard else None
+
+    return read
 
 
 def _planned_peak(
@@ -508,6 +561,42 @@ def _planned_peak(
     return peak
 
 
+def _torch_modes(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[list[Mode], str, list[str]]:
+    """Eager PyTorch on the CPU, and the same function on torch_xla's device: traced
+    lazily, compiled by XLA once per graph (cached after), each call's outputs
+    materialised and waited for (`xm.unlazy`)."""
+    from hloscope.capture.torch import import_torch_xla, to_device, xla_leaves
+
+    torch, torch_xla = import_torch_xla()
+    import torch_xla.core.xla_model as xm
+    import torch_xla.runtime as xr
+
+    cpu = torch.device("cpu")
+    fn_cpu, args_cpu = to_device(fn, args, cpu, torch)
+    fn_xla, args_xla = to_device(fn, args, torch_xla.device(), torch)
+
+    def eager() -> Any:
+        return fn_cpu(*args_cpu)
+
+    def lazy() -> Any:
+        out = fn_xla(*args_xla)
+        xm.unlazy(list(xla_leaves(out, torch)))
+        return out
+
+    device = f"CPU ({_cpu_name()}, {os.cpu_count()} cores); torch_xla on PJRT {xr.device_type()}"
+    notes = [
+        "peak memory: not measured (neither eager PyTorch on the CPU nor torch_xla reports it)"
+    ]
+    modes = [
+        Mode("eager", "eager (CPU)", eager),
+        Mode("xla", "torch_xla", lazy),
+    ]
+    return modes, device, notes
+
+
+_MODES = {"tensorflow": _tf_modes, "jax": _jax_modes, "torch_xla": _torch_modes}
+
+
 def bench(
     fn: Callable[..., Any],
     *args: Any,
@@ -522,9 +611,11 @@ def bench(
     """Time `fn(*args)` eagerly and under XLA, side by side.
 
     Args:
-        fn: The plain function (not a `tf.function` / `jax.jit`).
+        fn: The plain function (not a `tf.function` / `jax.jit`), or a PyTorch function
+            or `nn.Module` (copied to each mode's device, as its tensor arguments are).
         *args: Its arguments.
-        framework: `tensorflow` (`tf`) or `jax`; detected from the arguments when None.
+        framework: `tensorflow` (`tf`), `jax` or `torch`; detected from the arguments
+            when None.
         repeats: Timed calls per mode; None for adaptive (see `measure`).
         min_time: Seconds of timed calls per mode in adaptive mode.
         clock: Seconds as a float (`time.perf_counter`).
@@ -544,13 +635,22 @@ def bench(
         framework = framework_of_call(fn, args)
         if framework is None:
             raise UsageError(
-                "cannot tell whether this is a TensorFlow or a JAX function; "
-                "pass framework='tensorflow' or framework='jax'"
+                "cannot tell whether this is a TensorFlow, JAX or PyTorch function; "
+                "pass framework='tensorflow', 'jax' or 'torch'"
             )
-    name = {"tf": "tensorflow", "tensorflow": "tensorflow", "jax": "jax"}.get(framework.lower())
+    name = {
+        "tf": "tensorflow",
+        "tensorflow": "tensorflow",
+        "jax": "jax",
+        "torch": "torch_xla",
+        "torch_xla": "torch_xla",
+        "pytorch": "torch_xla",
+    }.get(framework.lower())
     if name is None:
-        raise UsageError(f"unknown framework {framework!r}; expected 'tensorflow' or 'jax'")
-    modes, device, notes = (_tf_modes if name == "tensorflow" else _jax_modes)(fn, args)
+        raise UsageError(
+            f"unknown framework {framework!r}; expected 'tensorflow', 'jax' or 'torch'"
+        )
+    modes, device, notes = _MODES[name](fn, args)
     results = run_modes(
         modes, clock=clock, repeats=repeats, min_time=min_time, warmup=warmup, rounds=rounds
     )

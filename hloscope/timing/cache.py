@@ -23,7 +23,13 @@ from hloscope.manifest import MANIFEST
 from hloscope.store import TIMINGS_CACHE, digest, file_stamps, keep, lookup
 from hloscope.timing.attribution import attribute
 from hloscope.timing.compiles import read_compiles, with_compile_times
-from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings, merge_timings
+from hloscope.timing.results import (
+    DeviceTiming,
+    KernelTiming,
+    ModuleTiming,
+    ProfileTimings,
+    merge_timings,
+)
 from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [
@@ -37,7 +43,8 @@ __all__ = [
     "timings_to_doc",
 ]
 
-CACHE_VERSION = 2  # 2: XPlane events booked to kernels by their runtime names
+CACHE_VERSION = 5  # 3: ops on the device clock, modules without op events listed; 4: per
+# device; 5: executions split by each op's n-th run where the first-op split is inconsistent
 """The shape of a kept `ProfileTimings` document (part of every key)."""
 _MAX_ENTRIES = 4
 # A big GPU run's timings are tens of MB; past this the file is not read.
@@ -204,6 +211,9 @@ def _module_from_doc(doc: Mapping[str, Any]) -> ModuleTiming:
     fields = _tupled(ModuleTiming, doc)
     for name in ("kernels", "control"):
         fields[name] = tuple(KernelTiming(**_tupled(KernelTiming, k)) for k in doc.get(name, ()))
+    fields["per_device"] = tuple(
+        DeviceTiming(**_tupled(DeviceTiming, d)) for d in doc.get("per_device", ())
+    )
     return ModuleTiming(**fields)
 
 

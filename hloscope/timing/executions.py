@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -20,6 +20,7 @@ from hloscope.timing.trace import (
     DEVICE_PLANE_PREFIX,
     EXECUTE_EVENT_SUFFIXES,
     GPU_MODULE_SUFFIX,
+    HOST_PLANE,
     XLA_MODULES_LINE,
     Trace,
 )
@@ -68,6 +69,7 @@ SPLIT_EXECUTE_EVENT = "execute event"
 SPLIT_MODULE_EVENT = "XLA Modules line"
 SPLIT_LAUNCH = "launch correlation"
 SPLIT_REPEAT = "first op repeats"
+SPLIT_OCCURRENCE = "each op's n-th run"
 # What an execution's wall time is (ModuleTiming.wall_from).
 WALL_OPS = "first op start to last op end"
 WALL_EXECUTE = "enclosing execute event"
@@ -94,6 +96,12 @@ class OpEvent:
         on_device: Whether it is on a device plane.
         op_line: Whether it comes from an `XLA Ops` line (one event per op call, never
             merged with the next one).
+        ordinal: The XLA device it ran for, where a host event says (`device_ordinal`:
+            XLA's CPU devices, `--xla_force_host_platform_device_count`); None when not
+            recorded (-1).
+        device_ps: Its duration on the device's own clock, where the event records one
+            (a TPU op's `device_duration_ps`); None on the CPU and GPU, whose events
+            are timed on the profile's timeline alone.
     """
 
     module: str
@@ -109,11 +117,30 @@ class OpEvent:
     correlation_id: int | None = None
     on_device: bool = False
     op_line: bool = False
+    ordinal: int | None = None
+    device_ps: int | None = None
 
     @property
     def duration_ps(self) -> int:
-        """Duration, picoseconds."""
+        """Duration on the timeline, picoseconds."""
         return self.end_ps - self.start_ps
+
+    @property
+    def device_name(self) -> str:
+        """The device it ran on: its device plane, else the XLA CPU device its
+        `device_ordinal` names (`/device:CPU:1`: every CPU device's thunks share the
+        `/host:CPU` plane), else its plane."""
+        if self.on_device or self.ordinal is None:
+            return self.device
+        if self.device == HOST_PLANE:
+            return f"{DEVICE_PLANE_PREFIX}CPU:{self.ordinal}"
+        return f"{self.device} device {self.ordinal}"
+
+    @property
+    def op_ps(self) -> int:
+        """The op's time: on the device's clock where the event records it, else its
+        length on the timeline (`device_ps`)."""
+        return self.device_ps if self.device_ps is not None else self.end_ps - self.start_ps
 
 
 @dataclass
@@ -137,6 +164,7 @@ class _Span:
     plane: str
     line_id: int
     module: str | None = None
+    program_id: int | None = None
 
 
 class Context:
@@ -153,11 +181,14 @@ class Context:
                 self.execute[e.plane].append(_Span(e.start_ps, e.end_ps, e.plane, e.line_id))
             elif e.line.startswith(XLA_MODULES_LINE):
                 module = e.stats.get("hlo_module")
+                parsed = _split_program(name)
+                program_id = _int(e.stats.get("program_id"))
+                if parsed is not None and program_id is None:
+                    program_id = parsed[1]
                 if not isinstance(module, str):
-                    parsed = _split_program(name)
                     module = parsed[0] if parsed else name
                 self.module_events[e.plane].append(
-                    _Span(e.start_ps, e.end_ps, e.plane, e.line_id, module)
+                    _Span(e.start_ps, e.end_ps, e.plane, e.line_id, module, program_id)
                 )
             elif name.endswith(GPU_MODULE_SUFFIX):
                 module = name[: -len(GPU_MODULE_SUFFIX)]
@@ -248,7 +279,33 @@ def split(ops: list[OpEvent], module: str, ctx: Context) -> tuple[list[Execution
             execs.append(Execution([]))
         execs[-1].ops.append(o)
         previous = o.op
+    by_run = _by_occurrence(ordered, execs)
+    if by_run is not None:
+        return by_run, SPLIT_OCCURRENCE, WALL_OPS
     return execs, SPLIT_REPEAT, WALL_OPS
+
+
+def _by_occurrence(ordered: list[OpEvent], execs: list[Execution]) -> list[Execution] | None:
+    """The executions when every op ran the same n > 1 times but the first-op split
+    disagrees (its executions differ in size): the k-th run of each op is in the k-th.
+
+    Ops of one execution that run on several threads can start before its first op
+    (the PJRT CPU client's thunks, as PyTorch/XLA runs them): sorted by start, they fall
+    into the execution before. Executions of one module do not overlap, so counting
+    each op's runs tells them apart.
+    """
+    counts = Counter(o.op for o in ordered)
+    n = counts[ordered[0].op]
+    if n < 2 or any(c != n for c in counts.values()):
+        return None
+    if len({len(ex.ops) for ex in execs}) == 1 and len(execs) == n:
+        return None  # the first-op split is consistent: keep it
+    out = [Execution([]) for _ in range(n)]
+    seen: Counter[str] = Counter()
+    for o in ordered:
+        out[seen[o.op]].ops.append(o)
+        seen[o.op] += 1
+    return out
 
 
 def _by_span(ops: list[OpEvent], found: Mapping[int, _Span | None]) -> list[Execution]:

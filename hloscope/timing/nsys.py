@@ -23,6 +23,7 @@ from typing import Any
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
 from hloscope.files import decompress_xz, inside, read_regular
 from hloscope.runs import NSYS_TRACE, is_nsys_archive
+from hloscope.timing.devices import DeviceTally
 from hloscope.timing.executions import measured
 from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings, cold_problems
 
@@ -423,7 +424,12 @@ def _us(ns: float) -> float:
 
 
 def _kernel(
-    name: str, ops: set[str], calls: list[ThunkCall], kernel_ns: int, n: int
+    name: str,
+    ops: set[str],
+    calls: list[ThunkCall],
+    kernel_ns: int,
+    n: int,
+    tally: DeviceTally,
 ) -> KernelTiming:
     return KernelTiming.of(
         name,
@@ -431,9 +437,11 @@ def _kernel(
         per_us=_NS_PER_US,
         kernels_total=kernel_ns,
         executions=n,
+        devices=tally.count,
         kernels_per_op=max(c.gpu_ops for c in calls),
-        device_ops=sum(c.gpu_ops for c in calls),
+        device_ops=tally.mean(sum(c.gpu_ops for c in calls)),
         hlo_ops=tuple(sorted(ops)),
+        **tally.kernel_fields(name),
     )
 
 
@@ -471,6 +479,7 @@ def module_timing(
     ops: dict[str, set[str]] = defaultdict(set)
     unknown: set[str] = set()
     busy = unattributed = 0
+    tally = DeviceTally(_NS_PER_US)  # each thread drives one GPU
     for ex in steady:
         for t in ex.thunks:
             name = t.op if kernel_of is None else kernel_of.get(t.op)
@@ -479,22 +488,24 @@ def module_timing(
                 name = t.op
             calls[name].append(t)
             ops[name].add(t.op)
+            tally.call(name, ex.thread, t.duration_ns)
         b = _busy_ns(ex.thunks)
         busy += b
         unattributed += max(0, ex.duration_ns - b)
+        tally.execution(ex.thread, ex.duration_ns, sum(t.duration_ns for t in ex.thunks))
     kernel_ns = sum(t.duration_ns for ex in steady for t in ex.thunks)
-    kernels = [_kernel(k, ops[k], cs, kernel_ns, n) for k, cs in calls.items()]
+    kernels = [_kernel(k, ops[k], cs, kernel_ns, n, tally) for k, cs in calls.items()]
     kernels.sort(key=lambda k: (-k.total_us, k.name))
     launches = tuple(len(ex.thunks) for ex in steady)
     device_ops = tuple(ex.gpu_ops for ex in steady)
     return ModuleTiming(
         name=runs[0].module,
         program_id=runs[0].program_id,
-        executions=n,
-        skipped=skipped,
-        total_us=_us(sum(ex.duration_ns for ex in steady)),
-        kernel_us=_us(kernel_ns),
-        unattributed_us=_us(unattributed),
+        executions=tally.mean_count(n),
+        skipped=round(skipped / max(1, len({ex.thread for ex in runs}))),
+        total_us=_us(tally.mean(sum(ex.duration_ns for ex in steady))),
+        kernel_us=_us(tally.mean(kernel_ns)),
+        unattributed_us=_us(tally.mean(unattributed)),
         execution_us=tuple(_us(ex.duration_ns) for ex in steady),
         launches_per_execution=sum(launches) / n if n else 0.0,
         kernel_launches_per_execution=sum(device_ops) / n if n else 0.0,
@@ -506,11 +517,13 @@ def module_timing(
         split_by=SPLIT_BY,
         wall_from=WALL_FROM,
         source=SOURCE,
-        busy_us=_us(busy),
+        busy_us=_us(tally.mean(busy)),
         device_ops_per_execution=sum(device_ops) / n if n else None,
         launches_by_execution=launches,
         device_ops_by_execution=device_ops,
         cold=cold,
+        device_count=tally.count,
+        per_device=tally.per_device(),
     )
 
 
@@ -532,8 +545,8 @@ def _module_problems(
     for ex in _steady(runs, skip_first)[0]:
         for op, count in ex.enclosing:
             enclosing[op] += count
-    if enclosing and m.executions:
-        per = sum(enclosing.values()) / m.executions
+    if enclosing and m.execution_us:
+        per = sum(enclosing.values()) / len(m.execution_us)  # every device's executions
         out.append(
             f"{key}: {per:g} GPU operations per execution launched by thunks that enclose "
             "other thunks (counted in the module, in no leaf hlo_op): "

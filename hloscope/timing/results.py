@@ -17,24 +17,42 @@ from hloscope.errors import UsageError
 from hloscope.timing.executions import SPLIT_RUN_ID, WALL_OPS
 
 __all__ = [
+    "CLOCK_DEVICE",
+    "CLOCK_MIXED",
+    "CLOCK_TIMELINE",
+    "DeviceTiming",
     "KernelTiming",
     "ModuleTiming",
     "ProfileTimings",
     "cold_problems",
+    "device_spread",
     "launches_differ",
     "merge_timings",
     "timing_key",
 ]
 
 
+# Which clock an op's time was read on (`ModuleTiming.clock`): the device's own (a TPU
+# op event's `device_duration_ps`), the profile's timeline (the event's length: CPU
+# thunks, GPU kernels, nsys ranges), or both (some events record the device's, some not).
+CLOCK_DEVICE = "device"
+CLOCK_TIMELINE = "timeline"
+CLOCK_MIXED = "device+timeline"
+
+
 @dataclass(frozen=True)
 class KernelTiming:
     """Measured time of one HLO instruction of a module, over the steady-state executions.
 
+    A module that ran on several devices (SPMD partitions, replicas, `pmap`) runs each
+    kernel once per device: `calls`, `total_us` and `device_ops` are per device (the
+    sum over every device divided by the devices that ran the module, as
+    `ModuleTiming.device_count` counts them); the per-call figures are over every call.
+
     Attributes:
         name: The HLO instruction name (as `analyze_module(...).kernels[].name`).
-        calls: How many times it ran.
-        total_us: Sum of its durations.
+        calls: How many times it ran, per device.
+        total_us: Sum of its durations, per device.
         mean_us: Mean per call.
         median_us: Median per call.
         min_us: Fastest call.
@@ -44,15 +62,19 @@ class KernelTiming:
         kernels_per_op: Most device kernels one call ran (1 on the CPU; 2 or more for
             e.g. a cuBLAS GEMM with a split-K reduction).
         device_kernels: Names of the device kernels it ran, when they differ from the op.
-        device_ops: Device operations (kernels, memcpys) its calls launched in all, where
-            the profile counts them (nsys: NumGPUOps of its thunk ranges); else None.
+        device_ops: Device operations (kernels, memcpys) its calls launched, per device,
+            where the profile counts them (nsys: NumGPUOps of its thunk ranges); else None.
         hlo_ops: Every name the runtime reported for it (the wrapped `all-to-all.3` of an
             async pair, the `custom-call.220` inside a `__custom_fusion`); () when not
             recorded.
+        device_count: Devices it ran on.
+        spread: Its time on the slowest device over its median device's (1.0 when they
+            match); None on one device.
+        slowest_device: The device it took longest on, when it ran on several.
     """
 
     name: str
-    calls: int
+    calls: float
     total_us: float
     mean_us: float
     median_us: float
@@ -62,8 +84,11 @@ class KernelTiming:
     calls_per_execution: float
     kernels_per_op: int = 1
     device_kernels: tuple[str, ...] = ()
-    device_ops: int | None = None
+    device_ops: float | None = None
     hlo_ops: tuple[str, ...] = ()
+    device_count: int = 1
+    spread: float | None = None
+    slowest_device: str | None = None
 
     @classmethod
     def of(
@@ -74,25 +99,30 @@ class KernelTiming:
         per_us: float,
         kernels_total: int,
         executions: int,
+        devices: int = 1,
         **measured: Any,
     ) -> KernelTiming:
         """Summarise one instruction's call durations, as the profile's clock counts them.
 
         Args:
             name: The instruction.
-            durations: Each call's duration in the source's unit (at least one call).
+            durations: Each call's duration in the source's unit (at least one call), on
+                every device.
             per_us: Units per microsecond (1e6 for picoseconds, 1e3 for nanoseconds);
                 sums stay exact integers until this one division.
             kernels_total: All kernels' time in the same executions and unit (`share`).
-            executions: Steady-state executions the calls came from.
+            executions: Steady-state executions the calls came from, on every device.
+            devices: Devices that ran the module: `calls` and `total_us` are divided by
+                it (and `device_ops` in `measured`, by the caller).
             **measured: The optional fields a source measures (`kernels_per_op`,
-                `device_kernels`, `device_ops`, `hlo_ops`).
+                `device_kernels`, `device_ops`, `hlo_ops`, `device_count`, `spread`,
+                `slowest_device`).
         """
         total = sum(durations)
         return cls(
             name=name,
-            calls=len(durations),
-            total_us=total / per_us,
+            calls=len(durations) / devices,
+            total_us=total / per_us / devices,
             mean_us=total / len(durations) / per_us,
             median_us=statistics.median(durations) / per_us,
             min_us=min(durations) / per_us,
@@ -104,21 +134,46 @@ class KernelTiming:
 
 
 @dataclass(frozen=True)
+class DeviceTiming:
+    """One device's part of a module's timing.
+
+    Attributes:
+        device: The device: a device plane (`/device:GPU:0`), an XLA CPU device
+            (`/device:CPU:1`, from the thunks' `device_ordinal`), or the host thread
+            that drives a GPU (nsys: `pid P tid T`).
+        executions: Steady-state executions on it.
+        total_us: Wall time of those executions, summed.
+        kernel_us: Time inside the module's kernels on it, summed.
+    """
+
+    device: str
+    executions: int
+    total_us: float
+    kernel_us: float
+
+
+@dataclass(frozen=True)
 class ModuleTiming:
     """Measured time of one compiled module.
+
+    A module that ran on several devices (SPMD partitions, replicas, `pmap`) is timed
+    per device: counts and sums are the mean over the `device_count` devices that ran
+    it (executions, calls, total, kernel and busy time), `per_device` holds each
+    device's own, and figures per execution are per execution on one device.
 
     Attributes:
         name: The HloModule name.
         program_id: XLA's program id, when known.
-        executions: Steady-state executions measured (warm-up left out).
-        skipped: Executions left out as warm-up.
-        total_us: Wall time of the steady-state executions, summed (see `wall_from`).
-        kernel_us: Time inside its kernels, summed.
+        executions: Steady-state executions measured per device (warm-up left out).
+        skipped: Executions left out as warm-up, per device.
+        total_us: Wall time of the steady-state executions, summed, per device (see
+            `wall_from`).
+        kernel_us: Time inside its kernels, summed, per device.
         unattributed_us: Wall time when none of its kernels ran: gaps between kernels,
-            host overhead inside the execution.
-        execution_us: Wall time of each steady-state execution, in order.
-        launches_per_execution: HLO-level kernel launches (op calls) per execution, as
-            `analyze_module(...).launches` counts them.
+            host overhead inside the execution (per device).
+        execution_us: Wall time of each steady-state execution on every device, in order.
+        launches_per_execution: HLO-level kernel launches (op calls) per execution on one
+            device, as `analyze_module(...).launches` counts them.
         kernel_launches_per_execution: Device kernels per execution (differs from the
             above where an op runs several kernels).
         static_launches: `analyze_module(after).launches` when the HLO was given.
@@ -126,13 +181,13 @@ class ModuleTiming:
         kernels: Per-instruction timings, slowest total first.
         missing_kernels: Kernels of the HLO never seen in the profile (HLO given).
         unknown_ops: Ops seen in the profile that are not kernels of the HLO.
-        devices: Planes it ran on.
+        devices: Planes (or nsys threads) its events came from.
         split_by: How executions were told apart (`run_id`, `execute event`, ...).
         wall_from: How an execution's wall time was measured.
         source: Where the timings come from: `xplane`, `trace.json` or `nsys`.
         busy_us: Time when at least one of its kernels ran (the union of their
-            intervals), summed over executions; below `kernel_us` where kernels overlap
-            (async collectives beside compute). None when not measured.
+            intervals), summed over executions, per device; below `kernel_us` where
+            kernels overlap (async collectives beside compute). None when not measured.
         device_ops_per_execution: Device operations per execution, where the profile
             counts them (nsys: the module range's NumGPUOps); else None.
         launches_by_execution: Kernel calls in each steady-state execution, in order
@@ -147,6 +202,14 @@ class ModuleTiming:
             not as time outside any kernel, and not in `kernel_us`.
         compile_us: How long XLA compiled it before its first run, where the capture
             recorded it (JAX, `timing.compiles`); else None.
+        device_count: Devices that ran it (1 where the profile does not tell devices
+            apart).
+        per_device: Each device's executions and times, by device name; () for one
+            device.
+        clock: Which clock its ops' times were read on: `device` (the device's own
+            duration of each op, as a TPU records it and XProf sums it), `timeline`
+            (each event's length on the profile's timeline), or `device+timeline`.
+            Executions are always placed, and their wall time measured, on the timeline.
     """
 
     name: str
@@ -175,11 +238,55 @@ class ModuleTiming:
     cold: bool = False
     control: tuple[KernelTiming, ...] = ()
     compile_us: float | None = None
+    device_count: int = 1
+    per_device: tuple[DeviceTiming, ...] = ()
+    clock: str = CLOCK_TIMELINE
 
     @property
     def mean_us(self) -> float:
-        """Mean wall time of one execution (0 without executions)."""
+        """Mean wall time of one execution on one device (0 without executions)."""
+        if self.execution_us:
+            return statistics.fmean(self.execution_us)
         return self.total_us / self.executions if self.executions else 0.0
+
+    @property
+    def device_executions(self) -> float:
+        """Executions per device, exactly: the mean over the devices (`executions` is it
+        rounded); what per-execution figures divide by."""
+        if self.execution_us and self.device_count:
+            return len(self.execution_us) / self.device_count
+        return float(self.executions)
+
+    def per_execution(self, us: float) -> float:
+        """A time summed over the steady-state executions (`kernel_us`, `busy_us`, ...)
+        as the time of one execution on one device (0 without executions)."""
+        runs = self.device_executions
+        return us / runs if runs else 0.0
+
+    @property
+    def kernel_us_per_execution(self) -> float:
+        """Time inside its kernels in one execution on one device."""
+        return self.per_execution(self.kernel_us)
+
+    @property
+    def launch_spread(self) -> dict[str, float] | None:
+        """`{min, median, max}` of the kernel calls per execution; None when every
+        execution made the same (it varies with a data-dependent conditional)."""
+        counts = self.launches_by_execution
+        if not counts or min(counts) == max(counts):
+            return None
+        return {"min": min(counts), "median": statistics.median(counts), "max": max(counts)}
+
+    @property
+    def spread(self) -> float | None:
+        """The slowest device's wall time over the median device's (1.0 when even);
+        None on one device."""
+        return device_spread({d.device: d.total_us for d in self.per_device})[0]
+
+    @property
+    def slowest_device(self) -> str | None:
+        """The device whose executions took longest, when it ran on several."""
+        return device_spread({d.device: d.total_us for d in self.per_device})[1]
 
     @property
     def median_us(self) -> float:
@@ -252,6 +359,18 @@ class ProfileTimings:
             raise UsageError(f"no profiled module matches {query!r}; profiled: {keys}")
         found = ", ".join(timing_key(m.name, m.program_id, True) for m in part[:12])
         raise UsageError(f"{query!r} matches several modules ({found}); give a full name")
+
+
+def device_spread(by_device: Mapping[str, float]) -> tuple[float | None, str | None]:
+    """(the largest value over the median, the device holding it) of a figure measured
+    on each device; (None, None) for fewer than two devices or a zero median."""
+    if len(by_device) < 2:
+        return None, None
+    median = statistics.median(by_device.values())
+    slowest = max(sorted(by_device), key=lambda d: by_device[d])
+    if median <= 0:
+        return None, None
+    return by_device[slowest] / median, slowest
 
 
 def launches_differ(per_execution: float, static_launches: int) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.analysis.cost import ModuleCost
-from hloscope.analysis.kernels import COLLECTIVE_OPCODES
+from hloscope.analysis.kernels import ASYNC_DONE_OPCODES, COLLECTIVE_OPCODES
 from hloscope.store import PEAKS_FILE, machine_key, user_cache_dir
 
 __all__ = [
@@ -62,6 +62,9 @@ class Peaks:
 
 _G, _T = 1e9, 1e12
 _COLLECTIVE_KINDS = frozenset(op.removesuffix("-start") for op in COLLECTIVE_OPCODES)
+# Halves of async pairs that are kernels of their own (a TPU's `copy-start`/`copy-done`):
+# a start issues a transfer and a done waits for it, over a host or chip link.
+_ASYNC_HALVES = ASYNC_DONE_OPCODES | {"copy-start", "send", "recv"}
 
 # (substring of the device name, lower case; memory GB/s; f32 TFLOP/s; bf16 TFLOP/s).
 # NVIDIA and Google data sheets; the first match wins, so variants come first.
@@ -81,6 +84,10 @@ DEVICE_PEAKS: tuple[tuple[str, float, float, float | None], ...] = (
     ("a10", 600, 31.2, 125),
     ("v100", 900, 15.7, 125),
     ("t4", 320, 8.1, 65),
+    # Trillium (`TPU v6 Lite` in a profile, whose planes record the same roofs: 918
+    # TFLOP/s, 1,638 GB/s); f32 at half the bf16 rate, as for the TPUs below
+    ("tpu v6 lite", 1640, 459, 918),
+    ("tpu v6e", 1640, 459, 918),
     ("tpu v5p", 2765, 229.5, 459),
     ("tpu v5 lite", 819, 98.5, 197),
     ("tpu v5e", 819, 98.5, 197),
@@ -257,7 +264,9 @@ class KernelRoof:
 def roofline(cost: ModuleCost, times: Mapping[str, float], peaks: Peaks) -> list[KernelRoof]:
     """Each measured kernel against the roofs, furthest below its roof first.
 
-    Collectives are left out: the interconnect bounds them, not memory or compute.
+    Collectives are left out: the interconnect bounds them, not memory or compute; so
+    are the halves of async copies and transfers that run as kernels of their own (a
+    TPU's `copy-start` issues a host transfer, its `copy-done` waits for it).
 
     Args:
         cost: The module's cost (`hloscope.analysis.cost.module_cost`).
@@ -269,7 +278,7 @@ def roofline(cost: ModuleCost, times: Mapping[str, float], peaks: Peaks) -> list
     """
     out = []
     for k in cost.kernels:
-        if k.kind in _COLLECTIVE_KINDS:
+        if k.kind in _COLLECTIVE_KINDS or k.kind.removeprefix("unfused:") in _ASYNC_HALVES:
             continue  # bound by the interconnect, which the roofs do not describe
         top = peaks.flops_low if k.narrow and peaks.flops_low else peaks.flops
         per_execution = times.get(k.name)

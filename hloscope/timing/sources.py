@@ -17,7 +17,7 @@ from typing import Protocol
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.errors import HloscopeError
 from hloscope.hlo.parser import parse_file
-from hloscope.runs import NSYS_SOURCE, Run, scan_dump_dir
+from hloscope.runs import NSYS_SOURCE, XSPACE_SOURCE, Run, scan_dump_dir
 from hloscope.timing import nsys
 from hloscope.timing.attribution import attribute, op_events
 from hloscope.timing.cache import cached_timings, dump_fingerprint, profile_timings, run_folder_of
@@ -30,8 +30,10 @@ __all__ = [
     "NsysSource",
     "ProfilerSource",
     "TimingSource",
+    "XSpaceSource",
     "has_profile",
     "load_profile",
+    "profile_folder",
     "run_timings",
     "static_analyses",
 ]
@@ -118,6 +120,20 @@ class NsysSource:
         return _compare_launches(timings, static)
 
 
+class XSpaceSource:
+    """A profile file loaded as a run (`runs.load_run` of an `*.xplane.pb`): its modules
+    are the HLO it carries, its timings its own events, with the first execution of each
+    module left out as warm-up (modules that ran once are shown from that cold run)."""
+
+    name = "xspace"
+
+    def found(self, run: Run) -> bool:
+        return run.manifest.source == XSPACE_SOURCE
+
+    def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
+        return profile_timings(run.path, skip_first=1, static=static or None)
+
+
 def _compare_launches(
     timings: ProfileTimings, static: Mapping[str, ModuleAnalysis]
 ) -> ProfileTimings:
@@ -135,7 +151,7 @@ def _compare_launches(
     return replace(timings, modules=modules)
 
 
-SOURCES: tuple[TimingSource, ...] = (NsysSource(), ProfilerSource())
+SOURCES: tuple[TimingSource, ...] = (NsysSource(), XSpaceSource(), ProfilerSource())
 """The sources `run_timings` asks, in order; the first that finds something wins."""
 
 
@@ -271,3 +287,9 @@ def static_analyses(
             continue
         out[timing_key(name, program_id, name in shared)] = analysis
     return out
+
+
+def profile_folder(run: Run) -> Path | None:
+    """Where a run's profile is (see `ProfilerSource`): the folder run.json names, else
+    the run folder; None for a run that is not a folder."""
+    return _profile_folder(run)

@@ -25,9 +25,9 @@ def test_check_run_reports_each_exceeded_budget() -> None:
         ("ops_per_kernel", 1.5, 2.0),
     ]
     assert found[0].message == "0001.jit_f: kernels 4 > budget 3"
-    assert found[1].message == "0001.jit_f: ops per kernel 1.50 < budget 2"
+    assert found[1].message == "0001.jit_f: HLO ops per kernel 1.50 < budget 2"
     launches = B.check_run([split], B.Budget(max_launches=3))
-    assert [v.message for v in launches] == ["0001.jit_f: launches 4 > budget 3"]
+    assert [v.message for v in launches] == ["0001.jit_f: launches per execution 4 > budget 3"]
 
 
 def test_budget_empty_only_without_limits() -> None:

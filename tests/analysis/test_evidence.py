@@ -7,6 +7,7 @@ The oracle tests recompute every answer from XLA's own parse of the same text
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -111,8 +112,20 @@ def _oracle_op_kernels(path: Path, kernel_names: list[str]) -> dict[str, set[str
             op = i.metadata.op_name
             if i.opcode in _NO_WORK or i.id in free or not op or op in _PLUMBING:
                 continue
-            out[op].add(name)
+            out[_torch_named(op, i.metadata)].add(name)
     return out
+
+
+def _torch_named(op: str, md: Any) -> str:
+    """torch_xla writes `aten::addmm` as `aten__addmm` (op_type and op_name); hloscope
+    names the op as PyTorch does, with the user's line: in a text dump (no stack frames)
+    the one frame there is, when it is outside the installed packages."""
+    if not re.fullmatch(r"(aten|prim|xla)__\w+", md.op_type or "") or not op.endswith(md.op_type):
+        return op
+    name = "/".join(re.sub(r"^(aten|prim|xla)__", r"\1::", part) for part in op.split("/"))
+    if md.source_file and "/site-packages/" not in md.source_file:
+        name += f"@{Path(md.source_file).name}:{md.source_line}"
+    return name
 
 
 def _is_fused(cid: int, proto: Any) -> bool:

@@ -11,7 +11,7 @@ from hloscope.analysis import kernels as K
 from hloscope.analysis.fusion import analyze_module
 from hloscope.hlo.parser import parse_file, parse_module
 from hloscope.hlo.text import split_modules
-from tests.conftest import CORPUS, dump_file
+from tests.conftest import CORPUS, DATA, dump_file
 
 HEADER = """HloModule m, is_scheduled=true
 
@@ -278,8 +278,9 @@ _FREE = {"kParameter", "kConstant", "kTuple", "kGetTupleElement", "kBitcast", "k
 _MARKERS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 
 
-def _xla_kernel_count(text: str) -> int:
-    """Distinct kernels, walked over jaxlib's parse with XLA's printed instructions."""
+def _xla_kernel_count(text: str) -> tuple[int, int]:
+    """Distinct kernels, and how many of them are fusions, walked over jaxlib's parse
+    with XLA's printed instructions."""
     hlo = pytest.importorskip("jaxlib._hlo")
     module = hlo.hlo_module_from_text(text)
     comps = {c.name: c for c in module.computations()}
@@ -287,6 +288,7 @@ def _xla_kernel_count(text: str) -> int:
     assert entry_name, "XLA printed no ENTRY"
     entry = comps[entry_name.group(1)]
     seen: set[tuple[str, str]] = set()
+    fusions: set[tuple[str, str]] = set()
 
     def visit(comp, depth: int = 0) -> None:
         for inst in comp.instructions():
@@ -303,9 +305,11 @@ def _xla_kernel_count(text: str) -> int:
             if op in _FREE or (op == "kCustomCall" and any(f'"{m}"' in printed for m in _MARKERS)):
                 continue
             seen.add((comp.name, inst.name))
+            if op == "kFusion":
+                fusions.add((comp.name, inst.name))
 
     visit(entry)
-    return len(seen)
+    return len(seen), len(fusions)
 
 
 def _corpus_modules() -> list[tuple[str, str]]:
@@ -327,7 +331,31 @@ def _corpus_modules() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("name", "text"), _corpus_modules(), ids=lambda v: str(v)[:60])
 def test_corpus_kernel_counts_match_walk_over_xla_parse(name: str, text: str) -> None:
     ours = analyze_module(parse_module(text))
-    assert ours.kernel_count == _xla_kernel_count(text)
+    # fusions that launch: none in a loop condition the runtime skips
+    assert (ours.kernel_count, ours.fusions) == _xla_kernel_count(text)
+
+
+def _data_dumps() -> list[str]:
+    """Every after-optimization text dump under tests/data."""
+    return sorted(
+        str(p.relative_to(DATA)) for p in DATA.rglob("*after_optimizations.txt") if p.is_file()
+    )
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("name", _data_dumps())
+def test_real_dumps_kernels_and_fusions_match_walk_over_xla_parse(name: str) -> None:
+    """Fusions count only those that launch: JAX's `jit__normal` holds a fusion in a
+    loop's condition, which the runtime never evaluates (known trip count)."""
+    from hloscope.analysis.fusion import is_small_call
+
+    module = parse_file(DATA / name)
+    if any(is_small_call(i) for _, i in module.instructions()):
+        pytest.skip("a CPU small call runs as one kernel; the plain walk enters it")
+    ours = analyze_module(module)
+    # partition-id and replica-id launch on the CPU (kernels.RUNTIMES); the walk skips them
+    ids = sum(k.opcode in ("partition-id", "replica-id") for k in ours.kernels)
+    assert (ours.kernel_count - ids, ours.fusions) == _xla_kernel_count((DATA / name).read_text())
 
 
 @pytest.mark.parametrize("n", ["\u00b2", "9" * 5000, "-1", ""])

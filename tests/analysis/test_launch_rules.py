@@ -3,11 +3,13 @@ walk's cost on deep or shared call graphs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hloscope.analysis import kernels as K
 from hloscope.analysis.fusion import analyze_module, fused_ops, walk
-from hloscope.hlo.parser import parse_module
+from hloscope.hlo.parser import parse_file, parse_module
 
 ADD = """
 %add (a: f32[], b: f32[]) -> f32[] {
@@ -362,3 +364,58 @@ ENTRY %main (x: f32[8]) -> f32[8] {
     )
     assert [(k.name, k.cls) for k in a.kernels] == [("fs", K.FUSION), ("cs", K.CUSTOM_CALL)]
     assert a.launches == 2
+
+
+ASYNC_PAIRS = """
+ENTRY %main (x: f32[1024,256]) -> (f32[1024,256], f32[4096,256], f32[]) {
+  %x = f32[1024,256]{1,0} parameter(0)
+  %cs = (f32[1024,256]{1,0:S(5)}, f32[1024,256]{1,0}, u32[]) copy-start(%x)
+  %ags = (f32[1024,256]{1,0}, f32[4096,256]{1,0}) all-gather-start(%x), replica_groups={{0,1,2,3}}, dimensions={0}
+  %n = f32[1024,256]{1,0} negate(%x)
+  %cd = f32[1024,256]{1,0} copy-done(%cs)
+  %agd = f32[4096,256]{1,0} all-gather-done(%ags)
+  %s = f32[] constant(1)
+  %sc = f32[]{:T(128)S(6)} copy(%s)
+  ROOT %t = (f32[1024,256], f32[4096,256], f32[]) tuple(%cd, %agd, %sc)
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("platform", "kernels"),
+    [
+        (K.TPU, ["cs", "ags", "n", "cd", "agd"]),
+        (K.GPU, ["cs", "ags", "n", "sc"]),
+        (K.CPU, ["cs", "ags", "n", "sc"]),
+        (None, ["cs", "ags", "n", "sc"]),
+    ],
+)
+def test_async_halves_and_scalar_copies_follow_each_platforms_runtime(
+    platform: str | None, kernels: list[str]
+) -> None:
+    """A TPU runs both halves of an async pair as ops and no scalar copy; the GPU and
+    CPU runtimes launch a pair once, at its start, and copy a scalar as any array."""
+    a = _analyze(ASYNC_PAIRS, platform)
+    assert [k.name for k in a.kernels] == kernels and a.launches == len(kernels)
+    if platform == K.TPU:
+        kinds = {k.name: k.kind for k in a.kernels}
+        assert kinds["cd"] == "unfused:copy-done" and kinds["agd"] == "all-gather-done"
+        assert {k.name: k.cls for k in a.kernels}["agd"] == K.COLLECTIVE
+
+
+def test_tpu_is_read_from_its_backend_config_and_file_name(tmp_path: Path) -> None:
+    text = """
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %cs = (f32[8]{0}, f32[8]{0}, u32[]) copy-start(%x)
+  ROOT %cd = f32[8]{0} copy-done(%cs)CONFIG
+}
+"""
+    config = ', backend_config={"flag_configs":[],"scoped_memory_configs":[]}'
+    tpu = _analyze(text.replace("CONFIG", config))
+    assert (tpu.platform, tpu.launches) == (K.TPU, 2)
+    path = tmp_path / "module_0001.jit_f.tpu_after_optimizations.txt"
+    path.write_text("HloModule jit_f, is_scheduled=true\n" + text.replace("CONFIG", ""))
+    named = analyze_module(parse_file(path))
+    assert (named.platform, named.launches) == (K.TPU, 2)
+    assert K.runtime(None) == K.Runtime(None) and K.runtime("rocm") == K.Runtime(None)

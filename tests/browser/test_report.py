@@ -44,7 +44,7 @@ def test_overview_and_the_biggest_module_load_without_errors(
     page = tab.page
     assert page.title().startswith("hloscope report")
     row = page.text_content("table.hs-modules tbody tr")
-    assert row is not None and "a_inference_dense_relu_12.1" in row and "16 → 12" in row
+    assert row is not None and "a_inference_dense_relu_12.1" in row and "16→12" in row
     assert page.get_attribute(MODULE, "open") is not None
     assert page.get_attribute(MODULE, "data-ready") == "1"
     # both diagrams are drawn, each with clickable kernel nodes
@@ -176,7 +176,7 @@ def test_timings_chart_and_bench_comparison(tab: ReportTab, reports: dict[str, P
     # a bar opens its kernel, with its time
     bars.first.click()
     details = page.text_content(DETAILS) or ""
-    assert "time (total)" in details and "µs" in details
+    assert "total time over the profiled executions" in details and "µs" in details
     assert tab.problems() == []
 
 
@@ -343,4 +343,45 @@ def test_screenshots_for_the_readme(
     page.screenshot(path=str(out / "report_module.png"))
     for name in ("report_overview.png", "report_module.png"):
         assert (out / name).stat().st_size < 300_000
+    assert tab.problems() == []
+
+
+def test_a_module_on_four_devices_says_its_figures_are_per_device(
+    tab: ReportTab, tmp_path: Path
+) -> None:
+    """tests/data/jax_four_devices_profile: the biggest module ran on four CPU devices."""
+    page_path = write_html(inspect_run(DATA / "jax_four_devices_profile"), tmp_path / "r.html")
+    tab.open(page_path)
+    facts = tab.page.text_content(f"{MODULE} .hs-stats") or ""
+    assert "executions profiled per device" in facts
+    assert "4devices (times per device)" in facts  # value, then label
+    assert "slowest device / median" in facts
+    assert tab.problems() == []
+
+
+def test_the_page_shows_the_figures_the_terminal_prints(
+    tab: ReportTab, reports: dict[str, Path]
+) -> None:
+    """The overview's table and the module's stats show `render.figures` verbatim: the
+    page computes and rounds none of them (tests/render/test_figures_agree.py compares
+    those with the terminal, JSON and API on every sample)."""
+    from hloscope.render.figures import figure_cells, module_figures
+
+    tab.open(reports["jax_mlp"])
+    page = tab.page
+    inspection = inspect_run(load_run(reports["jax_mlp"].parent / "jax_mlp_run"))
+    m = inspection.main[0]
+    figures = module_figures(m, inspection.timing(m.key))
+    cells = page.eval_on_selector_all(
+        "table.hs-modules tbody tr >> nth=0 >> td[data-figure]",
+        "tds => tds.map(t => t.textContent)",
+    )
+    assert cells == [text for _, text in figure_cells(figures)]
+    stats = page.eval_on_selector_all(
+        f"{MODULE} .hs-stat[data-figure]:not([data-figure=''])",
+        "ds => ds.map(d => [d.dataset.figure, d.querySelector('b').textContent,"
+        " d.querySelector('span').textContent])",
+    )
+    assert stats == [[f.name, f.text, f.label] for f in figures.values()]
+    assert {"kernel_time_per_execution", "wall_per_execution"} <= {s[0] for s in stats}
     assert tab.problems() == []

@@ -11,7 +11,6 @@ import pytest
 
 from hloscope.inspection import inspect_run
 from hloscope.render.html import write_html
-from hloscope.render.roofline import module_roofline
 from hloscope.timing.roofline import Peaks
 from tests.browser.conftest import ReportTab
 from tests.conftest import DATA
@@ -28,7 +27,7 @@ def roofline_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
     (run_dir / "run.json").write_text(json.dumps(manifest), encoding="utf-8")
     inspection = inspect_run(run_dir, sources=True)
     (main,) = inspection.main
-    drawn = [r.name for r in module_roofline(inspection, main.key, PEAKS) if r.flops > 0]
+    drawn = [r.name for r in inspection.roofline(main.key, PEAKS) if r.flops > 0]
     page = write_html(inspection, run_dir.parent / "report.html", peaks=PEAKS)
     return page, drawn
 

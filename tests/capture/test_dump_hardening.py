@@ -227,7 +227,7 @@ def test_a_plan_that_fails_after_claiming_leaves_nothing(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "model.py").write_text("print('no framework here')\n")
     with pytest.raises(UsageError, match="--framework"):
-        plan_dump("model.py", environ={}, profile=True, framework="torch")
+        plan_dump("model.py", environ={}, profile=True, framework="mxnet")
     assert not (tmp_path / "hloscope-runs").exists()
 
 

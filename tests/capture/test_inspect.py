@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -41,7 +42,18 @@ def test_inspect_jax(tmp_path: Path) -> None:
     _check(run, "jax")
     assert run.modules[0].name == "jit_layer"
     assert run.path.name.startswith("hloscope-inspect-")
+    # the compile as JAX's own events time it, joined to the module
+    [compiled] = run.manifest.compiles
+    assert compiled.function == "jit(layer)" and compiled.module == run.modules[0].key
+    assert set(compiled.phases) == {"trace", "lower", "compile"}
+    assert compiled.seconds == pytest.approx(sum(compiled.phases.values()))
     assert tmp_path.parent in run.path.parents  # the session's temp folder, not /tmp
+    # without save_to nothing is kept: the folder goes with the run
+    folder = run.path
+    assert folder.is_dir()
+    del run
+    gc.collect()
+    assert not folder.exists()
     # an already-jitted function, saved where asked, twice (a notebook cell re-run)
     for _ in range(2):
         saved = hloscope.inspect(jax.jit(layer), w, x, save_to=tmp_path / "saved")
@@ -61,6 +73,7 @@ def test_inspect_tensorflow(tmp_path: Path) -> None:
     run = hloscope.inspect(dense_relu, x, w, save_to=tmp_path / "tf")
     _check(run, "tensorflow")
     assert run.modules[0].name.startswith("a_inference_dense_relu_")
+    assert not run.manifest.compiles and "only in its log" in run.manifest.compile_notes[0]
     after = run.run.modules[0].load_after()
     assert after is not None and "fusion" in {i.opcode for _, i in after.instructions()}
     wrapped = hloscope.inspect(tf.function(dense_relu, jit_compile=True), x, w)
@@ -75,13 +88,13 @@ def test_framework_detection_and_refusals(tmp_path: Path, monkeypatch: pytest.Mo
     assert framework_of_call(lambda x: x, ([{"a": FakeTensor()}],)) == "tensorflow"
     FakeTensor.__module__ = "jaxlib._jax"
     assert framework_of_call(lambda x: x, (FakeTensor(),)) == "jax"
-    for name in ("tensorflow", "jax"):
+    for name in ("tensorflow", "jax", "torch_xla"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     assert framework_of_call(lambda x: x, (1.0,)) is None
-    with pytest.raises(UsageError, match="framework='tensorflow' or framework='jax'"):
+    with pytest.raises(UsageError, match="framework='tensorflow', 'jax' or 'torch'"):
         hloscope.inspect(lambda x: x, 1.0)
-    with pytest.raises(UsageError, match="use 'tensorflow' or 'jax'"):
-        hloscope.inspect(lambda x: x, 1.0, framework="torch")
+    with pytest.raises(UsageError, match="use 'tensorflow', 'jax' or 'torch'"):
+        hloscope.inspect(lambda x: x, 1.0, framework="mxnet")
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match="not empty"):
         hloscope.inspect(lambda x: x, 1.0, framework="jax", save_to=tmp_path)

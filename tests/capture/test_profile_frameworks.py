@@ -45,7 +45,7 @@ def _profile(
 ) -> dict[str, Any]:
     """Run `dump --profile` on a script; return run.json."""
     environ = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "KERAS_BACKEND")}
-    environ.update(TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
+    environ.update({"TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
     plan = plan_dump(SCRIPTS / script, out=out, profile=True, environ=environ, **options)
     result = run_dump(plan, out=_quiet, err=_quiet, environ=environ)
     assert result.status == "ok", (out / "stderr.log").read_text()[-3000:]
@@ -107,10 +107,13 @@ def test_python_trace_is_asked_for(tmp_path: Path) -> None:
 @pytest.mark.tf
 def test_plain_tensorflow(tmp_path: Path) -> None:
     _needs("tensorflow")
-    manifest = _profile("tf_plain.py", tmp_path / "run")
+    # with TensorFlow's warnings shown: hloscope's own options must cause none
+    manifest = _profile("tf_plain.py", tmp_path / "run", env={"TF_CPP_MIN_LOG_LEVEL": "0"})
     assert manifest["profile"]["framework"] == "tensorflow"
     assert manifest["profile"]["profiled"] == ["tensorflow"]
     _check_module(tmp_path / "run", "a_inference_layer")
+    stderr = (tmp_path / "run" / "stderr.log").read_text()
+    assert "expects an i value" not in stderr
 
 
 @pytest.mark.slow

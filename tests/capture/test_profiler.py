@@ -25,8 +25,9 @@ RUNNER = ROOT / "hloscope" / "capture" / "runner.py"
 def test_normalize_framework() -> None:
     assert normalize_framework("TF") == "tensorflow"
     assert normalize_framework("jax") == "jax"
+    assert normalize_framework("torch") == normalize_framework("PyTorch") == "torch_xla"
     with pytest.raises(ValueError, match="unknown framework"):
-        normalize_framework("torch")
+        normalize_framework("mxnet")
 
 
 def test_hooks_load_by_path_with_the_standard_library_only() -> None:
@@ -44,6 +45,43 @@ def test_hooks_load_by_path_with_the_standard_library_only() -> None:
         assert not loaded, loaded
     """)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_torch_xla_hooks_load_by_path_and_set_nothing_unless_torch_xla_is_imported(
+    tmp_path: Path,
+) -> None:
+    """The bootstrap loads them by path too; for a script that never imports torch_xla
+    they set no variable and write nothing. A `torch_xla` found on the path gets its
+    variables set before its own code runs (a stand-in package here)."""
+    hooks = ROOT / "hloscope" / "capture" / "torch_xla_hooks.py"
+    fake = tmp_path / "site" / "torch_xla"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "import os\nSEEN = {k: os.environ.get(k) for k in ('XLA_HLO_DEBUG', 'XLA_FLAGS')}\n"
+    )
+    code = textwrap.dedent(f"""
+        import importlib.util, os, sys
+        spec = importlib.util.spec_from_file_location("hooks", {str(hooks)!r})
+        hooks = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hooks)
+        t = hooks.TorchXla({str(tmp_path / "run")!r}, environ=dict(os.environ))
+        t.install()
+        assert t.finish() is None and t.env_set == {{}}
+        loaded = [m for m in sys.modules if m.split(".")[0] in ("hloscope", "torch", "torch_xla")]
+        assert not loaded, loaded
+        t = hooks.TorchXla({str(tmp_path / "run")!r})
+        t.install()
+        sys.path.insert(0, {str(tmp_path / "site")!r})
+        import torch_xla
+        assert torch_xla.SEEN["XLA_HLO_DEBUG"] == "1", torch_xla.SEEN
+        assert torch_xla.SEEN["XLA_FLAGS"].endswith("--xla_dump_hlo_as_proto"), torch_xla.SEEN
+        assert os.environ["PT_XLA_DEBUG_FILE"].endswith("torch_xla/debug.txt")
+        out = t.finish()  # a stand-in without torch_xla's APIs: the error is said
+        assert out["env"]["XLA_IR_DEBUG"] == "1" and "error" in out, out
+    """)
+    env = {**os.environ, "XLA_FLAGS": "--xla_dump_to=/tmp/x --xla_dump_hlo_as_text"}
+    env.pop("XLA_HLO_DEBUG", None)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, env=env)
 
 
 def test_the_callback_runs_once_the_package_finished_importing(

@@ -35,7 +35,22 @@ def _key(module: HloModule, i: Instruction) -> tuple[Any, ...]:
     meta = md and (md.op_type, md.op_name, md.source_file, md.source_line, md.stack_frame_id)
     attrs = {
         k: i.attributes.get(k)
-        for k in ("kind", "custom_call_target", "dimensions", "index", "slice", "direction")
+        for k in (
+            "kind",
+            "custom_call_target",
+            "dimensions",
+            "index",
+            "slice",
+            "direction",
+            "window",
+            "dim_labels",
+            "feature_group_count",
+            "batch_group_count",
+            "lhs_batch_dims",
+            "lhs_contracting_dims",
+            "rhs_batch_dims",
+            "rhs_contracting_dims",
+        )
     }
     literal = i.literal if i.opcode == "parameter" or not i.shape.dimensions else ""
     return (
@@ -257,3 +272,101 @@ def test_an_xz_bomb_is_a_parse_error_in_bounded_memory(
     finally:
         tracemalloc.stop()
     assert peak < 24 << 20  # the xz dictionary (8 MiB) and 1 MiB of output; not 64 MiB
+
+
+# ---------------------------------------------------------------------------------------
+# torch_xla: stack frames only in the binary dump beside the text
+
+
+def _hlo_module_bytes(hlo_proto: bytes) -> bytes:
+    """Field 1 (`hlo_module`) of a serialized HloProto."""
+    assert hlo_proto[0] == 0x0A
+    i, n, shift = 1, 0, 0
+    while True:
+        b = hlo_proto[i]
+        n |= (b & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if b < 0x80:
+            return hlo_proto[i : i + n]
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize(
+    "text", sorted((DATA / "torch_mlp" / "dump").glob("*.txt")), ids=lambda p: p.name
+)
+def test_torch_xla_frames_come_from_the_binary_dump_beside(text: Path) -> None:
+    """torch_xla's XLA prints no stack frames; XLA (jaxlib's, reading the binary dump
+    beside) prints them: every instruction gets the stack XLA gives it, nothing else
+    changes."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    plain = parse_file(text)
+    assert not plain.stack_frames
+    assert all(
+        i.metadata is None or i.metadata.stack_frame_id is None for _, i in plain.instructions()
+    )
+    grafted = proto.with_stack_frames(plain)
+    beside = proto.proto_beside(text)
+    assert beside is not None and beside.name.endswith(".hlo.pb.xz")
+    xla = hlo.HloModule.from_serialized_hlo_module_proto(
+        _hlo_module_bytes(lzma.decompress(beside.read_bytes()))
+    )
+    want = parse_module(xla.to_string())
+    assert want.stack_frames
+    got_insts = dict(((c.name, i.name), i) for c, i in grafted.instructions())
+    framed = 0
+    for comp, inst in want.instructions():
+        ours = got_insts[(comp.name, inst.name)]
+        assert grafted.stack(ours) == want.stack(inst), inst.name
+        framed += bool(want.stack(inst))
+    assert framed > 0
+    assert [(c.name, i.name, i.opcode, i.attributes) for c, i in grafted.instructions()] == [
+        (c.name, i.name, i.opcode, i.attributes) for c, i in plain.instructions()
+    ]
+
+
+def test_frames_are_not_grafted_without_a_readable_dump_beside(tmp_path: Path) -> None:
+    src = sorted((DATA / "torch_mlp" / "dump").glob("module_0000*before_optimizations.txt"))[0]
+    text = tmp_path / src.name
+    text.write_bytes(src.read_bytes())
+    module = parse_file(text)
+    assert proto.with_stack_frames(module) is module  # nothing beside
+    (tmp_path / (src.name[: -len(".txt")] + ".hlo.pb")).write_bytes(b"\x0a\x05junk!")
+    assert proto.with_stack_frames(module) is module  # unreadable beside
+
+
+WINDOWED = """HloModule w, is_scheduled=true
+
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+
+ENTRY %main (x: f32[2,56,56,64], k: f32[3,3,16,64], y: f32[4,8,16], z: f32[4,16,32]) -> (f32[2,28,28,64], f32[2,28,28,64], f32[4,8,32]) {
+  %x = f32[2,56,56,64]{3,2,1,0} parameter(0)
+  %k = f32[3,3,16,64]{3,2,1,0} parameter(1)
+  %y = f32[4,8,16]{2,1,0} parameter(2)
+  %z = f32[4,16,32]{2,1,0} parameter(3)
+  %c = f32[2,28,28,64]{3,2,1,0} convolution(%x, %k), window={size=3x3 stride=2x2 pad=0_1x0_1 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f, feature_group_count=4
+  %i = f32[] constant(0)
+  %r = f32[2,28,28,64]{3,2,1,0} reduce-window(%x, %i), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x0_1x0_1x0_0 lhs_dilate=1x1x1x1}, to_apply=%max
+  %d = f32[4,8,32]{2,1,0} dot(%y, %z), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  ROOT %t = (f32[2,28,28,64]{3,2,1,0}, f32[2,28,28,64]{3,2,1,0}, f32[4,8,32]{2,1,0}) tuple(%c, %r, %d)
+}
+"""
+
+
+@pytest.mark.jax
+def test_windows_convolution_and_dot_dimensions_read_as_xla_prints_them() -> None:
+    """XLA's own proto of a module (jaxlib's parser) reads back with the window, the
+    convolution's dim_labels and group count and the dot's dimensions that XLA's text
+    prints, so that FLOPs of binary dumps (and of the HLO a profile carries) are right."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    xla = hlo.hlo_module_from_text(WINDOWED)
+    got = parse_proto(xla.as_serialized_hlo_module_proto())
+    want = parse_module(xla.to_string())
+    for name in ("c", "r", "d"):
+        assert _key(got, got.entry.by_name[name]) == _key(want, want.entry.by_name[name]), name
+    assert got.entry.by_name["c"].attributes["window"] == (
+        "{size=3x3 stride=2x2 pad=0_1x0_1 rhs_dilate=1x2}"
+    )

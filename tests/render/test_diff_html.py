@@ -69,11 +69,11 @@ def test_metric_table_rows() -> None:
     metrics, *_ = _parse(diff_page(regression_doc())).tables
     rows = [cells for _, cells in metrics]
     assert rows[:6] == [
-        ["instructions before", "92", "92", "="],
-        ["instructions", "125", "211", "+86 (+68.8%)"],
+        ["instructions before opt.", "92", "92", "="],
+        ["instructions after opt.", "125", "211", "+86 (+68.8%)"],
         ["kernels", "11", "52", "+41 (+372.7%)"],
-        ["launches", "11", "52", "+41 (+372.7%)"],
-        ["ops per kernel", "6.36", "1.35", "-5.02 (-78.8%)"],
+        ["launches per execution", "11", "52", "+41 (+372.7%)"],
+        ["HLO ops per kernel", "6.36", "1.35", "-5.02 (-78.8%)"],
         ["ops alone", "4", "22", "+18 (+450.0%)"],
     ]
     # kernels per kind; an unchanged count reads "=" as in the metric rows and the terminal
@@ -116,7 +116,8 @@ def test_profiled_page_shows_times() -> None:
         timings_b={"jit_mlp": dict.fromkeys(fb, 1.0)},
     )
     metrics, kernels, _ = _parse(diff_page(diff_doc(timed, modules=timed.main))).tables
-    assert ["time us", "22", "52", "+30 (+136.4%)"] in [cells for _, cells in metrics]
+    row = ["kernel time per execution (µs)", "22", "52", "+30 (+136.4%)"]
+    assert row in [cells for _, cells in metrics]
     splits = [cells for css, cells in kernels if css == "split"]
     assert [cells[4] for cells in splits] == ["2 → 11"] * 3
 

@@ -80,7 +80,8 @@ def test_profiled_diff_shows_kernel_time() -> None:
     b = {k.name: 1.0 for k in mlp.b.after.kernels}
     timed = diff_runs(d.a, d.b, timings_a={"jit_mlp": a}, timings_b={"jit_mlp": b})
     text = render(diff_view(timed))
-    assert _row(text, "kernel time (µs)") == ["kernel time (µs)", "22.0", "52.0", "+30.0 (+136.4%)"]
+    label = "kernel time per execution (µs)"
+    assert _row(text, label) == [label, "22.0", "52.0", "+30.0 (+136.4%)"]
     assert "kernel changes by time: 7 changed" in text
     assert "2.0 → 11.0 µs (+9.0)" in text  # a GELU layer: one kernel of 2 µs -> 11 of 1 µs
 
@@ -89,11 +90,14 @@ def test_check_line(tmp_path: Path) -> None:
     report = analyze_run(load_run(DATA / "jax_mlp_no_fusion_pass"))
     [m] = report.modules
     line = render(check_line(m, Budget(max_kernels=60, max_launches=52, min_ops_per_kernel=1)))
-    assert line == "ok 0030.jit_mlp  kernels 52 ≤ 60, launches 52 ≤ 52, ops per kernel 1.35 ≥ 1\n"
+    assert line == (
+        "ok 0030.jit_mlp  kernels 52 ≤ 60, launches per execution 52 ≤ 52, "
+        "HLO ops per kernel 1.35 ≥ 1\n"
+    )
     assert m.before is not None and round(m.before.ops / 52, 2) == 1.35
     src = next(DATA.glob("jax_mlp_no_fusion_pass/*after_opt*"))
     (tmp_path / src.name).write_text(src.read_text())  # without its before file
     after_only = analyze_run(load_run(tmp_path))
     [bare] = after_only.modules
     text = render(check_line(bare, Budget(min_ops_per_kernel=1)))
-    assert text == "ok 0030.jit_mlp  ops per kernel unknown (no before/after pair)\n"
+    assert text == "ok 0030.jit_mlp  HLO ops per kernel unknown (no before/after pair)\n"

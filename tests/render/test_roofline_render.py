@@ -38,10 +38,10 @@ def test_missing_memory_files_name_the_flag() -> None:
     missing = {m["memory"].get("missing") for m in doc["modules"]}
     assert len(missing) == 1 and "--xla_dump_hlo_as_text" in missing.pop()  # type: ignore[operator]
     text = _report(str(DATA / "jax_mlp"))
-    assert "planned memory: not in the dump" in text and "--xla_dump_hlo_as_text" in text
+    assert "memory: not in the dump" in text and "--xla_dump_hlo_as_text" in text
 
 
 def test_terminal_shows_cost_and_planned_peak() -> None:
     text = _report(str(DATA / "memory_reports"), "--module", "jit_block")
     assert "cost per execution:" in text and "fusion kept" in text
-    assert "planned memory (XLA): peak 1.4 MiB" in text  # 1512012 bytes
+    assert "memory planned by XLA: peak 1.4 MiB" in text  # 1512012 bytes

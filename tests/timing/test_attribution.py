@@ -12,12 +12,13 @@ from hloscope.analysis.fusion import analyze_module
 from hloscope.errors import UsageError
 from hloscope.hlo.parser import parse_file
 from hloscope.inspection import inspect_run
-from hloscope.render.timing import profile_doc, timings_doc
+from hloscope.render.timing_json import profile_doc, timings_doc
 from hloscope.timing.attribution import attribute, op_events
 from hloscope.timing.executions import (
     SPLIT_EXECUTE_EVENT,
     SPLIT_LAUNCH,
     SPLIT_MODULE_EVENT,
+    SPLIT_OCCURRENCE,
     SPLIT_REPEAT,
     SPLIT_RUN_ID,
     WALL_EXECUTE,
@@ -265,6 +266,30 @@ def test_first_op_repeats_when_nothing_else_tells_executions_apart() -> None:
     assert m.launches_per_execution == pytest.approx(7 / 3)
 
 
+def test_each_ops_nth_run_when_threads_start_ops_before_the_first() -> None:
+    """PyTorch/XLA's CPU thunks of one execution run on two threads (no run id, no
+    execute event around them): `b` of a later execution can start before its `a`.
+    Every op ran three times, so the k-th run of each is in the k-th execution."""
+    events = [
+        _op("a", 0, 2, line="x"),
+        _op("b", 1, 2, line="y"),
+        _op("c", 3, 1, line="x"),
+        _op("b", 10, 2, line="y"),  # before this execution's `a`
+        _op("a", 11, 2, line="x"),
+        _op("c", 13, 1, line="x"),
+        _op("a", 20, 2, line="x"),
+        _op("b", 20.5, 2, line="y"),
+        _op("c", 23, 1, line="x"),
+    ]
+    m = attribute(_trace(*events), skip_first=0).modules["m"]
+    assert m.split_by == SPLIT_OCCURRENCE
+    assert m.executions == 3 and m.launches_by_execution == (3, 3, 3)
+    assert m.execution_us == (4.0, 4.0, 4.0)
+    # where the first op's repeats split consistently, they still do
+    same = [_op(n, t, 1) for t, n in enumerate(["a", "b", "a", "b"])]
+    assert attribute(_trace(*same), skip_first=0).modules["m"].split_by == SPLIT_REPEAT
+
+
 def test_modules_sharing_a_name_are_keyed_by_program_id() -> None:
     events = [
         _op("a", t, 1, run_id=t, module="jit_f", pid=pid) for t, pid in enumerate([3, 3, 5, 5, 5])
@@ -360,3 +385,56 @@ def test_kernel_times_divide_by_steady_state_executions() -> None:
     assert set(times) == {k.name for k in mlp.kernels}
     for k in mlp.kernels:
         assert math.isclose(times[k.name], k.total_us / mlp.executions)
+
+
+def _tpu(name: str, line: str, start_us: float, dur_us: float, **stats: object) -> TraceEvent:
+    """An event of a TPU plane: `XLA Modules` events named `module(program id)`, `XLA
+    Ops` events named by their HLO text, the op in the display name."""
+    display = "" if line == "XLA Modules" else name
+    text = name if line == "XLA Modules" else f"%{name} = f32[8]{{0}} negate(f32[8]{{0}} %p)"
+    return TraceEvent(
+        text, "/device:TPU:0", line, 3, round(start_us * US), round(dur_us * US), stats, display
+    )
+
+
+def test_tpu_ops_take_the_device_clock_and_idle_modules_are_listed() -> None:
+    events = []
+    for run in range(2):
+        t = run * 100.0
+        events += [
+            _tpu("m(7)", "XLA Modules", t, 50.0),
+            # on the timeline: stretched to 30 µs and shrunk to 0; on the device: 10 and 5
+            _tpu("a", "XLA Ops", t + 1, 30.0, program_id=7, device_duration_ps=10 * US),
+            _tpu("b", "XLA Ops", t + 31, 0.0, program_id=7, device_duration_ps=5 * US),
+            _tpu("idle(9)", "XLA Modules", t + 60, 2.0),
+        ]
+    trace = Trace(None, "xplane", tuple(events), programs={7: "m", 9: "idle"})
+    p = attribute(trace, skip_first=0)
+    m = p.modules["m"]
+    assert (m.clock, m.executions, m.split_by) == ("device", 2, SPLIT_MODULE_EVENT)
+    assert {k.name: (k.calls, k.total_us, k.min_us) for k in m.kernels} == {
+        "a": (2, 20.0, 10.0),
+        "b": (2, 10.0, 5.0),
+    }
+    assert (m.total_us, m.kernel_us, m.busy_us, m.unattributed_us) == (100.0, 30.0, 30.0, 70.0)
+    idle = p.modules["idle"]
+    assert (idle.executions, idle.total_us, idle.kernels, idle.clock) == (2, 4.0, (), "timeline")
+    assert (idle.split_by, idle.wall_from, idle.launches_per_execution) == (
+        SPLIT_MODULE_EVENT,
+        WALL_MODULE,
+        0.0,
+    )
+    assert attribute(trace, skip_first=1).modules["idle"].executions == 1
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "10", True, 2**70])
+def test_a_device_duration_that_is_no_duration_falls_back_to_the_timeline(bad: object) -> None:
+    events = (
+        _tpu("m(7)", "XLA Modules", 0.0, 50.0),
+        _tpu("a", "XLA Ops", 1.0, 30.0, program_id=7, device_duration_ps=bad),
+        _tpu("b", "XLA Ops", 31.0, 4.0, program_id=7, device_duration_ps=5 * US),
+    )
+    m = attribute(Trace(None, "xplane", events, programs={7: "m"}), skip_first=0).modules["m"]
+    assert m.clock == "device+timeline"
+    assert {k.name: k.total_us for k in m.kernels} == {"a": 30.0, "b": 5.0}
+    assert all(math.isfinite(x) and x >= 0 for x in (m.kernel_us, m.busy_us or 0.0))

@@ -10,7 +10,8 @@ import pytest
 
 from hloscope.capture.inprocess import framework_of_call
 from hloscope.errors import UsageError
-from hloscope.render.timing import bench_doc, bench_table
+from hloscope.render.timing import bench_table
+from hloscope.render.timing_json import bench_doc
 from hloscope.timing.bench import (
     Measurement,
     Mode,
@@ -154,7 +155,7 @@ def test_framework_of_call_from_argument_types() -> None:
 
 def test_bench_needs_a_known_framework() -> None:
     with pytest.raises(UsageError, match="unknown framework"):
-        bench(lambda: None, framework="torch")
+        bench(lambda: None, framework="mxnet")
     if "tensorflow" not in sys.modules and "jax" not in sys.modules:
         with pytest.raises(UsageError, match="cannot tell"):
             bench(lambda x: x, 1)
@@ -215,3 +216,29 @@ def test_jax_modes_on_mlp() -> None:
         assert jit.peak_memory_bytes is not None and jit.peak_memory_bytes >= arg_bytes
         assert "planned by XLA" in (jit.memory_note or "")
         assert r.mode("op-by-op").peak_memory_bytes is None
+    # the first call's compile, as JAX's own events time it, and not more than the call
+    assert jit.compile_s is not None and jit.first_call_s is not None
+    assert 0 < jit.compile_s < jit.first_call_s
+    assert r.mode("op-by-op").compile_s is None
+    assert bench_doc(r)["modes"][1]["compile_s"] == pytest.approx(jit.compile_s)
+
+
+@pytest.mark.jax
+def test_jax_bench_compile_time_is_jaxs_own() -> None:
+    """The jit mode's compile time is what JAX's listeners hear for its first call."""
+    needs("jax")
+    import jax
+
+    heard: list[float] = []
+
+    def listen(event: str, duration: float, **kwargs: object) -> None:
+        if event.startswith("/jax/core/compile/") and "attend" in str(kwargs.get("fun_name")):
+            heard.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        fn, args = load_target(f"{SAMPLES / 'jax_recompile.py'}:bench")
+        r = bench(fn, *args, repeats=2, rounds=1)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert r.mode("jit").compile_s == pytest.approx(sum(heard))

@@ -129,11 +129,17 @@ def test_skip_first_is_per_thread(tmp_path: Path) -> None:
     _two_executions(t, tid=10)
     _two_executions(t, tid=11)
     archive = read_nsys(t.write(tmp_path))
-    assert module_timing(archive.executions, skip_first=1).executions == 2
-    assert module_timing(archive.executions, skip_first=0).executions == 4
+    # per thread (one GPU each): 1 steady execution on each of 2, then 2 on each
+    steady = module_timing(archive.executions, skip_first=1)
+    assert (steady.executions, steady.device_count, steady.skipped) == (1, 2, 1)
+    assert [(d.device, d.executions) for d in steady.per_device] == [
+        ("pid 1 tid 10", 1),
+        ("pid 1 tid 11", 1),
+    ]
+    assert module_timing(archive.executions, skip_first=0).executions == 2
     # every thread ran it only as warm-up: timed from those runs, marked cold
     cold = module_timing(archive.executions, skip_first=2)
-    assert (cold.executions, cold.skipped, cold.cold) == (4, 0, True)
+    assert (cold.executions, cold.skipped, cold.cold, cold.device_count) == (2, 0, True, 2)
 
 
 def test_join_maps_ops_to_kernels_and_keeps_the_unmapped(tmp_path: Path) -> None:
@@ -309,8 +315,11 @@ def test_every_module_agrees_with_the_truth(archive: NsysArchive, truth: dict[st
     compared = 0
     for name, want in truth.items():
         m = module_timing(runs[name], skip_first=1)
-        n = m.executions
-        assert n == want["executions"], name
+        # the truth counts every thread's executions; hloscope's figures are per thread
+        # (one GPU each): executions per device, and calls and times the mean over them
+        assert len(m.execution_us) == want["executions"], name
+        assert m.executions * m.device_count == want["executions"], name
+        n = m.device_executions
         assert statistics.median(m.launches_by_execution) == want["thunks_per_execution"], name
         assert statistics.median(m.device_ops_by_execution) == want["gpu_ops_per_execution"], name
         assert statistics.median(m.execution_us) * 1e3 == pytest.approx(
@@ -338,14 +347,14 @@ def test_programs_sharing_a_name_are_timed_apart(
     programs = {ex.program_id for ex in archive.executions if ex.module == "jit_add"}
     keys = [f"jit_add({i})" for i in sorted(programs)]
     assert len(keys) == 2 and all(k in p.modules for k in keys)
-    split = sum(p.modules[k].executions for k in keys)
+    split = sum(len(p.modules[k].execution_us) for k in keys)
     assert split == truth["jit_add"]["executions"] - (len(keys) - 1)
     # Every other module is one program: keyed by its name, timed as the truth times it.
     single = [name for name in truth if name != "jit_add"]
     assert len(single) == 7
     for name in single:
         m = p.modules[name]
-        assert m.executions == truth[name]["executions"], name
+        assert m.executions * m.device_count == truth[name]["executions"], name
         assert statistics.median(m.execution_us) * 1e3 == pytest.approx(
             truth[name]["module_ns_per_execution"], rel=1e-12
         ), name
@@ -459,15 +468,16 @@ def test_modules_that_ran_only_as_warm_up_are_shown_cold(
     for name, m in cold.items():
         threads = [(pid, tid) for pid, tid, _ in ranges[name]]
         assert len(threads) == len(set(threads))  # once per thread: all warm-up
-        assert (m.executions, m.skipped) == (len(ranges[name]), 0), name
+        assert (m.executions, m.skipped) == (1, 0), name  # one per device
+        assert m.device_count == len(threads), name
         want = sorted(ns for _, _, ns in ranges[name])
         assert sorted(round(us * 1e3) for us in m.execution_us) == want, name
-        assert m.total_us * 1e3 == pytest.approx(sum(want), rel=1e-12), name
+        assert m.total_us * m.device_count * 1e3 == pytest.approx(sum(want), rel=1e-12), name
     # a module with a steady state is not cold, and its first runs stay out of it
     for name, want in truth.items():
         for m in (m for m in p.modules.values() if m.name == name):
             assert not m.cold and m.skipped > 0, name
-        assert sum(m.executions for m in p.modules.values() if m.name == name) == (
+        assert sum(len(m.execution_us) for m in p.modules.values() if m.name == name) == (
             want["executions"] - (name == "jit_add")
         ), name
     (line,) = [x for x in p.problems if "cold first run" in x]

@@ -11,7 +11,8 @@ from typing import Any, cast
 
 from rich.console import Console
 
-from hloscope.render.timing import module_detail, timings_doc
+from hloscope.render.timing import module_detail
+from hloscope.render.timing_json import timings_doc
 from hloscope.timing.attribution import attribute
 from hloscope.timing.results import ModuleTiming
 from hloscope.timing.xplane import Trace, TraceEvent
@@ -39,9 +40,10 @@ def test_overlapping_kernels_show_busy_time_beside_their_sum() -> None:
     # per execution: a 0-10 and b 5-15 on two threads: busy 15, summed 20, wall 15
     assert (m.total_us, m.kernel_us, m.busy_us, m.unattributed_us) == (30.0, 40.0, 30.0, 0.0)
     text = _text(m)
-    assert "kernels busy 30.0 µs (100%)" in text
-    assert "kernel time summed over threads 40.0 µs" in text
-    assert "not in any kernel 0.0 µs" in text
+    # per execution: the kernels' summed time, and the wall they kept busy
+    assert "kernel time per execution 20.0 µs (summed over threads) · busy 15.0 µs (100%)" in text
+    assert "not in any kernel 0.0 µs per execution" in text
+    assert "calls and total over 2 executions" in text
     doc = timings_doc(m)
     assert doc["busy_us"] + doc["unattributed_us"] == doc["total_us"] == 30.0
 

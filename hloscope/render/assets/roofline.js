@@ -47,7 +47,7 @@ var HS_ROOFLINE = (function () {
       var c = sv("circle", { cx: X(k.intensity), cy: Y(k.flops_per_s), r: 5, class: "hs-rl-dot hs-rl-" + k.bound, tabindex: 0 });
       c.setAttribute("data-kernel", k.name);
       var tip = sv("title", {});
-      tip.textContent = k.name + " (" + k.kind + "): " + fmtUs(k.time_us) + ", " + rate(k.flops_per_s, "FLOP/s") + ", " +
+      tip.textContent = (lib.label ? lib.label(k.name) : k.name) + " (" + k.kind + "): " + fmtUs(k.time_us) + ", " + rate(k.flops_per_s, "FLOP/s") + ", " +
         rate(k.bandwidth, "B/s") + ", " + k.bound + "-bound, " + (k.efficiency * 100).toFixed(1) + "% of roof";
       c.appendChild(tip);
       c.addEventListener("click", function () { onpick(k.name); });

@@ -40,7 +40,7 @@ from hloscope.render.diagram.labels import (
 from hloscope.render.diagram.spec import GROUP_NODE, KERNEL, OP, PARAMETER, REPEAT, Edge, Node
 from hloscope.render.diagram.style import GROUP_COLOR, emphasise
 from hloscope.render.diagram.walk import BACK, CLUSTER, INPUTS, ITEM, OPERANDS, ROLE
-from hloscope.render.format import fmt_bytes, fmt_shape, left_ellipsis
+from hloscope.render.format import counted, fmt_bytes, fmt_shape, left_ellipsis
 
 _EDGE_LABELS_UP_TO = 80  # nodes; bigger graphs carry shapes in edge tooltips only
 _LABELLED_SIZE = 1_000  # `layout_size`; past it, edge labels cost dot seconds (issue 14)
@@ -174,7 +174,8 @@ def fold_parameters(g: nx.DiGraph, max_nodes: int, notes: list[str], what: str) 
             g.nodes[user].setdefault(INPUTS, []).append((inst.name, inst.shape))
     g.remove_nodes_from(params)
     notes.append(
-        f"{len(params)} parameters not drawn (listed in the tooltips of the {what} they feed)"
+        f"{counted(len(params), 'parameter')} not drawn (listed in the tooltips of the {what} "
+        "they feed)"
     )
 
 
@@ -330,7 +331,7 @@ class Builder:
             if len(pairs) == 1 and len(distinct) == 1:
                 label = f"{distinct[0]} · {fmt_bytes(nbytes)}"
             else:
-                label = f"{len(pairs)} tensors · {fmt_bytes(nbytes)}"
+                label = f"{counted(len(pairs), 'tensor')} · {fmt_bytes(nbytes)}"
             tip = f"{self._name(a)} → {self._name(b)}\n" + "\n".join(
                 f"{fmt_shape(s)} ({fmt_bytes(s.byte_size)})" for s in shapes[:20]
             )

@@ -54,7 +54,7 @@ from hloscope.render.diagram.walk import (
     BeforeSide,
     unit_graph,
 )
-from hloscope.render.format import short_name
+from hloscope.render.format import counted, short_name
 
 if TYPE_CHECKING:
     from hloscope.analysis.report import ModuleReport
@@ -155,7 +155,10 @@ def kernel_graph(
         legend=kind_legend(
             Counter(d[ITEM].kind for _, d in g.nodes(data=True) if d.get(ROLE) == KERNEL)
         ),
-        notes=(f"{analysis.kernel_count} kernels, {analysis.launches} launches", *notes),
+        notes=(
+            f"{counted(analysis.kernel_count, 'kernel')}, {counted(analysis.launches, 'launch')}",
+            *notes,
+        ),
         units=kernels,
         unit="kernel",
         collapsed=col.collapsed,

@@ -90,15 +90,11 @@
     return x === null || x === undefined ? "–" : (x * 100).toFixed(1) + " %";
   }
 
-  function arrow(a, b) {
-    return (a === null || a === undefined ? "–" : fmtInt(a)) + " → " +
-      (b === null || b === undefined ? "–" : fmtInt(b));
-  }
-
-  var TF_HASH = /__XlaMustCompile_(?:true|false)_config_proto_\d+_executor_type_\d+_/;
+  // TensorFlow's mangling, as analysis/compilations.py readable_name drops it
+  var TF_MANGLING = /_*__Xla.*?((?:\.\d+)*)$/;
 
   function shortName(name, width) {
-    name = String(name === null || name === undefined ? "" : name).replace(TF_HASH, "");
+    name = String(name === null || name === undefined ? "" : name).replace(TF_MANGLING, "$1");
     width = width || 48;
     if (name.length <= width) return name;
     var half = Math.floor((width - 1) / 2);
@@ -111,11 +107,6 @@
 
   function statusChip(status) {
     return chip(status, "hs-st-" + String(status).replace(/[^a-z]/g, ""));
-  }
-
-  function launches(after) {
-    if (!after) return "–";
-    return (after.launches_exact ? "" : "~") + fmtInt(after.launches);
   }
 
   function cmp(a, b) {

@@ -20,6 +20,85 @@
     return p.kernels.join(", ");
   }
 
+  // ---------------------------------------------------------------- passes
+
+  // A kernel's line through the compiler passes, in a few words.
+  function historyText(k) {
+    if (!k || !k.history.length) return "an op no pass made into another kernel";
+    return k.history.map(function (e) {
+      var from = e.from && e.from.length ? (e.change === "renamed" ? " (was " + e.from[0] + ")" :
+        " from " + e.from.slice(0, 4).join(", ") + (e.from.length > 4 ? ", +" + (e.from.length - 4) : "")) : "";
+      return e.change + " by " + e.pass + " (#" + e.index + ")" + from;
+    }).join("; ");
+  }
+
+  function withChange(now, before) {
+    var cell = h("td", { class: "hs-num" }, fmtInt(now));
+    if (before !== null && before !== undefined && now !== before) {
+      var d = now - before;
+      add(cell, h("span", { class: "hs-muted" }, " (" + (d > 0 ? "+" : "−") + fmtInt(Math.abs(d)) + ")"));
+    }
+    return cell;
+  }
+
+  // The story of `hloscope dump --passes`: the passes that changed the module, in the
+  // order they ran, the counts after each, and where compile time went.
+  function passesSection(p) {
+    var keys = ["instructions", "fusions", "kernels", "launches"];
+    var timed = p.passes.some(function (s) { return s.duration_s !== null; });
+    var sec = h("section", { class: "hs-sub", data: { part: "passes" } },
+      h("h3", null, "Passes: how the kernels came to be"),
+      h("p", { class: "hs-muted" }, "Each compiler pass that changed the module, in the order XLA ran it, and the module after it (from the per-pass dumps of `hloscope dump --passes`). Click a kernel for the passes that made it."));
+    p.notes.forEach(function (n) { add(sec, h("p", { class: "hs-muted" }, "note: " + n)); });
+    var head = h("tr", null, h("th", null, "#"), h("th", null, "pipeline / pass"));
+    keys.forEach(function (k) { add(head, h("th", null, k)); });
+    if (timed) add(head, h("th", null, "time"));
+    add(head, h("th", null, ""));
+    var body = h("tbody");
+    var prev = p.start;
+    if (p.start) {
+      var first = h("tr", null, h("td", null, ""), h("td", { class: "hs-muted" }, "(before optimization)"));
+      keys.forEach(function (k) { add(first, h("td", { class: "hs-num" }, fmtInt(p.start[k]))); });
+      if (timed) add(first, h("td", null, ""));
+      add(first, h("td", null, ""));
+      add(body, first);
+    }
+    p.passes.forEach(function (s) {
+      var row = h("tr", { data: { pass: s.pass } }, h("td", { class: "hs-num hs-muted" }, String(s.index)),
+        h("td", null, s.pipeline ? h("span", { class: "hs-muted" }, s.pipeline + " / ") : null, h("b", null, s.pass)));
+      keys.forEach(function (k) { add(row, withChange(s[k], prev ? prev[k] : null)); });
+      if (timed) add(row, h("td", { class: "hs-num" }, s.duration_s === null ? "–" : fmtUs(s.duration_s * 1e6)));
+      add(row, h("td", { class: "hs-muted" }, s.note || ""));
+      add(body, row);
+      prev = s;
+    });
+    add(sec, h("table", { class: "hs-table hs-passes" }, h("thead", null, head), body));
+    var made = {};
+    p.kernels.forEach(function (k) { var by = k.first_pass || ""; made[by] = (made[by] || 0) + 1; });
+    var parts = Object.keys(made).sort(function (a, b) { return made[b] - made[a]; }).map(function (by) {
+      return fmtInt(made[by]) + (by ? " by " + by : " from the start");
+    });
+    add(sec, h("p", null, h("b", null, "kernels after optimization: "), parts.join(", ") || "none"));
+    var never = p.ops.filter(function (o) { return o.left_pass === null; }).length;
+    if (p.ops.length) {
+      add(sec, h("p", null, h("b", null, "ops that run alone: "), fmtInt(never) + " never shared a kernel, " +
+        fmtInt(p.ops.length - never) + " left one" + (p.ops.length > never ? " (" + p.ops.filter(function (o) {
+          return o.left_pass !== null;
+        }).slice(0, 5).map(function (o) { return o.op + " at " + o.left_pass; }).join("; ") + ")" : "")));
+    }
+    if (p.slowest.length) {
+      var tb = h("tbody");
+      p.slowest.forEach(function (t) {
+        add(tb, h("tr", null, h("td", null, t.pass), h("td", { class: "hs-num" }, fmtUs(t.seconds * 1e6)),
+          h("td", { class: "hs-num" }, p.seconds ? fmtPct(t.seconds / p.seconds) : "–"), h("td", { class: "hs-num" }, fmtInt(t.runs))));
+      });
+      add(sec, h("h4", null, "Where compile time goes: " + fmtUs(p.seconds * 1e6) + " in passes (XLA's pass timers)"));
+      add(sec, h("table", { class: "hs-table hs-slowest" },
+        h("thead", null, h("tr", null, h("th", null, "pass"), h("th", null, "time"), h("th", null, "share"), h("th", null, "runs"))), tb));
+    }
+    return sec;
+  }
+
   function ModuleView(summary, section) {
     this.summary = summary;
     this.section = section;
@@ -62,31 +141,33 @@
     this.opByName = new Map();
     d.provenance.forEach(function (p, i) { p.index = i; self.opByName.set(p.op, p); });
 
-    // stats line
+    // stats line: the module's figures exactly as every view prints them (render/figures.py)
     var stats = h("div", { class: "hs-stats" });
-    var facts = [
-      ["instructions", arrow(b && b.instructions, a && a.instructions)],
-      ["ops → kernels", arrow(b && b.ops, a && a.kernels)],
-      ["launches / execution", launches(a)],
-      ["ops per kernel", d.ops_per_kernel ? d.ops_per_kernel.toFixed(1) : "–"],
-      ["ops alone", d.alone === null || d.alone === undefined ? "–" : fmtInt(d.alone)],
-    ];
+    var facts = (d.figures || []).map(function (f) { return [f.label, f.text, f.name]; });
     if (timing) {
-      var per = function (us) { return timing.executions && typeof us === "number" ? fmtUs(us / timing.executions) : "–"; };
-      facts.push(["kernel time / execution", per(timing.kernel_us)]);
       if (typeof timing.busy_us === "number" && typeof timing.kernel_us === "number" &&
-          timing.busy_us < timing.kernel_us * 0.995) {
+          timing.busy_us < timing.kernel_us * 0.995 && timing.executions) {
         // kernels on several streams overlap: their sum exceeds the time they took
-        facts.push(["busy / execution (kernels overlap)", per(timing.busy_us)]);
+        facts.push(["busy per execution (kernels overlap)", fmtUs(timing.busy_us / timing.executions)]);
       }
-      facts.push(["wall / execution", per(timing.total_us)]);
-      facts.push(["executions profiled" + (timing.source ? " (" + timing.source + ")" : "") +
-        (timing.cold ? ", a cold first run (it ran only as warm-up)" : ""), fmtInt(timing.executions)]);
+      var several = timing.device_count > 1;
+      if (timing.source || timing.cold) {
+        facts.push(["profile" + (several ? ", per device" : ""), (timing.source || "") +
+          (timing.cold ? " (a cold first run: it ran only as warm-up)" : "")]);
+      }
+      if (several) {
+        // figures are one device's, the mean over the devices that ran the module
+        facts.push(["devices (times per device)", fmtInt(timing.device_count)]);
+        if (timing.spread) {
+          facts.push(["slowest device / median (" + timing.spread.slowest + ")",
+            timing.spread.ratio.toFixed(2) + "×"]);
+        }
+      }
       if (typeof timing.device_ops_per_execution === "number") {
-        facts.push(["GPU operations / execution", fmtInt(timing.device_ops_per_execution)]);
+        facts.push(["GPU operations per execution", fmtInt(timing.device_ops_per_execution)]);
       }
     }
-    facts.forEach(function (f) { add(stats, h("div", { class: "hs-stat" }, h("b", null, f[1]), h("span", null, f[0]))); });
+    facts.forEach(function (f) { add(stats, h("div", { class: "hs-stat", data: { figure: f[2] || "" } }, h("b", null, String(f[1])), h("span", null, f[0]))); });
     add(body, stats);
     if (a) add(body, h("div", { class: "hs-kindsline" }, h("span", { class: "hs-muted" }, "kernels by kind "), kindsCell(a, 99)));
     if (d.error) add(body, h("p", { class: "hs-err" }, String(d.error)));
@@ -128,14 +209,14 @@
         { label: "kind", w: "13%", get: function (k) { return k.kind; }, cell: function (k) { return chip(k.kind, "hs-kind"); } },
       ];
       if (hasTime) {
-        cols.push({ label: "time", w: "78px", num: true, get: timeOf, cell: function (k) { return fmtUs(timeOf(k)); }, title: "total time over the profiled executions" });
+        cols.push({ label: "total time", w: "84px", num: true, get: timeOf, cell: function (k) { return fmtUs(timeOf(k)); }, title: "total time over the " + (timing.executions || "") + " profiled executions" });
       }
       cols.push(
-        { label: "launches", w: "76px", num: true, get: function (k) { return k.launches; }, cell: function (k) { return fmtInt(k.launches); } },
-        { label: "ops", w: "52px", num: true, get: function (k) { return k.instructions; }, cell: function (k) { return fmtInt(k.instructions); }, title: "fused instructions" },
+        { label: "launches", w: "76px", num: true, get: function (k) { return k.launches; }, cell: function (k) { return fmtInt(k.launches); }, title: "launches per execution" },
+        { label: "HLO ops", w: "64px", num: true, get: function (k) { return k.instructions; }, cell: function (k) { return fmtInt(k.instructions); }, title: "the HLO ops (instructions) it holds" },
         { label: "bytes in", w: "84px", num: true, get: function (k) { return k.bytes_in; }, cell: function (k) { return fmtBytes(k.bytes_in); } },
         { label: "bytes out", w: "88px", num: true, get: function (k) { return k.bytes_out; }, cell: function (k) { return fmtBytes(k.bytes_out); } },
-        { label: "source ops", get: function (k) { return k.source_ops.length; }, cell: function (k) { return kernelOps(k); } });
+        { label: "ops", get: function (k) { return k.source_ops.length; }, cell: function (k) { return kernelOps(k); }, title: "the source ops whose work it does" });
       this.ktable = new VTable({
         columns: cols, rows: d.kernels, height: 360,
         sortCol: hasTime ? 3 : 0, sortDesc: hasTime,
@@ -150,7 +231,9 @@
     }
 
     // roofline: one dot per measured kernel
-    if (d.roofline) add(main, HS_ROOFLINE.plot(d.roofline, function (name) { if (self.byName.has(name)) self.select(name, "roofline"); }, { h: h, fmtUs: fmtUs }));
+    var holds = d.holds || {};
+    var label = function (name) { return holds[name] ? name + " · " + holds[name] : name; };
+    if (d.roofline) add(main, HS_ROOFLINE.plot(d.roofline, function (name) { if (self.byName.has(name)) self.select(name, "roofline"); }, { h: h, fmtUs: fmtUs, label: label }));
     if (d.memory && d.memory.peak_bytes !== null) {
       var mem = d.memory, kinds2 = Object.keys(mem.by_kind).filter(function (k) { return mem.by_kind[k]; });
       var big = mem.largest.slice(0, 3).map(function (a) { return fmtBytes(a.size) + " " + a.kind + " (" + a.instructions.slice(0, 3).join(", ") + ")"; });
@@ -208,6 +291,12 @@
       add(main, unfused);
     }
 
+    this.historyOf = new Map();
+    if (d.passes) {
+      d.passes.kernels.forEach(function (k) { self.historyOf.set(k.name, k); });
+      add(main, passesSection(d.passes));
+    }
+
     var files = d.files || {};
     var fl = [files.before, files.after].filter(Boolean);
     if (fl.length) add(main, h("p", { class: "hs-muted hs-files" }, "dump files: " + fl.join(" · ")));
@@ -242,21 +331,21 @@
     add(aside, h("p", null, chip(k.kind, "hs-kind"), " ", h("span", { class: "hs-muted" }, k["class"] + (k.library ? " · library call" : ""))));
     var facts = [
       ["shape", k.shape],
-      ["launches / execution", fmtInt(k.launches)],
+      ["launches per execution", fmtInt(k.launches)],
       ["bytes in", fmtBytes(k.bytes_in)],
       ["bytes out", fmtBytes(k.bytes_out)],
       ["computation", k.computation],
     ];
     if (t) {
-      facts.push(["time (total)", fmtUs(t.total_us)]);
-      facts.push(["time / call", fmtUs(t.mean_us) + (t.calls ? " × " + fmtInt(t.calls) + " calls" : "")]);
+      facts.push(["total time over the profiled executions", fmtUs(t.total_us)]);
+      facts.push(["time per call", fmtUs(t.mean_us) + (t.calls ? " × " + fmtInt(t.calls) + " calls" : "")]);
       if (t.share !== undefined) facts.push(["share of kernel time", fmtPct(t.share)]);
     } else if (this.kernelTime.size) {
       facts.push(["time", "not seen in the profile"]);
     }
     var c = this.costOf.get(k.name), r = this.roofOf.get(k.name);
     if (c) {
-      facts.push(["FLOPs / run", c.known ? HS_ROOFLINE.rate(c.flops, "FLOP") : "unknown (library call)"]);
+      facts.push(["FLOPs per call", c.known ? HS_ROOFLINE.rate(c.flops, "FLOP") : "unknown (library call)"]);
       facts.push(["bytes read / written", fmtBytes(c.bytes_read) + " / " + fmtBytes(c.bytes_written)]);
       if (c.kept_bytes) facts.push(["kept out of memory", fmtBytes(c.kept_bytes)]);
     }
@@ -267,6 +356,13 @@
     var dl = h("dl", { class: "hs-kv" });
     facts.forEach(function (f) { add(dl, [h("dt", null, f[0]), h("dd", null, String(f[1]))]); });
     add(aside, dl);
+
+    // the passes that made it (hloscope dump --passes)
+    if (this.doc.passes) {
+      var hk = this.historyOf.get(k.name);
+      add(aside, h("h4", null, "History (compiler passes)"));
+      add(aside, h("p", { class: "hs-history" }, historyText(hk)));
+    }
 
     // source ops and lines
     var ops = k.source_ops.map(function (n) { return self.opByName.get(n) || { op: n, status: "?", location: null }; });

@@ -6,10 +6,12 @@
 
   function moduleSection(m) {
     var t = m.timing;
-    var meta = [m.key];
-    if (m.after) meta.push(fmtInt(m.after.kernels) + " kernels");
-    if (m.before && m.after) meta.push(fmtInt(m.before.instructions) + " → " + fmtInt(m.after.instructions) + " instructions");
-    if (t && t.executions) meta.push(fmtUs(kernelTime(t)) + " kernel time / execution");
+    var meta = [shortName(m.key, 96)];
+    if (m.recompiled) meta.push("#" + m.compilation + " of " + m.function + " (" + (m.inputs || []).join(", ") + ")");
+    // the figures as every view prints them (render/figures.py)
+    (m.cells || []).slice(0, 2).forEach(function (c) { if (c[1] !== "–→–") meta.push(c[0] + " " + c[1]); });
+    var kt = figure(m, "kernel_time_per_execution");
+    if (t && t.executions && kt) meta.push(kt.label + " " + kt.text);
     return h("details", { class: "hs-module hs-card", id: "hs-m-" + m.index, data: { key: m.key } },
       h("summary", null, h("span", { class: "hs-mtitle", title: m.name }, shortName(m.name, 72)),
         h("span", { class: "hs-muted hs-mmeta" }, meta.join(" · "))),
@@ -39,6 +41,9 @@
     }
 
     add(app, runHeader(ov));
+    // a function's compilations are listed together, each with its index and shapes
+    var recompiled = new Set((ov.compilations || []).map(function (c) { return c.function; }));
+    ov.modules.forEach(function (m) { m.recompiled = recompiled.has(m.function); });
     var main = ov.modules.filter(function (m) { return !m.trivial; });
     var trivial = ov.modules.filter(function (m) { return m.trivial; });
     var overview = h("section", { class: "hs-card", id: "hs-overview-card" }, h("h2", null, "Modules"));
@@ -55,6 +60,8 @@
         modulesTable(trivial, ov.timed, openModule)));
     }
     add(app, overview);
+    add(app, compilationsSection(ov, openModule));
+    add(app, torchXlaSection(ov, openModule));
     add(app, heaviestSection(ov, openKernel));
     add(app, benchSection(ov.bench));
 

@@ -1,0 +1,107 @@
+"""What a kernel holds, in a few words: its main source ops beside its HLO name.
+
+A kernel's HLO name says how XLA built it (`bitcast_concatenate_fusion`), not what of
+the program it runs; every timing table, the roofline and the HTML page print
+`kernel · ops` instead (`bitcast_concatenate_fusion · dropout/random_uniform`). The ops
+come from the provenance join (`Provenance.kernel_ops`, else the ops inferred for a
+kernel that does no op's work, marked `~`); this module only words them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from hloscope.analysis.report import ModuleReport
+
+__all__ = ["SEPARATOR", "holds", "kernel_holds", "labelled", "module_root"]
+
+SEPARATOR = " · "
+"""Between a kernel's HLO name and what it holds."""
+
+INFERRED = "~"
+"""Marks ops inferred for a kernel that holds none (a copy, an iota)."""
+
+# Longest `scope/{a,b,c}` form before it becomes `scope/… (N ops)`.
+_LEAVES_WIDTH = 48
+
+
+def module_root(names: Sequence[str]) -> str:
+    """The name scope every op of a module is in (`jit(mlp)`, `resnet50_1`), which no
+    kernel's words need to repeat; "" when the ops share none."""
+    parts = [n.split("/") for n in names]
+    if not parts or any(len(p) < 2 for p in parts):
+        return ""
+    first = parts[0][0]
+    return first if all(p[0] == first for p in parts) else ""
+
+
+def holds(ops: Sequence[str], root: str = "") -> str:
+    """A few words for a kernel's source ops.
+
+    One op is its name; ops under one name scope are that scope with their last parts
+    (`layer0/{add,mul,tanh}`, or `layer0/… (9 ops)` when long); ops of several scopes
+    are those of the scope holding most of them and how many more (`Gelu/{mul,Erfc} +1`).
+
+    Args:
+        ops: The kernel's source op names, first seen first.
+        root: A scope every op of the module shares (`module_root`), left out.
+
+    Returns:
+        The words; "" for no ops.
+    """
+    names = list(dict.fromkeys(_without(o, root) for o in ops))
+    if len(names) <= 1:
+        return names[0] if names else ""
+    scopes = Counter(n.rsplit("/", 1)[0] if "/" in n else "" for n in names)
+    scope, count = scopes.most_common(1)[0]
+    group = [n for n in names if (n.rsplit("/", 1)[0] if "/" in n else "") == scope]
+    if count == 1:  # nothing in common: the first op and how many more
+        return f"{names[0]} +{len(names) - 1}"
+    leaves = [n.rsplit("/", 1)[-1] for n in group]
+    words = f"{scope}/{{{','.join(leaves)}}}" if scope else "{" + ",".join(leaves) + "}"
+    if len(words) > _LEAVES_WIDTH:
+        short = _scope(scope, _LEAVES_WIDTH - 8)
+        words = f"{short} ({len(group)} ops)" if scope else f"{len(group)} ops"
+    rest = len(names) - len(group)
+    return f"{words} +{rest}" if rest else words
+
+
+def _scope(scope: str, width: int) -> str:
+    """A name scope in about `width` characters, keeping the layer (its second part,
+    under the model's or the function's name) and the op group (its last part):
+    `sequential_1/dropout_1/…/stateless_random_uniform`, else
+    `…/dropout_1/…/stateless_random_uniform`."""
+    parts = scope.split("/")
+    if len(scope) <= width or len(parts) < 3:
+        return scope
+    first, layer, last = parts[0], parts[1], parts[-1]
+    gap = "/…/" if len(parts) > 3 else "/"
+    for text in (f"{first}/{layer}{gap}{last}", f"…/{layer}{gap}{last}", f"{first}/…/{last}"):
+        if len(text) <= width:
+            return text
+    return f"…/{last}"
+
+
+def _without(name: str, root: str) -> str:
+    return name[len(root) + 1 :] if root and name.startswith(root + "/") else name
+
+
+def kernel_holds(m: ModuleReport) -> dict[str, str]:
+    """Each kernel of a module -> the words for what it holds (`holds`); kernels whose
+    ops were inferred are marked `~`, kernels with no op at all are left out."""
+    if m.provenance is None:
+        return {}
+    prov = m.provenance
+    root = module_root([p.op.name for p in prov.placements])
+    out = {name: holds([o.name for o in ops], root) for name, ops in prov.kernel_ops.items()}
+    for name, inferred in prov.inferred.items():
+        if not out.get(name) and inferred.ops:
+            out[name] = INFERRED + holds(list(inferred.ops), root)
+    return {name: words for name, words in out.items() if words}
+
+
+def labelled(name: str, words: Mapping[str, str] | None) -> str:
+    """`kernel · what it holds`, or the kernel's name alone when nothing is known."""
+    held = (words or {}).get(name, "")
+    return f"{name}{SEPARATOR}{held}" if held else name
