@@ -28,13 +28,13 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
+from types import MappingProxyType
 from typing import Any, Protocol, TypeVar, overload
 
 from hloscope.analysis.cost import ModuleCost, module_cost, remember_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.provenance import Provenance
 from hloscope.hlo.model import HloModule, Instruction
-from hloscope.hlo.proto import load_module_file
 from hloscope.runs import ModuleDump
 
 __all__ = ["JOBS_VARIABLE", "analyze_dumps", "jobs_for"]
@@ -105,8 +105,9 @@ def analyze_dumps(
             sender.close()
             workers.append((process, receiver))
         found[0] = [analyze(d) for d in _TODO[0]]  # this process's share
+        loaders = _loaders(dumps)
         for k, (_, receiver) in enumerate(workers, 1):
-            found[k] = _receive(receiver.recv_bytes())
+            found[k] = _receive(receiver.recv_bytes(), loaders)
     finally:
         _TODO = []
         _ANALYZE.clear()
@@ -186,7 +187,11 @@ def _analyze_share(k: int) -> bytes:
         after = r.after_module
         costs.append(module_cost(after, r.after) if after is not None and r.after else None)
     buffer = io.BytesIO()
-    _Sender(buffer, reports).dump((reports, costs))
+    sender = _Sender(buffer, reports)
+    # the modules' headers first (by file), then the reports that refer to them
+    headers = {path: (name, attrs) for path, name, attrs in sender.modules.values()}
+    pickle.dump(headers, buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    sender.dump((reports, costs))
     return buffer.getvalue()
 
 
@@ -196,12 +201,15 @@ class _Sender(pickle.Pickler):
 
     def __init__(self, file: io.BytesIO, reports: list[Any]) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.modules: dict[int, str] = {}
+        # a module as its file, name and header (small, and what the grouping of
+        # compilations reads: `compilations.module_shapes`)
+        self.modules: dict[int, tuple[str, str, dict[str, str]]] = {}
         self.ops: dict[int, tuple[str, tuple[tuple[int, int], ...]]] = {}
         for r in reports:
             for module in (r.before_module, r.after_module):
                 if module is not None and module.path is not None:
-                    self.modules[id(module)] = module.path
+                    header = (module.path, module.name, dict(module.attributes))
+                    self.modules[id(module)] = header
             after = r.after_module
             if after is None or after.path is None or r.after is None:
                 continue
@@ -218,7 +226,7 @@ class _Sender(pickle.Pickler):
     def persistent_id(self, obj: Any) -> Any:
         key = id(obj)
         if key in self.modules and isinstance(obj, HloModule):
-            return ("module", self.modules[key])
+            return ("module", self.modules[key][0])
         if key in self.ops and isinstance(obj, tuple):
             path, where = self.ops[key]
             return ("ops", path, where)
@@ -228,11 +236,23 @@ class _Sender(pickle.Pickler):
 # --- back in this process ---------------------------------------------------------------
 
 
-def _receive(data: bytes) -> list[Any]:
-    sent = _Receiver(io.BytesIO(data)).load()
-    if isinstance(sent, _Failed):
-        raise sent.error
-    reports, costs = sent
+def _loaders(dumps: Sequence[ModuleDump]) -> dict[str, Callable[[], HloModule | None]]:
+    """How this process reads each module file again: as the worker did."""
+    found: dict[str, Callable[[], HloModule | None]] = {}
+    for d in dumps:
+        if d.before is not None:
+            found[str(d.before)] = d.load_before
+        if d.after is not None:
+            found[str(d.after)] = d.load_after
+    return found
+
+
+def _receive(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -> list[Any]:
+    buffer = io.BytesIO(data)
+    headers = pickle.load(buffer)
+    if isinstance(headers, _Failed):
+        raise headers.error
+    reports, costs = _Receiver(buffer, headers, loaders).load()
     for r, cost in zip(reports, costs, strict=True):
         if cost is not None and r.after_module is not None and r.after is not None:
             remember_cost(r.after_module, r.after, cost)
@@ -242,36 +262,50 @@ def _receive(data: bytes) -> list[Any]:
 class _Receiver(pickle.Unpickler):
     """Unpickles what `_Sender` pickled: one stand-in per module file."""
 
-    def __init__(self, file: io.BytesIO) -> None:
+    def __init__(
+        self,
+        file: io.BytesIO,
+        headers: dict[str, tuple[str, dict[str, str]]],
+        loaders: dict[str, Callable[[], HloModule | None]],
+    ) -> None:
         super().__init__(file)
-        self.modules: dict[str, _SentModule] = {}
+        self.modules = {
+            path: _SentModule.of(path, name, attributes, loaders[path])
+            for path, (name, attributes) in headers.items()
+        }
 
     def persistent_load(self, pid: Any) -> Any:
         kind, path = pid[0], pid[1]
-        module = self.modules.get(path)
-        if module is None:
-            module = self.modules[path] = _SentModule.of(path)
         if kind == "module":
-            return module
-        return _SentOps(module, pid[2])
+            return self.modules[path]
+        return _SentOps(self.modules[path], pid[2])
 
 
 class _SentModule(HloModule):
-    """A module a worker parsed: its path known at once, the rest parsed again from the
-    file the first time something asks (the parsed module is kept)."""
+    """A module a worker parsed: its path, name and header attributes known at once,
+    the rest parsed again from the file the first time something asks (the parsed
+    module is kept)."""
 
     @classmethod
-    def of(cls, path: str) -> _SentModule:
+    def of(
+        cls,
+        path: str,
+        name: str,
+        attributes: dict[str, str],
+        load: Callable[[], HloModule | None],
+    ) -> _SentModule:
         module = object.__new__(cls)
-        module.__dict__["path"] = path
+        module.__dict__.update(path=path, name=name, attributes=MappingProxyType(attributes))
+        module.__dict__["_load"] = load
         return module
 
     def __getattr__(self, name: str) -> Any:
         # Only for what is not in the instance yet: its fields, before the first load.
         if name.startswith("__") or "computations" in self.__dict__:
             raise AttributeError(name)
-        parsed = load_module_file(self.__dict__["path"])
-        for field in ("name", "attributes", "computations", "stack_frames", "stats"):
+        parsed = self.__dict__["_load"]()
+        assert parsed is not None  # the file the worker parsed
+        for field in ("computations", "stack_frames", "stats"):
             self.__dict__[field] = getattr(parsed, field)
         return getattr(self, name)
 

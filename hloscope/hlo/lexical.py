@@ -140,6 +140,13 @@ _MEMORY_SPACE = re.compile(r"S\(([0-9]++)\)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+# One line of the stack frame tables as XLA prints them, for `_Parser.scan_tables`: a
+# row `N "string"` or `N {k=v ...}` (no brackets, comments or line joins inside), a
+# table's name, or a blank line. Anything else is left to the line-by-line reader.
+TABLE_LINE = re.compile(
+    r'(?![^\n]*/[/*])[ \t]*+(?:([0-9]{1,18}+)[ \t]++("(?:[^"\\\n]|\\.)*+"|\{[^{}\[\]()"\n]*+\})'
+    r"|(FileNames|FunctionNames|FileLocations|StackFrames)|)[ \t]*+(?:\n|\Z)"
+)
 
 
 # ---------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from hloscope.hlo.lexical import (
     MODULE,
     OPERAND_NAMES,
     RECORD,
+    TABLE_LINE,
     TABLE_ROW,
     TABLES,
     Attributes,
@@ -273,6 +274,8 @@ class _Parser:
 
         while True:
             self.scan()  # the lines XLA prints, at C speed
+            if self.open is None:
+                self.scan_tables()
             item = next(stream, None)  # then anything else, statement by statement
             if item is None:
                 break
@@ -481,6 +484,29 @@ class _Parser:
         assert m is not None  # the text's last record
         self.at = m.start()
         self.i = line - 1
+
+    def scan_tables(self) -> None:
+        """Read the stack frame tables' names and rows (and blank lines) from where the
+        text is, one regex match a line (`TABLE_LINE`), as `top_level` would; stop
+        before any other line, left to the line-by-line reader. A module of a few
+        hundred instructions may carry as many rows (a JAX module's call stacks)."""
+        text, at, line = self.lf_text, self.at, self.i
+        tables, table = self.tables, self.table
+        match = TABLE_LINE.match
+        while True:
+            m = match(text, at)
+            if m is None or m.end() == at:
+                break
+            key, value, name = m.groups()
+            if name is not None:
+                table = tables.setdefault(name, {})
+            elif key is not None:
+                if table is None:
+                    break  # a row outside a table: an error, or not understood
+                table[int(key)] = value
+            at = m.end()
+            line += 1
+        self.at, self.i, self.table = at, line, table
 
     def check_unicode(self, text: str) -> None:
         """Reject lone surrogates: text decoded with `surrogateescape`, or built by a

@@ -33,6 +33,15 @@ def test_parallel_reports_equal_serial_ones(name: str) -> None:
     serial = pool.analyze_dumps(dumps, analyze_dump, jobs=1)
     parallel = pool.analyze_dumps(dumps, analyze_dump, jobs=3)
     assert [r.key for r in parallel] == [d.key for d in dumps]
+    # a module's name and header come with it (the grouping of compilations reads its
+    # entry layout): not parsed again for that
+    sent = [m for r in parallel for m in (r.before_module, r.after_module) if m is not None]
+    assert any(isinstance(m, pool._SentModule) for m in sent)
+    for r, s in zip(parallel, serial, strict=True):
+        for mine, theirs in ((s.before_module, r.before_module), (s.after_module, r.after_module)):
+            if mine is not None and theirs is not None:
+                assert (theirs.name, theirs.attributes) == (mine.name, mine.attributes)
+    assert not any("computations" in vars(m) for m in sent if isinstance(m, pool._SentModule))
     assert parallel == serial  # analyses and provenance, placements included
     for s, p in zip(serial, parallel, strict=True):
         # Modules a worker parsed are parsed again here when asked: the same model.
