@@ -33,7 +33,7 @@ from hloscope.store import (
     user_cache_dir,
 )
 
-__all__ = ["Output", "cached_output"]
+__all__ = ["Output", "cached_output", "keeps_output"]
 
 _VERSION = 1  # the shape of a kept entry
 _MAX_ENTRIES = 4
@@ -74,7 +74,7 @@ def cached_output(
     Returns:
         The output; equal to `compute()`'s.
     """
-    if not (run.is_dir() and (run / MANIFEST).is_file()):
+    if not keeps_output(run):
         return compute()
     started = time.time_ns()
     try:
@@ -103,6 +103,12 @@ def cached_output(
         value = {"stdout": output.stdout, "warnings": list(output.warnings)}
         keep(path, key, value, limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
     return output
+
+
+def keeps_output(run: Path) -> bool:
+    """Whether `cached_output` keeps what a command prints on `run`: only a run folder
+    does."""
+    return run.is_dir() and (run / MANIFEST).is_file()
 
 
 def _key(what: Mapping[str, Any], files: Any, code: Any) -> str:

@@ -23,6 +23,7 @@ from hloscope.cli.app import (
     _print,
     _print_json,
     _stdout_is_terminal,
+    _stream_json,
     _width,
     app,
 )
@@ -108,9 +109,9 @@ def report(
         if not json:
             return
     if json:
-        from hloscope.render.json import report_doc
+        from hloscope.render.json import report_fields
 
-        _print_json(report_doc(inspection, peaks))
+        _stream_json(report_fields(inspection, peaks))
         return
     if _format(fmt) == "tsv":
         from hloscope.render.text import MODULE_COLUMNS, module_row, tsv
@@ -129,8 +130,20 @@ def _report_json(
     run: Path, modules: list[str], bandwidth_gbs: float | None, tflops: float | None
 ) -> None:
     """`report --json`: read back from the run folder when nothing it depends on changed
-    (`cli.cached`: no HLO parsed, no profile read), else computed and kept there."""
-    from hloscope.cli.cached import Output, cached_output
+    (`cli.cached`: no HLO parsed, no profile read), else computed and kept there; what
+    is not a run folder keeps nothing, and its document is written as it is made."""
+    from hloscope.cli.cached import Output, cached_output, keeps_output
+
+    if not keeps_output(run):
+        from hloscope.inspection import inspect_run
+        from hloscope.render.json import report_fields
+
+        inspection = inspect_run(run, modules)
+        peaks = _peaks(inspection, bandwidth_gbs, tflops)
+        for line in _warnings(inspection):
+            _echo(line, err=True)
+        _stream_json(report_fields(inspection, peaks))
+        return
 
     def compute() -> Output:
         from hloscope.inspection import inspect_run
@@ -250,13 +263,15 @@ def ops(
                 d["history"] = op_history_doc(p, stories[m.key])
             return d
 
-        _print_json(
-            [
-                {"module": m.key, "name": m.name, "ops": [doc(m, p) for p in ps]}
-                | ({"kernel": _kernel_doc(m, kernel)} if kernel is not None else {})
-                for m, ps in selected
-            ]
-        )
+        from hloscope.render.json_stream import Fields, Items
+
+        def module_doc(m: Any, ps: list[Any]) -> Fields:
+            fields = Fields(module=m.key, name=m.name, ops=Items(lambda: (doc(m, p) for p in ps)))
+            if kernel is not None:
+                fields["kernel"] = _kernel_doc(m, kernel)
+            return fields
+
+        _stream_json(Items(lambda: (module_doc(m, ps) for m, ps in selected)))
         return
     if _format(fmt) == "tsv":
         from hloscope.render.text import PLACEMENT_COLUMNS, placement_row, tsv
