@@ -242,6 +242,15 @@ class Metadata:
         # Only reached for a slot not set yet: the fields of metadata made `of_text`.
         if name not in _METADATA_FIELDS or name == "text":
             raise AttributeError(name)
+        m = _CANONICAL_METADATA.fullmatch(self.text)
+        if m is not None:  # as XLA prints it, no escapes: the same fields, faster
+            op_type, op_name, source_file, line, frame = m.groups()
+            _set(self, "op_type", None if op_type is None else intern(op_type))
+            _set(self, "op_name", op_name)
+            _set(self, "source_file", None if source_file is None else intern(source_file))
+            _set(self, "source_line", None if line is None else int(line))
+            _set(self, "stack_frame_id", None if frame is None else int(frame))
+            return object.__getattribute__(self, name)
         # The raw pairs (a key given twice keeps its last value, as in `fields`), and
         # only the five fields unquoted.
         raw = dict(KEY_VALUE.findall(self.text[1:-1]))
@@ -298,6 +307,24 @@ class Metadata:
 
 
 _METADATA_FIELDS = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id", "text")
+# Metadata as XLA prints it (`OpMetadataToString`: its keys in this order, each at most
+# once, strings without escapes): read in one match, as `KEY_VALUE` would read it.
+# Anything else (another key, order or spacing, an escape) takes the general path.
+_STR = r'"([^"\\\n]*+)"'
+_NUM = r"([0-9]{1,18}+)"
+_END = r"(?: |(?=\}))"  # each pair ends at a blank, or at the closing brace
+_CANONICAL_METADATA = re.compile(
+    r"\{"
+    rf"(?:op_type={_STR}{_END})?"
+    rf"(?:op_name={_STR}{_END})?"
+    rf"(?:source_file={_STR}{_END})?"
+    rf"(?:source_line={_NUM}{_END})?"
+    rf"(?:source_end_line=[0-9]{{1,18}}+{_END})?"
+    rf"(?:source_column=[0-9]{{1,18}}+{_END})?"
+    rf"(?:source_end_column=[0-9]{{1,18}}+{_END})?"
+    rf"(?:stack_frame_id={_NUM}{_END})?"
+    r"\}"
+)
 _new = object.__new__
 _set = object.__setattr__
 

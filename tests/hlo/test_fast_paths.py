@@ -1,21 +1,22 @@
 """The parser's fast paths (`_Parser.scan`: computations record by record, and
-`_Parser.scan_tables`: the stack frame tables line by line) give what the general,
-statement-by-statement reader gives alone: the same model, or the same error at the
-same line and column. Checked on the corpus, the captured dumps and mutated modules
+`_Parser.scan_tables`: the stack frame tables line by line; `Metadata`'s one-match read)
+give what the general, statement-by-statement reader gives alone: the same model, or the
+same error at the same line and column. Checked on the corpus, the captured dumps and mutated modules
 (the mutations reach the cases the fast paths hand over: comments, joined lines, rows
 outside a table, bad numbers)."""
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 
 from hloscope.errors import HloParseError
-from hloscope.hlo import parser
-from hloscope.hlo.model import HloModule
+from hloscope.hlo import model, parser
+from hloscope.hlo.model import HloModule, Metadata
 from tests.conftest import CORPUS, DATA
 from tests.hlo.fuzzing import mutate, seed_modules
 
@@ -101,3 +102,39 @@ def test_tables_the_fast_path_hands_over(tail: str) -> None:
     text = "HloModule m\n\n" + tail + "\nENTRY %e () -> f32[] {\n  ROOT %c = f32[] constant(1)\n}\n"
     fast, slow = _both(text)
     assert fast == slow
+
+
+def _metadata_fields(text: str, *, general: bool) -> tuple[object, ...]:
+    md = Metadata.of_text(text)
+    if not general:
+        return tuple(getattr(md, f) for f in _FIELDS)
+    canonical = model._CANONICAL_METADATA
+    model._CANONICAL_METADATA = re.compile(r"(?!)")  # matches nothing: the general path
+    try:
+        return tuple(getattr(md, f) for f in _FIELDS)
+    finally:
+        model._CANONICAL_METADATA = canonical
+
+
+_FIELDS = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id")
+_METADATA = re.compile(r'metadata=(\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})')
+_EDITS = ['"', "\\", " ", "=", "}", "{", ",", "\n", "1", "é", "\\n", "\t", ' op_name="y"',
+          "source_line=9", " stack_frame_id=3", "stack_frame_id=99999999999999999999"]  # fmt: skip
+
+
+def test_metadata_as_xla_prints_it_reads_as_any_other() -> None:
+    """`Metadata`'s one-match read of XLA's own layout gives the fields the general
+    key=value read gives, on every metadata of the seeds and on edits of them."""
+    texts = sorted({t for s in _seeds() for t in _METADATA.findall(s)})
+    assert sum(model._CANONICAL_METADATA.fullmatch(t) is not None for t in texts) > len(texts) / 2
+    rng = random.Random(27)
+    edited = []
+    while len(edited) < 20_000:
+        t = rng.choice(texts)
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(1, max(2, len(t) - 1))
+            t = t[:k] + rng.choice(_EDITS) + t[k + rng.randrange(0, 3) :]
+        if t.startswith("{") and t.endswith("}"):
+            edited.append(t)
+    for text in texts + edited:
+        assert _metadata_fields(text, general=False) == _metadata_fields(text, general=True), text
