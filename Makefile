@@ -1,6 +1,7 @@
 # Two commands a newcomer types on a fresh machine:
 #   make demo   dump a bundled TensorFlow sample under XLA and show what fused
-#   make test   lint, type-check and run the whole test suite
+#   make test   lint, type-check, build the API reference and run the whole test suite
+#   make docs   the API reference, generated from the docstrings, in build/docs/
 # Both create .venv, install hloscope with its extras, and install Debian's graphviz
 # (the `dot` binary) when it is missing.
 
@@ -9,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean system-deps browser
+.PHONY: demo test lint typecheck docs pytest bench clean system-deps browser
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -52,13 +53,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The API reference: pdoc over the public API (`import hloscope`), Google-style
+# docstrings; any warning (an annotation it cannot resolve, ...) fails the build.
+docs: $(STAMP)
+	$(BIN)/python -W error::UserWarning -m pdoc --docformat google -o build/docs hloscope
+	@echo "API reference in build/docs/hloscope.html"
+
 pytest: $(STAMP) system-deps browser
 	$(BIN)/python -m pytest
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
 
 bench: $(STAMP) system-deps
 	$(BIN)/python benchmarks/parse_bench.py
 
 clean:
-	rm -rf $(VENV) hloscope-runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) hloscope-runs build .pytest_cache .mypy_cache .ruff_cache

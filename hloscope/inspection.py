@@ -15,7 +15,6 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hloscope.analysis.compilations import Compilations, run_compilations
 from hloscope.analysis.cost import ModuleCost, module_cost
@@ -24,25 +23,24 @@ from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.passes import PassStory, pass_story
 from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
 from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
-from hloscope.errors import HloscopeError, UsageError
+from hloscope.errors import DocumentError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
-from hloscope.hlo.text import split_lines
 from hloscope.passes import pass_dumps
 from hloscope.runs import Run, load_run
+from hloscope.timing.bench import BenchResult
 from hloscope.timing.helpers import weigh_helpers
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
 from hloscope.timing.roofline import KernelRoof, Peaks, roofline
 from hloscope.timing.sources import run_timings
 from hloscope.timing.xla_coverage import XlaCoverage, xla_coverage
 
-__all__ = ["BENCH_FILE", "Inspection", "inspect_run"]
+__all__ = ["BENCH_FILE", "Inspection", "inspect_run", "read_bench"]
 
 BENCH_FILE = "bench.json"
 """What `hloscope bench --save RUN` writes into a run folder."""
 
-# bench.json is a few kilobytes; HLO text read for display is capped per module.
+# bench.json is a few kilobytes.
 _MAX_BENCH_BYTES = 1024 * 1024
-_MAX_SOURCE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -58,12 +56,14 @@ class Inspection:
             to its measurement).
         timing_error: Why the run's timings could not be read ("" when they could, or
             when there are none).
-        bench: The run's `bench.json` document (eager vs XLA), or None; an unreadable
-            file is `{"error": ...}`.
-        sources: The after-optimization HLO text of each module, as lines, by module key;
-            filled only when asked for (the HTML page shows kernels' HLO).
+        bench: The run's `bench.json` (eager vs XLA), or None when it has none or it
+            could not be read (see `bench_error`).
+        bench_error: Why the run's `bench.json` could not be read ("" when it could, or
+            when there is none).
         memory: Each module's planned memory (XLA's buffer-assignment files), by module
-            key; a module whose dump lacks them is absent, an unreadable one is its error.
+            key; a module whose dump lacks them, or whose files could not be read, is
+            absent.
+        memory_errors: Why a module's memory files could not be read, by module key.
         compilations: The run's modules grouped by the function they compile, with
             shapes and compile times (the functions of the selected modules).
         xla_coverage: For TensorFlow, which of its ops ran inside XLA and which outside
@@ -73,15 +73,21 @@ class Inspection:
             torch_xla run.
         passes: Each module's pass story (`analysis.passes`), by module key, for the
             modules with per-pass dumps; filled only when asked for (the HTML page).
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> ins.module('0030.jit_mlp').after.kernel_count, len(ins.kernel_times('0030.jit_mlp'))
+        (11, 11)
     """
 
     report: RunReport
     timings: ProfileTimings | None = None
     module_timings: Mapping[str, ModuleTiming] = field(default_factory=dict)
     timing_error: str = ""
-    bench: Mapping[str, Any] | None = None
-    sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
-    memory: Mapping[str, MemoryReport | str] = field(default_factory=dict, repr=False)
+    bench: BenchResult | None = None
+    bench_error: str = ""
+    memory: Mapping[str, MemoryReport] = field(default_factory=dict, repr=False)
+    memory_errors: Mapping[str, str] = field(default_factory=dict, repr=False)
     compilations: Compilations = field(default_factory=Compilations)
     xla_coverage: XlaCoverage | None = None
     torch_xla: TorchXlaRun | None = None
@@ -116,6 +122,34 @@ class Inspection:
             if m.key == key:
                 return m
         raise UsageError(f"no module {key!r} in this inspection of {self.run.path}")
+
+    def select(self, keys: Iterable[str]) -> Inspection:
+        """The same inspection narrowed to some of its modules (a notebook's module view),
+        without analysing or reading anything again.
+
+        Args:
+            keys: Module keys of this inspection.
+
+        Raises:
+            UsageError: A key names no module of the inspection.
+        """
+        wanted = list(dict.fromkeys(keys))
+        modules = tuple(self.module(k) for k in wanted)
+        kept = set(wanted)
+        return Inspection(
+            report=RunReport(self.run, modules),
+            timings=self.timings,
+            module_timings={k: t for k, t in self.module_timings.items() if k in kept},
+            timing_error=self.timing_error,
+            bench=self.bench,
+            bench_error=self.bench_error,
+            memory={k: m for k, m in self.memory.items() if k in kept},
+            memory_errors={k: e for k, e in self.memory_errors.items() if k in kept},
+            compilations=run_compilations(self.run, modules, shapes_of=wanted),
+            xla_coverage=self.xla_coverage,
+            torch_xla=self.torch_xla,
+            passes={k: s for k, s in self.passes.items() if k in kept},
+        )
 
     def cost(self, key: str) -> ModuleCost | None:
         """A module's bytes and FLOPs per kernel (None without an after module);
@@ -172,7 +206,6 @@ def inspect_run(
     *,
     timings: bool = True,
     bench: bool = True,
-    sources: bool = False,
     passes: bool = False,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
@@ -183,7 +216,6 @@ def inspect_run(
         modules: Patterns selecting modules (see `Run.module`); all modules when empty.
         timings: Read the run's measured timings, when it holds any.
         bench: Read the run's `bench.json`, when it has one.
-        sources: Keep each module's after-optimization HLO text (for the HTML page).
         passes: Tell the pass story of each module with per-pass dumps (for the HTML
             page); a story that cannot be read is left out.
 
@@ -193,6 +225,11 @@ def inspect_run(
 
     Raises:
         UsageError: The path holds no run, or a pattern matches no module (or several).
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> [m.key for m in ins.main], ins.timing_error
+        (['0030.jit_mlp'], '')
     """
     loaded = run if isinstance(run, Run) else load_run(run)
     patterns = list(modules)
@@ -211,17 +248,24 @@ def inspect_run(
             if t is not None:
                 joined[m.key] = t
     report = weigh_helpers(report, joined)  # a costly helper is not folded away
-    skip = (loaded.manifest.profile or {}).get("skip_first", 1)
-    skip = skip if isinstance(skip, int) else 1
+    skip = loaded.manifest.profile.skip_first if loaded.manifest.profile else 1
     coverage = xla_coverage(loaded, report, joined, skip_first=skip, profiled=timings)
+    memory, memory_errors = _memory(report.modules)
+    bench_result, bench_error = None, ""
+    if bench:
+        try:
+            bench_result = read_bench(loaded)
+        except DocumentError as e:
+            bench_error = str(e)
     return Inspection(
         report=report,
         timings=profile,
         module_timings=joined,
         timing_error=error,
-        bench=read_bench(loaded) if bench else None,
-        sources=_sources(report.modules) if sources else {},
-        memory=_memory(report.modules),
+        bench=bench_result,
+        bench_error=bench_error,
+        memory=memory,
+        memory_errors=memory_errors,
         compilations=run_compilations(loaded, report.modules, shapes_of=selected),
         xla_coverage=coverage,
         torch_xla=torch_xla_run(loaded),
@@ -243,37 +287,41 @@ def _passes(run: Run, modules: Iterable[ModuleReport]) -> dict[str, PassStory]:
     return out
 
 
-def _memory(modules: Iterable[ModuleReport]) -> dict[str, MemoryReport | str]:
-    out: dict[str, MemoryReport | str] = {}
+def _memory(modules: Iterable[ModuleReport]) -> tuple[dict[str, MemoryReport], dict[str, str]]:
+    """Each module's planned memory, and why a module's could not be read."""
+    found: dict[str, MemoryReport] = {}
+    errors: dict[str, str] = {}
     for m in modules:
         path = m.after_module.path if m.after_module is not None else None
         try:
-            found = read_memory(Path(path)) if path else None
+            memory = read_memory(Path(path)) if path else None
         except HloscopeError as e:
-            out[m.key] = str(e)
+            errors[m.key] = str(e)
             continue
-        if found is not None:
-            out[m.key] = found
-    return out
+        if memory is not None:
+            found[m.key] = memory
+    return found, errors
 
 
-def read_bench(run: Run) -> dict[str, Any] | None:
+def read_bench(run: Run) -> BenchResult | None:
     """The run's `bench.json` (saved by `hloscope bench --save RUN`), or None.
 
-    An unreadable file comes back as `{"error": ...}`, to be shown rather than fail.
+    Raises:
+        DocumentError: The file links out of the run folder, is not JSON, or is not a
+            bench document (`inspect_run` shows the reason rather than fail).
     """
     path = run.path / BENCH_FILE if run.path.is_dir() else None
     if path is None or not path.is_file():
         return None
     if not inside(path, run.path):  # as run.json and dump/: nothing read from outside
-        return {"error": f"{BENCH_FILE} links out of the run folder; it was not read"}
+        raise DocumentError("links out of the run folder; it was not read", where=BENCH_FILE)
     try:
         doc = json.loads(read_regular(path, _MAX_BENCH_BYTES))
     except RecursionError:
-        return {"error": f"{BENCH_FILE} is nested too deep"}
+        raise DocumentError("nested too deep", where=BENCH_FILE) from None
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        return {"error": f"{BENCH_FILE} is not readable: {e}"}
-    return doc if isinstance(doc, dict) else {"error": f"{BENCH_FILE} is not a JSON object"}
+        raise DocumentError(f"not readable: {e}", where=BENCH_FILE) from None
+    return BenchResult.from_json(doc, where=BENCH_FILE)
 
 
 def _static(modules: Iterable[ModuleReport]) -> dict[str, ModuleAnalysis]:
@@ -285,19 +333,4 @@ def _static(modules: Iterable[ModuleReport]) -> dict[str, ModuleAnalysis]:
         out.setdefault(m.name, m.after)
         if m.module_id is not None and m.module_id.isdigit():
             out[timing_key(m.name, int(m.module_id), True)] = m.after
-    return out
-
-
-def _sources(modules: Iterable[ModuleReport]) -> dict[str, tuple[str, ...]]:
-    out = {}
-    for m in modules:
-        module = m.after_module
-        if module is None or module.path is None:
-            continue
-        try:
-            text = read_regular(Path(module.path), _MAX_SOURCE_BYTES)
-        except OSError:
-            continue
-        # split as the parser counts lines, so Instruction.line indexes them
-        out[m.key] = tuple(split_lines(text.decode("utf-8", "replace")))
     return out

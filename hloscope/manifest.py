@@ -3,11 +3,14 @@
 `hloscope dump` and `hloscope.inspect` write it; every reader gets a `RunManifest` from
 `RunManifest.from_json` and reads it by attribute. The JSON keys are the ones run
 folders have always had, so older folders still load; a malformed file (wrong types,
-truncated, nested too deep, numbers out of range) is one `UsageError`.
+truncated, nested too deep, numbers out of range) is one `DocumentError`. Its sections
+are typed too: the run's outcome is a `RunStatus`, its frameworks are `Framework`s, and
+`--profile`'s settings are a `ProfileSettings`, each with `to_json`/`from_json`.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from collections.abc import Mapping
@@ -15,15 +18,132 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from hloscope.errors import UsageError
+from hloscope.errors import DocumentError
+from hloscope.frameworks import Framework, join_frameworks, split_frameworks
 
-__all__ = ["MANIFEST", "SCHEMA_VERSION", "Compile", "ModuleEntry", "RunManifest", "Target"]
+__all__ = [
+    "MANIFEST",
+    "SCHEMA_VERSION",
+    "Compile",
+    "ModuleEntry",
+    "ProfileSettings",
+    "RunManifest",
+    "RunStatus",
+    "Target",
+]
 
 MANIFEST = "run.json"
 """File name of the manifest in a run folder."""
 
 SCHEMA_VERSION = 1
 """Version of the manifest's JSON layout."""
+
+
+class RunStatus(str, enum.Enum):
+    """How a run ended, as `run.json`'s `status` records it.
+
+    Example:
+        >>> RunStatus("no-modules").failed, RunStatus.OK.failed
+        (True, False)
+    """
+
+    RUNNING = "running"
+    """Started and not finished (hloscope stopped before the script ended)."""
+    OK = "ok"
+    """The script exited 0 and XLA compiled at least one module."""
+    FAILED = "failed"
+    """The script exited non-zero, or its output could not all be saved."""
+    INTERRUPTED = "interrupted"
+    """Ctrl-C or a signal stopped it."""
+    NO_MODULES = "no-modules"
+    """The script succeeded but XLA compiled nothing."""
+    MODULE_NOT_FOUND = "module-not-found"
+    """`hloscope dump -m NAME` found no module NAME; nothing ran."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def failed(self) -> bool:
+        """Whether the run did not end well (anything but `ok`)."""
+        return self is not RunStatus.OK
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """`hloscope dump --profile` as the run recorded it (`run.json`'s `profile`).
+
+    Attributes:
+        frameworks: Before the run, the one framework `--framework` asked for (empty:
+            whichever the script uses); after it, the frameworks whose profile holds
+            the compiled modules.
+        dir: The profile folder, relative to the run folder.
+        skip_first: Executions of each module left out as warm-up.
+        max_executions: Steady-state executions kept per module (None: all).
+        python_trace: Whether Python calls were recorded too.
+        profiled: The frameworks whose profiler ran (after the run).
+        keras_backend: The backend of the Keras the script imported, if any.
+
+    Example:
+        >>> s = ProfileSettings.from_json({"framework": "jax", "skip_first": 2})
+        >>> s.frameworks, s.skip_first, s.to_json()["framework"]
+        ((<Framework.JAX: 'jax'>,), 2, 'jax')
+    """
+
+    frameworks: tuple[Framework, ...] = ()
+    dir: str = "profile"
+    skip_first: int = 1
+    max_executions: int | None = None
+    python_trace: bool = False
+    profiled: tuple[Framework, ...] = ()
+    keras_backend: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `profile` object of `run.json` (`framework` joined as `jax+tensorflow`,
+        null for none)."""
+        return {
+            "framework": join_frameworks(self.frameworks) or None,
+            "dir": self.dir,
+            "skip_first": self.skip_first,
+            "max_executions": self.max_executions,
+            "python_trace": self.python_trace,
+            "profiled": [f.value for f in self.profiled],
+            "keras_backend": self.keras_backend,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any, *, where: str = MANIFEST) -> ProfileSettings:
+        """Read `run.json`'s `profile` object, checking each field's type.
+
+        Frameworks this hloscope does not know are left out (a newer one wrote them).
+
+        Raises:
+            DocumentError: A field has the wrong type or is out of range.
+        """
+        if not isinstance(doc, dict):
+            raise DocumentError("field 'profile' should be an object", where=where)
+        r = _Reader(doc, f"{where} (profile)")
+        skip = r.integer("skip_first")
+        limit = r.integer("max_executions")
+        if (skip is not None and skip < 0) or (limit is not None and limit < 1):
+            raise DocumentError(
+                "profile.skip_first must be 0 or more and max_executions 1 or more",
+                where=where,
+            )
+        profiled = r.items("profiled")
+        if isinstance(doc.get("profiled"), dict):  # the child's own form: name -> details
+            profiled = list(doc["profiled"])
+        if not all(isinstance(x, str) for x in profiled):
+            raise DocumentError("profile.profiled should be a list of names", where=where)
+        return cls(
+            frameworks=split_frameworks(r.text("framework")),
+            dir=_relative(r.text("dir") or "profile", where, "profile.dir"),
+            skip_first=1 if skip is None else skip,
+            max_executions=limit,
+            python_trace=bool(r.flag("python_trace")),
+            profiled=split_frameworks("+".join(profiled)),
+            keras_backend=r.text("keras_backend"),
+        )
 
 
 @dataclass(frozen=True)
@@ -34,6 +154,10 @@ class Target:
         kind: `script` or `module` (`python -m`).
         name: The script path or module name.
         args: The arguments given to it.
+
+    Example:
+        >>> hloscope.RunManifest(target=hloscope.Target('module', 'pkg.train')).script
+        '-m pkg.train'
     """
 
     kind: str
@@ -52,6 +176,12 @@ class ModuleEntry:
         platform: What it was compiled for, if known.
         before: The before-optimization file, relative to the run folder.
         after: The after-optimization file, relative to the run folder.
+
+    Example:
+        >>> entry = hloscope.ModuleEntry(key='0030.jit_mlp', name='jit_mlp', id='0030')
+        >>> doc = hloscope.RunManifest(modules=(entry,)).to_json()
+        >>> hloscope.RunManifest.from_json(doc).modules[0].key
+        '0030.jit_mlp'
     """
 
     key: str
@@ -67,7 +197,7 @@ class Compile:
     """One compile as the framework reported it while the script ran.
 
     Attributes:
-        framework: `jax` or `tensorflow`.
+        framework: The framework that compiled.
         function: The framework's name for what it compiled (`jit(attend)`,
             `__inference_attend_16`).
         seconds: How long it took: for JAX tracing, lowering and XLA's compile (its
@@ -78,9 +208,14 @@ class Compile:
         module: The key of the dumped module it made, where that can be told.
         reason: The framework's own explanation of why it compiled (JAX's
             `jax_explain_cache_misses`), if it gave one.
+
+    Example:
+        >>> c = hloscope.Compile(hloscope.Framework.JAX, 'jit(mlp)', 0.25, {'compile': 0.25})
+        >>> hloscope.RunManifest(compiles=(c,)).compile_s
+        0.25
     """
 
-    framework: str
+    framework: Framework
     function: str
     seconds: float
     phases: Mapping[str, float] = field(default_factory=dict)
@@ -111,16 +246,16 @@ class RunManifest:
         started_at: When the run started (ISO 8601 with the UTC offset).
         dump_dir: The XLA dump folder, relative to the run folder.
         logs: Log files by stream (`stdout`, `stderr`), relative to the run folder.
-        profile: `--profile` settings (`framework`, `skip_first`, `max_executions`,
-            ...), None when not profiled.
-        status: `running`, `ok`, `failed`, `interrupted`, `no-modules`, ...
+        profile: `--profile` settings, None when not profiled.
+        status: How the run ended; None for a bare dump.
         exit_code: The script's exit code.
         interrupted: Whether Ctrl-C or a signal stopped it.
         stopped_by: What ended the run early or spoilt it: the signal hloscope stopped
             the script for (`SIGINT`, `SIGTERM`, `SIGHUP`), or a failure of its own
             (`stdout.log: cannot write (No space left on device)`).
         wall_time_s: The script's wall time, seconds.
-        framework: `tensorflow` or `jax`, when known.
+        frameworks: What the script compiled with (sorted; empty when not known);
+            `framework` gives them as one name.
         versions: Versions of Python, the framework and jaxlib.
         platform: What the modules were compiled for (`cpu`, `sm_90`, ...).
         device: The device in words (`Intel Xeon ...`, `NVIDIA H100`).
@@ -134,6 +269,14 @@ class RunManifest:
         compiles: Every compile the frameworks reported, in the order they happened.
         compile_notes: What the frameworks said about compiling beyond single compiles
             (TensorFlow's retracing warnings), and why compile times are missing.
+
+    Example:
+        >>> manifest = hloscope.load_run("tests/data/tf_dense_relu").manifest
+        >>> manifest.source, manifest.status
+        ('', None)
+        >>> m = hloscope.RunManifest(source='dump', frameworks=(hloscope.Framework.JAX,))
+        >>> hloscope.RunManifest.loads(m.dumps()) == m, m.framework
+        (True, 'jax')
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -152,13 +295,13 @@ class RunManifest:
     started_at: str | None = None
     dump_dir: str = "dump"
     logs: Mapping[str, str] = field(default_factory=dict)
-    profile: Mapping[str, Any] | None = None
-    status: str | None = None
+    profile: ProfileSettings | None = None
+    status: RunStatus | None = None
     exit_code: int | None = None
     interrupted: bool | None = None
     stopped_by: str | None = None
     wall_time_s: float | None = None
-    framework: str | None = None
+    frameworks: tuple[Framework, ...] = ()
     versions: Mapping[str, str] = field(default_factory=dict)
     platform: str | None = None
     device: str | None = None
@@ -177,11 +320,17 @@ class RunManifest:
         return sum(c.seconds for c in self.compiles) if self.compiles else None
 
     @property
+    def framework(self) -> str | None:
+        """The frameworks as one name, as `run.json` writes it (`tensorflow`, `jax`,
+        `jax+tensorflow`); None when not known."""
+        return join_frameworks(self.frameworks) or None
+
+    @property
     def error(self) -> str | None:
         """The error that ended the run, in one line: the script's uncaught exception
         (`Type: message`), else XLA's or the framework's reason for not compiling from
         the log, else what stopped it; None when nothing went wrong."""
-        if self.status in (None, "ok"):
+        if self.status in (None, RunStatus.OK):
             return None
         line = None
         if self.exception:
@@ -209,12 +358,19 @@ class RunManifest:
         doc: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "frameworks":
+                doc["framework"] = self.framework
+                continue
             if isinstance(value, Target):
                 value = {"kind": value.kind, "name": value.name, "args": list(value.args)}
             elif f.name == "modules":
                 value = [_entry_doc(m) for m in value]
             elif f.name == "compiles":
                 value = [_compile_doc(c) for c in value]
+            elif isinstance(value, ProfileSettings):
+                value = value.to_json()
+            elif isinstance(value, RunStatus):
+                value = value.value
             elif f.name == "devices":
                 value = [dict(d) for d in value]
             elif isinstance(value, tuple):
@@ -240,12 +396,14 @@ class RunManifest:
             where: The file, for error messages.
 
         Raises:
-            UsageError: A field has the wrong type, or the document is not an object.
+            DocumentError: A field has the wrong type, or the document is not an object.
         """
         if not isinstance(doc, dict):
-            raise UsageError(f"{where}: not a run manifest (expected a JSON object)")
+            raise DocumentError("not a run manifest (expected a JSON object)", where=where)
         r = _Reader(doc, where)
         target = r.obj("target")
+        profile = r.obj("profile")
+        status = r.text("status")
         return cls(
             schema_version=r.integer("schema_version") or SCHEMA_VERSION,
             source=r.text("source") or "",
@@ -263,13 +421,15 @@ class RunManifest:
             started_at=r.text("started_at") or r.text("started") or r.text("created"),
             dump_dir=_relative(r.text("dump_dir") or "dump", where),
             logs=r.text_map("logs"),
-            profile=_plain(r.obj("profile"), where, "profile"),
-            status=r.text("status"),
+            profile=ProfileSettings.from_json(profile, where=where)
+            if profile is not None
+            else None,
+            status=_status(status, where) if status is not None else None,
             exit_code=r.integer("exit_code"),
             interrupted=r.flag("interrupted"),
             stopped_by=r.text("stopped_by"),
             wall_time_s=r.number("wall_time_s"),
-            framework=r.text("framework"),
+            frameworks=split_frameworks(r.text("framework")),
             versions=r.text_map("versions"),
             platform=r.text("platform"),
             device=r.text("device"),
@@ -287,14 +447,14 @@ class RunManifest:
         """Parse `run.json`'s text.
 
         Raises:
-            UsageError: Not JSON, nested too deep, or malformed (see `from_json`).
+            DocumentError: Not JSON, nested too deep, or malformed (see `from_json`).
         """
         try:
             doc = json.loads(text)
         except RecursionError:
-            raise UsageError(f"{where}: not a run manifest (JSON nested too deep)") from None
+            raise DocumentError("not a run manifest (JSON nested too deep)", where=where) from None
         except (ValueError, UnicodeDecodeError) as e:
-            raise UsageError(f"{where}: not a readable run manifest ({e})") from None
+            raise DocumentError(f"not a readable run manifest ({e})", where=where) from None
         return cls.from_json(doc, where=where)
 
 
@@ -307,9 +467,9 @@ class _Reader:
     def __init__(self, doc: Mapping[str, Any], where: str) -> None:
         self.doc, self.where = doc, where
 
-    def _bad(self, key: str, expected: str) -> UsageError:
+    def _bad(self, key: str, expected: str) -> DocumentError:
         got = type(self.doc.get(key)).__name__
-        return UsageError(f"{self.where}: field {key!r} should be {expected}, not {got}")
+        return DocumentError(f"field {key!r} should be {expected}, not {got}", where=self.where)
 
     def _get(self, key: str, types: type | tuple[type, ...], expected: str) -> Any:
         value = self.doc.get(key)
@@ -328,9 +488,9 @@ class _Reader:
         return _clean(value) if value is not None else None
 
     def integer(self, key: str) -> int | None:
-        value = self._get(key, int, "an integer")
+        value: int | None = self._get(key, int, "an integer")
         if value is not None and abs(value) > 2**63:
-            raise UsageError(f"{self.where}: field {key!r} is out of range")
+            raise DocumentError(f"field {key!r} is out of range", where=self.where)
         return value
 
     def number(self, key: str) -> float | None:
@@ -338,16 +498,18 @@ class _Reader:
         if value is None:
             return None
         if isinstance(value, int) and abs(value) > 2**63:
-            raise UsageError(f"{self.where}: field {key!r} is out of range")
+            raise DocumentError(f"field {key!r} is out of range", where=self.where)
         if not math.isfinite(value):
-            raise UsageError(f"{self.where}: field {key!r} is not a finite number")
+            raise DocumentError(f"field {key!r} is not a finite number", where=self.where)
         return float(value)
 
     def flag(self, key: str) -> bool | None:
-        return self._get(key, bool, "true or false")
+        value: bool | None = self._get(key, bool, "true or false")
+        return value
 
     def obj(self, key: str) -> dict[str, Any] | None:
-        return self._get(key, dict, "an object")
+        value: dict[str, Any] | None = self._get(key, dict, "an object")
+        return value
 
     def items(self, key: str) -> list[Any]:
         return self._get(key, list, "a list") or []
@@ -361,7 +523,7 @@ class _Reader:
     def text_map(self, key: str) -> dict[str, str]:
         value = self.obj(key) or {}
         if not all(isinstance(v, str | None) for v in value.values()):
-            raise UsageError(f"{self.where}: field {key!r} should map names to strings")
+            raise DocumentError(f"field {key!r} should map names to strings", where=self.where)
         return {_clean(k): _clean(v) for k, v in value.items() if v is not None}
 
 
@@ -370,13 +532,13 @@ def _clean(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
 
 
-def _relative(path: str, where: str) -> str:
+def _relative(path: str, where: str, key: str = "dump_dir") -> str:
     """A path inside the run folder: neither absolute nor climbing out with `..`."""
     for flavour in (PurePosixPath(path), PureWindowsPath(path)):
         if flavour.is_absolute() or flavour.anchor or ".." in flavour.parts:
-            raise UsageError(
-                f"{where}: dump_dir {path!r} points outside the run folder; hloscope reads "
-                "only inside it"
+            raise DocumentError(
+                f"{key} {path!r} points outside the run folder; hloscope reads only inside it",
+                where=where,
             )
     return path
 
@@ -388,7 +550,7 @@ def _target(doc: Mapping[str, Any], where: str) -> Target:
 
 def _entry(doc: Any, where: str) -> ModuleEntry:
     if not isinstance(doc, dict):
-        raise UsageError(f"{where}: each of 'modules' should be an object")
+        raise DocumentError("each of 'modules' should be an object", where=where)
     r = _Reader(doc, f"{where} (modules)")
     return ModuleEntry(
         key=r.text("key") or "",
@@ -402,16 +564,22 @@ def _entry(doc: Any, where: str) -> ModuleEntry:
 
 def _compile(doc: Any, where: str) -> Compile:
     if not isinstance(doc, dict):
-        raise UsageError(f"{where}: each of 'compiles' should be an object")
+        raise DocumentError("each of 'compiles' should be an object", where=where)
     r = _Reader(doc, f"{where} (compiles)")
     phases = r.obj("phases") or {}
     for name, value in phases.items():
         if not isinstance(value, int | float) or isinstance(value, bool):
-            raise UsageError(f"{where}: compiles[].phases.{name} should be a number")
+            raise DocumentError(f"compiles[].phases.{name} should be a number", where=where)
         if not math.isfinite(value):
-            raise UsageError(f"{where}: compiles[].phases.{name} is not a finite number")
+            raise DocumentError(f"compiles[].phases.{name} is not a finite number", where=where)
+    framework = Framework.lookup(r.text("framework") or "")
+    if framework is None:
+        raise DocumentError(
+            f"compiles[].framework {doc.get('framework')!r} is no framework hloscope knows",
+            where=where,
+        )
     return Compile(
-        framework=r.text("framework") or "",
+        framework=framework,
         function=r.text("function") or "",
         seconds=r.number("seconds") or 0.0,
         phases={_clean(k): float(v) for k, v in phases.items()},
@@ -422,13 +590,23 @@ def _compile(doc: Any, where: str) -> Compile:
 
 def _compile_doc(c: Compile) -> dict[str, Any]:
     return {
-        "framework": c.framework,
+        "framework": c.framework.value,
         "function": c.function,
         "seconds": c.seconds,
         "phases": dict(c.phases),
         "module": c.module,
         "reason": c.reason,
     }
+
+
+def _status(text: str, where: str) -> RunStatus:
+    try:
+        return RunStatus(text)
+    except ValueError:
+        known = ", ".join(s.value for s in RunStatus)
+        raise DocumentError(
+            f"field 'status' is {text!r}, not one of {known}", where=where
+        ) from None
 
 
 def _entry_doc(m: ModuleEntry) -> dict[str, Any]:
@@ -441,16 +619,16 @@ def _plain(doc: Any, where: str, key: str) -> dict[str, Any] | None:
     if doc is None:
         return None
     if not isinstance(doc, dict):
-        raise UsageError(f"{where}: field {key} should be an object")
+        raise DocumentError(f"field {key} should be an object", where=where)
     for name, value in doc.items():
         if isinstance(value, list) and all(isinstance(x, str) for x in value):
             continue
         if isinstance(value, float) and not math.isfinite(value):
-            raise UsageError(f"{where}: field {key}.{name} is not a finite number")
+            raise DocumentError(f"field {key}.{name} is not a finite number", where=where)
         if isinstance(value, int) and abs(value) > 2**63:
-            raise UsageError(f"{where}: field {key}.{name} is out of range")
+            raise DocumentError(f"field {key}.{name} is out of range", where=where)
         if not isinstance(value, str | int | float | bool | None):
-            raise UsageError(f"{where}: field {key}.{name} should be a plain value")
+            raise DocumentError(f"field {key}.{name} should be a plain value", where=where)
     return {_clean(k): _clean_value(v) for k, v in doc.items()}
 
 

@@ -1,17 +1,20 @@
 """Notebooks: a run and its modules as objects that show themselves.
 
-`hloscope.load_run` and `hloscope.inspect` return a `RunView`; `run.main()` and
+`hloscope.open_run` and `hloscope.inspect` return a `RunView`; `run.main()` and
 `run.module(...)` return `ModuleView`s. They are a facade: every table, list and
-picture comes from the same inspection (`hloscope.inspection.inspect_run`) and the same
-renderers the command line uses, so a notebook shows what `hloscope report --html` and
-`hloscope graph` show. Inspections are built on first use and kept.
+picture comes from one inspection of the run (`hloscope.inspection.inspect_run`), built
+on first use and kept, and the same renderers the command line uses, so a notebook shows
+what `hloscope report --html` and `hloscope graph` show. A `ModuleView` reads its
+module from its run's inspection: nothing is analysed twice.
+
+`hloscope.load_run` is the plain loader (`hloscope.runs.load_run`, a `Run`), for
+scripts that call `hloscope.inspect_run` themselves; `RunView(run)` wraps such a run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,11 @@ class SVG:
 
     Attributes:
         data: The SVG document, sanitised (no scripts, no event handlers).
+
+    Example:
+        >>> svg = hloscope.open_run("tests/data/tf_dense_relu").graph()
+        >>> isinstance(svg, hloscope.SVG), svg.data.lstrip().startswith('<svg')
+        (True, True)
     """
 
     data: str
@@ -61,6 +69,11 @@ class RunView:
 
     Attributes:
         run: The run folder as loaded (`hloscope.runs.Run`).
+
+    Example:
+        >>> view = hloscope.RunView(hloscope.load_run("tests/data/jax_mlp"))
+        >>> view.main().key, len(view.kernels())
+        ('0030.jit_mlp', 11)
     """
 
     def __init__(self, run: Run) -> None:
@@ -72,7 +85,7 @@ class RunView:
     def _view(self, dump: ModuleDump) -> ModuleView:
         view = self._views.get(dump.key)
         if view is None:
-            view = self._views[dump.key] = ModuleView(self.run, dump)
+            view = self._views[dump.key] = ModuleView(self, dump)
         return view
 
     def __repr__(self) -> str:
@@ -95,8 +108,9 @@ class RunView:
 
     @functools.cached_property
     def inspection(self) -> Inspection:
-        """Every module analysed and timed (built on first use)."""
-        return inspect_run(self.run, sources=True)
+        """Every module analysed and timed (built on first use, then kept: the one
+        inspection of the run that every view of it reads)."""
+        return inspect_run(self.run)
 
     def summary(self) -> list[dict[str, Any]]:
         """One row per module, biggest first, trivial helper modules last: `key`,
@@ -141,15 +155,25 @@ class RunView:
 
 
 class ModuleView:
-    """One module of a run in a notebook.
+    """One module of a run in a notebook, read from its run's inspection.
 
     Attributes:
-        run: The run it belongs to.
+        view: The run it belongs to.
         dump: Its dump files.
+
+    Example:
+        >>> m = hloscope.open_run("tests/data/jax_mlp").module('jit_mlp')
+        >>> m.key, len(m.kernels()), len(m.ops())
+        ('0030.jit_mlp', 11, 27)
     """
 
-    def __init__(self, run: Run, dump: ModuleDump) -> None:
-        self.run, self.dump = run, dump
+    def __init__(self, view: RunView, dump: ModuleDump) -> None:
+        self.view, self.dump = view, dump
+
+    @property
+    def run(self) -> Run:
+        """The run folder it belongs to, as loaded."""
+        return self.view.run
 
     def __repr__(self) -> str:
         """`ModuleView('0008.jit_mlp': 11 kernels, 11 launches, 18 ops, 2 alone)`; the
@@ -182,8 +206,8 @@ class ModuleView:
 
     @functools.cached_property
     def inspection(self) -> Inspection:
-        """This module analysed and timed (built on first use)."""
-        return inspect_run(self.run, [self.dump.key], sources=True)
+        """The run's inspection narrowed to this module (`Inspection.select`)."""
+        return self.view.inspection.select([self.dump.key])
 
     @property
     def report(self) -> ModuleReport:
@@ -225,10 +249,7 @@ class ModuleView:
 
         options.setdefault("timings", self.inspection.kernel_times(self.key))
         spec = module_diagram(self.report, stage="before" if before else "after", **options)
-        with tempfile.TemporaryDirectory(prefix="hloscope-graph-") as tmp:
-            out = Path(tmp) / "graph.svg"
-            dot.render(spec, out, "svg")
-            return SVG(sanitize_svg(out.read_text(encoding="utf-8")))
+        return SVG(sanitize_svg(dot.render_svg(spec)))
 
     def _repr_html_(self) -> str:
         from hloscope.render.html import graphviz_diagrams, iframe_html, report_page
@@ -241,10 +262,15 @@ class ModuleView:
 
 def open_run(path: str | Path) -> RunView:
     """Load a run folder, a bare XLA dump folder, or one HLO file for a notebook
-    (`hloscope.load_run`).
+    (`hloscope.open_run`; `RunView(hloscope.load_run(path))` is the same).
 
     Raises:
         UsageError: The path holds no run.
+
+    Example:
+        >>> run = hloscope.open_run("tests/data/jax_mlp")
+        >>> run.main().key, run.summary()[0]['kernels']
+        ('0030.jit_mlp', 11)
     """
     return RunView(load_run(path))
 
@@ -258,7 +284,12 @@ def inspect(
     Nothing is kept unless `save_to` names a folder: the HLO lives in a temporary folder
     that is removed with the returned view (or when Python exits). With
     `save_to="runs/layer"` the capture stays there as a run folder that `hloscope
-    report runs/layer` and `hloscope.load_run` read later.
+    report runs/layer` and `hloscope.open_run` read later.
+
+    Example:
+        >>> import jax.numpy as jnp  # doctest: +SKIP
+        >>> run = hloscope.inspect(lambda x: jnp.tanh(x) * 2, jnp.ones((8, 8)))  # doctest: +SKIP
+        >>> run.main().kernels()  # doctest: +SKIP
     """
     from hloscope.capture.inprocess import inspect as capture
 
@@ -287,6 +318,10 @@ def to_dataframe(rows: Iterable[Any]) -> Any:
 
     Raises:
         MissingDependencyError: pandas is not installed.
+
+    Example:
+        >>> rows = hloscope.open_run("tests/data/jax_mlp").summary()
+        >>> df = hloscope.to_dataframe(rows)  # doctest: +SKIP
     """
     try:
         import pandas as pd

@@ -63,6 +63,13 @@ class PassDump:
         during: For a dump taken during a pass, its step name
             (`after_adding_copies_to_resolve_interference`); None otherwise.
         path: The file.
+
+    Example:
+        >>> from hloscope.passes import pass_dumps
+        >>> dumps = pass_dumps(hloscope.load_run('tests/data/jax_passes'))
+        >>> first = next(iter(dumps.values()))[0]
+        >>> isinstance(first, hloscope.PassDump), first.step
+        (True, 0)
     """
 
     step: int

@@ -3,40 +3,36 @@
 A run is a folder written by `hloscope dump` or `hloscope.inspect` (a `run.json` manifest,
 the logs and the raw XLA dump under `dump/`), a bare XLA dump folder made by something
 else, one HLO text file, an nsys-jax archive, or a profile (`*.xplane.pb`), whose
-compiled modules the profiler recorded. `load_run` turns any of these into a `Run`: its
-modules, each with the before/after-optimization file pair, parsed lazily on first use.
+compiled modules the profiler recorded (the last two unpacked into a folder by
+`hloscope.unpack`). `load_run` turns any of these into a `Run`: its modules, each with
+the before/after-optimization file pair, parsed lazily on first use.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import os
 import re
-import shutil
-import tempfile
-import zipfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from hloscope.errors import HloParseError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
+from hloscope.hlo.fusion_log import FusionDecisions, find_log, read_decisions
 from hloscope.hlo.model import HloModule
-from hloscope.hlo.xspace import METADATA_PLANE, XPLANE_SUFFIX, XSpaceHlo, read_xspace_hlo
+from hloscope.hlo.xspace import METADATA_PLANE, read_xspace_hlo
 from hloscope.manifest import MANIFEST, RunManifest
+from hloscope.unpack import is_nsys_archive, is_xspace, unpacked_nsys, unpacked_xspace
 
 __all__ = [
     "MANIFEST",
     "ModuleDump",
     "Run",
     "dump_file_info",
-    "is_nsys_archive",
     "is_trivial",
-    "is_xspace",
     "load_run",
     "module_header",
     "read_manifest",
@@ -104,6 +100,11 @@ class ModuleDump:
         stamp: The timestamp prefix older TensorFlow puts on file names, if any.
         qualified: Whether the key carries the stamp (same id and name dumped by
             several processes into one folder).
+
+    Example:
+        >>> dump = hloscope.load_run("tests/data/jax_mlp").main()
+        >>> dump.key, dump.module_id, dump.platform, dump.load_after().name
+        ('0030.jit_mlp', '0030', 'cpu', 'jit_mlp')
     """
 
     name: str
@@ -143,6 +144,16 @@ class ModuleDump:
         """
         return _load(self.after) if self.after is not None else None
 
+    def load_fusion_decisions(self) -> FusionDecisions | None:
+        """XLA's priority-fusion decisions for this module, from the log XLA's GPU
+        fusion pass writes beside the after-optimization dump; None without one.
+
+        Raises:
+            HloParseError: The log is not readable protobuf text format.
+        """
+        log = find_log(self.after)
+        return read_decisions(log) if log is not None else None
+
 
 @dataclass(frozen=True)
 class Run:
@@ -154,6 +165,11 @@ class Run:
             single files.
         modules: The modules, ordered by module id.
         dump_dir: The folder with the XLA dump files; None for a single file.
+
+    Example:
+        >>> run = hloscope.load_run("tests/data/jax_mlp")
+        >>> run.module('30').name, run.module('jit_mlp').key
+        ('jit_mlp', '0030.jit_mlp')
     """
 
     path: Path
@@ -226,6 +242,11 @@ def load_run(path: str | Path) -> Run:
         UsageError: The path is missing, is a folder without HLO dumps, or is a profile
             that carries no HLO.
         ProfileReadError: An `*.xplane.pb` that is not an XSpace.
+
+    Example:
+        >>> run = hloscope.load_run("tests/data/jax_mlp")
+        >>> len(run.modules), run.main().key, run.platform
+        (21, '0030.jit_mlp', 'cpu')
     """
     p = Path(path)
     if p.is_file() and is_nsys_archive(p):
@@ -280,10 +301,8 @@ def load_run(path: str | Path) -> Run:
     )
 
 
-NSYS_TRACE = "nvtx_gpu_proj_trace/trace.parquet"
-"""The NVTX trace an nsys-jax archive holds; with its `dump/`, the archive is a run."""
 NSYS_SOURCE = "nsys-jax"
-_MAX_ARCHIVE_MEMBER = 1024 * 1024 * 1024
+"""`RunManifest.source` of an nsys-jax archive loaded as a run."""
 
 
 def _bare_manifest(folder: Path, modules: Iterable[ModuleDump]) -> RunManifest:
@@ -294,139 +313,41 @@ def _bare_manifest(folder: Path, modules: Iterable[ModuleDump]) -> RunManifest:
     return RunManifest()
 
 
-def is_nsys_archive(path: str | Path) -> bool:
-    """Whether a path is an nsys-jax archive: a zip or a folder holding the NVTX trace."""
-    p = Path(path)
-    if p.is_dir():
-        return (p / NSYS_TRACE).is_file()
-    try:
-        if not (p.is_file() and zipfile.is_zipfile(p)):
-            return False
-        with zipfile.ZipFile(p) as z:
-            return any(n.endswith(NSYS_TRACE) for n in z.namelist())
-    except (OSError, zipfile.BadZipFile):
-        return False
-
-
-def _cache_folder(path: Path, kind: str) -> Path:
-    """Where a file's unpacked dump is kept: a temp folder keyed by the file's path,
-    size and time (the file itself is never changed).
-
-    Raises:
-        UsageError: The folder is a link or someone else's.
-    """
-    info = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}".encode()).hexdigest()
-    folder = Path(tempfile.gettempdir()) / f"hloscope-{kind}-{key[:16]}"
-    if folder.is_symlink() or (folder.exists() and not _ours(folder)):
-        # a shared temp folder: someone may have put a cache there that leads elsewhere
-        raise UsageError(f"{folder}, the cache of {path}, is a link or not yours; not read")
-    return folder
-
-
-def _load_nsys_zip(path: Path) -> Run:
-    """An nsys-jax zip as a run: its `dump/` unpacked once into a cache folder keyed by
-    the archive's path, size and time (the zip itself is never changed)."""
-    folder = _cache_folder(path, "nsys")
-    dump = folder / "dump"
-    if not (folder / ".complete").is_file():
-        try:
-            _unpack_dump(path, folder)
-        except (OSError, zipfile.BadZipFile, ValueError) as e:
-            raise UsageError(f"{path}: cannot unpack the nsys-jax archive's dump ({e})") from None
-    modules = scan_dump_dir(dump, root=folder)  # no link out of the cache
-    if not modules:
-        raise UsageError(f"{path}: this nsys-jax archive holds no HLO dump (no dump/ folder)")
-    manifest = RunManifest(source=NSYS_SOURCE, platform=platform_of(modules))
-    return Run(path, manifest, modules, dump)
-
-
-def _ours(folder: Path) -> bool:
-    """Whether this user owns a folder (always, where the system has no user ids)."""
-    getuid = getattr(os, "getuid", None)
-    return getuid is None or folder.lstat().st_uid == getuid()
-
-
 XSPACE_SOURCE = "xspace"
 """`RunManifest.source` of a profile file loaded as a run (its embedded HLO modules)."""
 
 
-def is_xspace(path: str | Path) -> bool:
-    """Whether a path names an XSpace profile (`*.xplane.pb`)."""
-    return Path(path).name.endswith(XPLANE_SUFFIX)
+def _load_nsys_zip(path: Path) -> Run:
+    """An nsys-jax zip as a run: its `dump/`, unpacked once into a cache folder
+    (`hloscope.unpack`; the zip itself is never changed)."""
+    folder = unpacked_nsys(path, keep=lambda name: dump_file_info(name) is not None)
+    modules = scan_dump_dir(folder / "dump", root=folder)  # no link out of the cache
+    if not modules:
+        raise UsageError(f"{path}: this nsys-jax archive holds no HLO dump (no dump/ folder)")
+    manifest = RunManifest(source=NSYS_SOURCE, platform=platform_of(modules))
+    return Run(path, manifest, modules, folder / "dump")
 
 
 def _load_xspace(path: Path) -> Run:
     """A profile as a run: the optimized HLO of each module it ran, which the profiler
-    recorded in the file, written once as binary dumps into a cache folder keyed by the
-    file's path, size and time (`module_<program id>.<name>.<platform>_after_optimizations.hlo.pb`).
-    The profile itself is the run's timing (`timing.sources.XSpaceSource`).
+    recorded in the file, kept once as binary dumps in a cache folder
+    (`hloscope.unpack`). The profile itself is the run's timing
+    (`timing.sources.XSpaceSource`).
 
     Raises:
         ProfileReadError: The file is not an XSpace.
         UsageError: It carries no HLO module, or the cache cannot be written.
     """
-    folder = _cache_folder(path, "xspace")
     space = read_xspace_hlo(path)
     if not space.modules:
         raise UsageError(
             f"{path}: this profile carries no HLO module (no `Hlo Proto` in its "
             f"{METADATA_PLANE} plane), so it is no run; `hloscope profile {path}` times it"
         )
-    if not (folder / ".complete").is_file():
-        try:
-            _write_modules(space, folder)
-        except OSError as e:
-            raise UsageError(f"{path}: cannot keep its HLO modules in {folder} ({e})") from None
+    folder = unpacked_xspace(path, space)
     modules = scan_dump_dir(folder / "dump", root=folder)
     manifest = RunManifest(source=XSPACE_SOURCE, platform=space.platform, device=space.device)
     return Run(path, manifest, modules, folder / "dump")
-
-
-# What a dump file's name may hold of a module's name (the rest becomes `_`).
-_UNSAFE_NAME = re.compile(r"[^\w.\-]")
-
-
-def _write_modules(space: XSpaceHlo, folder: Path) -> None:
-    """Each embedded module as a binary dump, named as XLA names its dumps."""
-    platform = space.platform
-    suffix = platform if platform in ("tpu", "cpu", "gpu") else f"{platform}_gpu"  # sm_90_gpu
-    partial = Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=folder.parent))
-    (partial / "dump").mkdir()
-    for m in space.modules:
-        name = _UNSAFE_NAME.sub("_", m.name).lstrip(".") or "module"
-        prefix = f"module_{m.program_id:04d}." if m.program_id is not None else ""
-        (partial / "dump" / f"{prefix}{name}.{suffix}_after_optimizations.hlo.pb").write_bytes(
-            m.proto
-        )
-    (partial / ".complete").touch()
-    try:
-        partial.rename(folder)
-    except OSError:  # another process wrote it first
-        shutil.rmtree(partial, ignore_errors=True)
-
-
-def _unpack_dump(archive: Path, folder: Path) -> None:
-    """Unpack the `dump/*` members of an archive, flat, by their file names only."""
-    partial = Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=folder.parent))
-    (partial / "dump").mkdir()
-    with zipfile.ZipFile(archive) as z:
-        for member in z.infolist():
-            parts = PurePosixPath(member.filename).parts
-            if member.is_dir() or len(parts) < 2 or parts[-2] != "dump":
-                continue
-            name = parts[-1]
-            if dump_file_info(name) is None or name in (".", ".."):
-                continue  # only HLO modules; no path of the member's own choosing
-            if member.file_size > _MAX_ARCHIVE_MEMBER:
-                raise ValueError(f"{member.filename} is {member.file_size:,} bytes")
-            with z.open(member) as src, (partial / "dump" / name).open("wb") as dst:
-                shutil.copyfileobj(src, dst)
-    (partial / ".complete").touch()
-    try:
-        partial.rename(folder)
-    except OSError:  # another process unpacked it first
-        shutil.rmtree(partial, ignore_errors=True)
 
 
 def dump_file_info(name: str) -> tuple[str | None, str | None, str, str | None] | None:
@@ -512,6 +433,11 @@ def is_trivial(module: ModuleDump) -> bool:
     Args:
         module: The module; its before-optimization file is parsed when the name does
             not decide (the after file when there is no before file).
+
+    Example:
+        >>> run = hloscope.load_run("tests/data/jax_mlp")
+        >>> hloscope.is_trivial(run.module('jit__threefry_split')), hloscope.is_trivial(run.main())
+        (True, False)
     """
     name = re.sub(r"\.\d+$", "", module.name)
     for prefix in ("jit__", "jit_", "pjit__", "pjit_"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -134,3 +135,20 @@ def test_installed_entry_point_and_no_framework_imports(tmp_path: Path) -> None:
         )
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
         assert "HEAVY []" in done.stdout, (argv, done.stdout[-500:] + done.stderr[-500:])
+
+
+def test_dump_records_the_command_line_as_typed(tmp_path: Path) -> None:
+    """run.json's `command` is what the parser read, whatever started hloscope
+    (`python -m hloscope` here), options as given and the script's arguments after `--`."""
+    (tmp_path / "plain.py").write_text("import sys\nprint(sys.argv[1:])\n")
+    command = [sys.executable, "-m", "hloscope", "dump", "--out", "run", "--force"]
+    command += ["--module", "f.*", "plain.py", "--", "--x", "1"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr  # XLA compiled nothing
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert manifest["command"] == [
+        "hloscope", "dump", "--module", "f.*", "--out", "run", "--force",
+        "plain.py", "--", "--x", "1",
+    ]  # fmt: skip
+    assert manifest["status"] == "no-modules" and manifest["target"]["args"] == ["--x", "1"]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.frameworks import Framework
 from hloscope.manifest import RunManifest
 from hloscope.render.format import json_printable, printable
 from tests.conftest import DATA
@@ -74,7 +75,7 @@ def hostile_run(root: Path) -> Path:
         (run / "dump" / name).write_text(text, encoding="utf-8")
     manifest = RunManifest(
         source="dump",
-        framework="tensorflow",
+        frameworks=(Framework.TENSORFLOW,),
         platform="cpu",
         device="cpu" + PAYLOAD,
         command=("hloscope", "dump", f"x{PAYLOAD}.py"),

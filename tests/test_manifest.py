@@ -11,8 +11,17 @@ import pytest
 from typer.testing import CliRunner
 
 from hloscope.cli import app
-from hloscope.errors import UsageError
-from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
+from hloscope.errors import DocumentError, UsageError
+from hloscope.frameworks import Framework
+from hloscope.manifest import (
+    MANIFEST,
+    Compile,
+    ModuleEntry,
+    ProfileSettings,
+    RunManifest,
+    RunStatus,
+    Target,
+)
 from hloscope.runs import load_run
 from tests.conftest import DATA
 
@@ -30,7 +39,10 @@ def test_round_trip_keeps_every_field() -> None:
         script_command=("python", "x.py"),
         target=Target("script", "x.py", ("--a", "1")),
         started_at="2026-12-03T07:00:00+00:00",
-        profile={"framework": "jax", "skip_first": 1},
+        profile=ProfileSettings((Framework.JAX,), skip_first=2, profiled=(Framework.JAX,)),
+        status=RunStatus.OK,
+        frameworks=(Framework.JAX, Framework.TENSORFLOW),
+        compiles=(Compile(Framework.JAX, "jit(f)", 0.5, {"compile": 0.5}, "0001.f"),),
         exit_code=0,
         wall_time_s=1.5,
         devices=({"framework": "jax", "platform": "cpu", "kind": "cpu"},),
@@ -38,6 +50,10 @@ def test_round_trip_keeps_every_field() -> None:
         modules=(ModuleEntry("0001.f", "f", "0001", "cpu", "dump/a.txt", "dump/b.txt"),),
     )
     assert RunManifest.loads(m.dumps()) == m
+    doc = json.loads(m.dumps())  # the keys and values run folders have always had
+    assert doc["framework"] == "jax+tensorflow" and doc["status"] == "ok"
+    assert doc["profile"]["framework"] == "jax" and doc["profile"]["skip_first"] == 2
+    assert doc["compiles"][0]["framework"] == "jax"
     assert m.script == "x.py"
     assert RunManifest(target=Target("module", "pkg.main")).script == "-m pkg.main"
     assert RunManifest(function="layer").script == "layer"
@@ -60,14 +76,19 @@ def test_old_keys_still_load() -> None:
         ('{"dump_dir": "/etc"}', "outside the run folder"),
         ('{"dump_dir": "../../x"}', "outside the run folder"),
         ('{"modules": [1]}', "should be an object"),
-        ('{"profile": {"skip_first": [[1]]}}', "profile.skip_first should be a plain value"),
+        ('{"profile": {"skip_first": [[1]]}}', "'skip_first' should be an integer"),
+        ('{"profile": {"skip_first": -1}}', "skip_first must be 0 or more"),
+        ('{"profile": {"dir": "../x"}}', "profile.dir '../x' points outside"),
+        ('{"status": "exploded"}', "'status' is 'exploded', not one of running, ok"),
+        ('{"compiles": [{"framework": "caffe"}]}', "'caffe' is no framework hloscope knows"),
         ("{truncated", "not a readable run manifest"),
         ("[]", "expected a JSON object"),
     ],
 )
 def test_malformed_manifest_is_one_clear_error(doc: str, message: str) -> None:
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(DocumentError, match=message) as caught:
         RunManifest.loads(doc)
+    assert isinstance(caught.value, UsageError) and caught.value.exit_code == 2
 
 
 def test_lone_surrogates_are_replaced_not_printed() -> None:
@@ -102,7 +123,7 @@ def test_report_json_shows_how_the_run_was_made(tmp_path: Path) -> None:
         command=("hloscope", "dump", "model.py"),
         target=Target("script", "model.py"),
         started_at="2026-12-03T07:00:00+00:00",
-        framework="tensorflow",
+        frameworks=(Framework.TENSORFLOW,),
     )
     run = _run_folder(tmp_path, m.dumps())
     result = CliRunner().invoke(app, ["report", str(run), "--json"])

@@ -9,7 +9,7 @@ from tests.conftest import DATA
 
 
 def test_run_and_module_methods() -> None:
-    run = hloscope.load_run(DATA / "jax_mlp")
+    run = hloscope.open_run(DATA / "jax_mlp")
     main = run.main()
     assert main.key == "0030.jit_mlp"  # the biggest module that is not a JAX helper
     rows = run.summary()
@@ -25,7 +25,7 @@ def test_run_and_module_methods() -> None:
 
 
 def test_a_module_is_analysed_once_however_often_it_is_asked_for() -> None:
-    run = hloscope.load_run(DATA / "jax_mlp")
+    run = hloscope.open_run(DATA / "jax_mlp")
     assert run.main() is run.module("0030.jit_mlp")
     assert any(m is run.main() for m in run.modules)
     first = run.main().inspection
@@ -36,7 +36,7 @@ def test_a_module_is_analysed_once_however_often_it_is_asked_for() -> None:
 def test_short_reprs_say_what_the_object_is() -> None:
     """A kernel, a placement and a module view each print one short line, with the
     figures every other view shows (`hloscope.render.figures`)."""
-    run = hloscope.load_run(DATA / "jax_mlp")
+    run = hloscope.open_run(DATA / "jax_mlp")
     main = run.main()
     assert repr(main) == "ModuleView('0030.jit_mlp')"  # nothing analysed for a repr
     kernels = main.kernels()
@@ -61,6 +61,6 @@ def test_short_reprs_say_what_the_object_is() -> None:
     dot = ops["jit(mlp)/layer1/dot_general"]
     assert repr(dot) == "Placement('jit(mlp)/layer1/dot_general': alone in ynn_fusion.2)"
     # an op XLA split over several kernels it shares with no other op
-    resnet = hloscope.load_run(DATA / "tf_resnet50").main()
+    resnet = hloscope.open_run(DATA / "tf_resnet50").main()
     softmax = next(p for p in resnet.ops() if p.op.type == "Softmax")
     assert repr(softmax) == "Placement('resnet50_1/predictions_1/Softmax': alone in 4 kernels)"

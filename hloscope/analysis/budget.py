@@ -37,6 +37,11 @@ class Budget:
         max_kernels: Most kernels a module may have.
         max_launches: Most kernel launches per execution.
         min_ops_per_kernel: Fewest ops before optimization per kernel after.
+
+    Example:
+        >>> budget = hloscope.Budget(max_kernels=12, min_ops_per_kernel=4)
+        >>> budget.empty, hloscope.Budget().empty
+        (False, True)
     """
 
     max_kernels: int | None = None
@@ -64,6 +69,12 @@ class Violation:
         limit: The budget, or A's value for a regression.
         tolerance: For a regression, the tolerance it exceeded (fraction); None for a
             budget.
+
+    Example:
+        >>> report = hloscope.inspect_run("tests/data/jax_mlp").report
+        >>> v = hloscope.check_run(report.main, hloscope.Budget(max_kernels=5))[0]
+        >>> v.metric, v.value, v.limit
+        ('kernels', 11, 5)
     """
 
     module: str
@@ -124,6 +135,12 @@ def check_run(modules: Iterable[ModuleReport], budget: Budget) -> tuple[Violatio
         Every limit a module exceeds, in module order; empty when all are within budget.
         A module without an after-optimization dump has no kernels to check; one
         without a before dump has no ops per kernel.
+
+    Example:
+        >>> report = hloscope.inspect_run("tests/data/jax_mlp").report
+        >>> budget = hloscope.Budget(max_kernels=5)
+        >>> [(v.module, v.metric) for v in hloscope.check_run(report.main, budget)]
+        [('0030.jit_mlp', 'kernels')]
     """
     out = []
     for m in modules:

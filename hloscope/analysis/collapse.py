@@ -472,10 +472,12 @@ def _signature(g: nx.DiGraph, u: str) -> Hashable:
 def _structure(g: nx.DiGraph, u: str) -> Hashable:
     d = g.nodes[u]
     if d.get(STRUCTURE) is not None:
-        return d[STRUCTURE]
-    sig = d.get(SIGNATURE)
+        found: Hashable = d[STRUCTURE]
+        return found
+    sig: Hashable = d.get(SIGNATURE)
     if isinstance(sig, tuple) and sig:
-        return sig[0]
+        first: Hashable = sig[0]
+        return first
     return sig if sig is not None else u
 
 

@@ -28,6 +28,7 @@ from typing import Protocol
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.torch_graphs import torch_xla_functions
 from hloscope.errors import HloscopeError, UsageError
+from hloscope.frameworks import Framework
 from hloscope.hlo.lexical import parse_shape, split_top
 from hloscope.hlo.model import HloModule, Shape
 from hloscope.hlo.names import tf_mangled
@@ -54,7 +55,7 @@ __all__ = [
     "varying_where",
 ]
 
-FunctionRule = Callable[[str], "tuple[str, str] | None"]
+FunctionRule = Callable[[str], "tuple[Framework, str] | None"]
 """A framework's naming rule: a module name -> `(framework, function)`, or None when the
 name is not that framework's."""
 
@@ -71,7 +72,7 @@ _TF_CLUSTER = re.compile(r"^cluster_\d+$")
 _COMMENT = re.compile(r"/\*.*?\*/")
 
 
-def _tensorflow(name: str) -> tuple[str, str] | None:
+def _tensorflow(name: str) -> tuple[Framework, str] | None:
     """`a_inference_attend_16__XlaMustCompile_..._.3` -> `a_inference_attend`;
     `cluster_3__XlaCompiledKernel_true_..._.42` -> `cluster_3` (an auto-clustered
     cluster keeps its number: each number is another cluster)."""
@@ -79,16 +80,16 @@ def _tensorflow(name: str) -> tuple[str, str] | None:
     base = _SUFFIX.sub("", mangled[0] if mangled else name).rstrip("_")
     m = _TF_FUNCTION.match(base)
     if m is not None:
-        return "tensorflow", m[1]
+        return Framework.TENSORFLOW, m[1]
     if _TF_CLUSTER.match(base) and "__Xla" in name:
-        return "tensorflow", base
+        return Framework.TENSORFLOW, base
     return None
 
 
-def _jax(name: str) -> tuple[str, str] | None:
+def _jax(name: str) -> tuple[Framework, str] | None:
     """`jit_attend`, `jit_attend.1` -> `jit_attend`."""
     base = _SUFFIX.sub("", name)
-    return ("jax", base) if _JAX.match(base) else None
+    return (Framework.JAX, base) if _JAX.match(base) else None
 
 
 FUNCTION_RULES: list[FunctionRule] = [_tensorflow, _jax]
@@ -99,7 +100,7 @@ class Claim(Protocol):
     """What a framework's run rule says of one module it knows."""
 
     @property
-    def framework(self) -> str:
+    def framework(self) -> Framework:
         """The framework (`torch_xla`)."""
         ...
 
@@ -129,7 +130,7 @@ RUN_RULES: list[RunRule] = [torch_xla_functions]
 a module groups it."""
 
 
-def framework_and_function(name: str) -> tuple[str | None, str]:
+def framework_and_function(name: str) -> tuple[Framework | None, str]:
     """`(framework, function)` of a module name: the first rule that knows the name,
     else no framework and the name less its numeric `.N` suffixes."""
     for rule in FUNCTION_RULES:
@@ -149,11 +150,11 @@ def run_claims(run: Run) -> dict[str, Claim]:
     return out
 
 
-def run_functions(run: Run) -> dict[str, tuple[str | None, str]]:
+def run_functions(run: Run) -> dict[str, tuple[Framework | None, str]]:
     """Each module's `(framework, function)`, by module key: a run rule's claim where one
     claims it, else its name's (`framework_and_function`)."""
     claims = run_claims(run)
-    out: dict[str, tuple[str | None, str]] = {}
+    out: dict[str, tuple[Framework | None, str]] = {}
     for m in run.modules:
         claim = claims.get(m.key)
         out[m.key] = (
@@ -304,6 +305,12 @@ class Variant:
         kernels: Kernels after optimization (None when not analysed).
         kernels_by_kind: Those kernels by kind.
         reason: The framework's explanation of why it compiled again, if it gave one.
+
+    Example:
+        >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
+        >>> v = c.variants[0]
+        >>> v.key, v.index, v.kernels
+        ('0000.jit_stage', 0, 1)
     """
 
     key: str
@@ -326,6 +333,11 @@ class Varying:
         values: Per compilation, in compile order: the dimension's size, or the whole
             shape (or the input count) when `dim` is None; None for a compilation set
             apart (`Compilation.set_apart`: not compared, its inputs being others).
+
+    Example:
+        >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
+        >>> [(v.arg, v.dim, v.values) for v in c.varying]
+        [(0, 0, (8, 16, 24, 32, 48, 64))]
     """
 
     arg: int | None
@@ -365,6 +377,11 @@ class FusesDifferently:
         kernels: Their kernel count.
         usual: The kernel count of most compilations.
         kinds: Per kernel kind, how many more (or fewer) kernels they have.
+
+    Example:
+        >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
+        >>> c.fuses_differently  # variants whose kernels differ beyond their shapes
+        ()
     """
 
     indices: tuple[int, ...]
@@ -383,10 +400,15 @@ class Compilation:
         variants: Its compilations, in compile order.
         varying: The inputs whose shapes differ between them.
         trivial: Whether it is one of the small helpers frameworks compile on the side.
+
+    Example:
+        >>> c = hloscope.inspect_run('tests/data/jax_recompile').compilations.recompiled[0]
+        >>> c.function, c.count, c.variants[0].inputs
+        ('jit_stage', 6, ('f32[8,64]',))
     """
 
     function: str
-    framework: str | None
+    framework: Framework | None
     variants: tuple[Variant, ...]
     varying: tuple[Varying, ...] = ()
     trivial: bool = False
@@ -492,6 +514,11 @@ class Compilations:
         wall_s: The run's wall time, when known.
         notes: What the frameworks said beyond single compiles (TensorFlow's retracing
             warnings) and why compile times are missing.
+
+    Example:
+        >>> compilations = hloscope.inspect_run('tests/data/jax_recompile').compilations
+        >>> [(c.function, c.count) for c in compilations.recompiled]
+        [('jit_stage', 6), ('jit_attend', 6), ('jit__reduce_sum', 6)]
     """
 
     functions: tuple[Compilation, ...] = ()
@@ -514,7 +541,8 @@ class Compilations:
 
 
 def group(
-    modules: Iterable[ModuleDump], functions: Mapping[str, tuple[str | None, str]] | None = None
+    modules: Iterable[ModuleDump],
+    functions: Mapping[str, tuple[Framework | None, str]] | None = None,
 ) -> dict[str, list[ModuleDump]]:
     """The modules of each function, in compile order (module id); functions in the
     order each was first compiled.
@@ -606,7 +634,7 @@ def _claimed_total(claims: Mapping[str, Claim]) -> float | None:
 # with arguments: its graphs may differ in their inputs' number and ranks (the first
 # step also creates the optimizer's state; a branch takes other tensors), so input
 # shapes are compared only among the compilations whose inputs have the same ranks.
-_COMPARED_BY_RANKS = frozenset({"torch_xla"})
+_COMPARED_BY_RANKS = frozenset({Framework.TORCH_XLA})
 
 
 def _ranks(v: Variant) -> tuple[int, ...] | None:
@@ -617,7 +645,7 @@ def _ranks(v: Variant) -> tuple[int, ...] | None:
         return None
 
 
-def _compared(framework: str | None, variants: Sequence[Variant]) -> tuple[Variant, ...]:
+def _compared(framework: Framework | None, variants: Sequence[Variant]) -> tuple[Variant, ...]:
     """The compilations whose input shapes are compared: all of them, or for a framework
     of `_COMPARED_BY_RANKS` the most numerous group with the same input ranks (the later
     one on a tie: the first step is the odd one out)."""
@@ -630,7 +658,7 @@ def _compared(framework: str | None, variants: Sequence[Variant]) -> tuple[Varia
     return tuple(groups[max(range(len(groups)), key=lambda i: (len(groups[i]), i))])
 
 
-def _varying(framework: str | None, variants: Sequence[Variant]) -> tuple[Varying, ...]:
+def _varying(framework: Framework | None, variants: Sequence[Variant]) -> tuple[Varying, ...]:
     """The inputs whose shapes differ between compilations, dimension by dimension
     (among `_compared` ones; None in `values` for the others)."""
     compared = _compared(framework, variants)
@@ -680,9 +708,11 @@ def _advice(c: Compilation) -> str:
         )
     other = [v for v in c.varying if v.dim is None]
     name = (
-        re.sub(r"^a?_?_?inference_", "", c.function) if c.framework == "tensorflow" else c.function
+        re.sub(r"^a?_?_?inference_", "", c.function)
+        if c.framework == Framework.TENSORFLOW
+        else c.function
     )
-    if c.framework == "jax":
+    if c.framework == Framework.JAX:
         static = c.static_changes
         if static and not dims:
             at = ", ".join(where for where, _ in static)
@@ -706,7 +736,7 @@ def _advice(c: Compilation) -> str:
             "or a closed-over value changed, or jax.jit wrapped the function again; pass "
             "changing values as array arguments and jit once"
         )
-    if c.framework == "tensorflow":
+    if c.framework == Framework.TENSORFLOW:
         if c.function.startswith("cluster_"):
             return (
                 f"XLA auto-clustering compiles {c.function} for each input shape: pad or bucket "
@@ -723,7 +753,7 @@ def _advice(c: Compilation) -> str:
             "tf.function per call, make TensorFlow trace again; pass tensors, or fix the "
             "signature with input_signature"
         )
-    if c.framework == "torch_xla":
+    if c.framework == Framework.TORCH_XLA:
         return _torch_xla_advice(c, place)
     if dims:
         return f"XLA compiles once per input shape: pad or bucket {place} to a few sizes"

@@ -107,6 +107,12 @@ class Cost:
         transcendentals: exp, log, tanh, rsqrt, ... evaluations.
         bytes_read: Bytes read from memory.
         bytes_written: Bytes written to memory.
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/tf_dense_relu")
+        >>> total = ins.cost(ins.main[0].key).total
+        >>> total.bytes, round(total.intensity, 1)
+        (295424.0, 14.3)
     """
 
     flops: float = 0.0
@@ -152,6 +158,12 @@ class KernelCost:
         known: False for a library call whose cost XLA does not know.
         narrow: Its matrix work (dot, convolution, gemm) takes 16-bit or narrower
             operands, the tensor cores' roof on GPUs.
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/tf_dense_relu")
+        >>> k = ins.cost(ins.main[0].key).kernels[0]
+        >>> k.name, k.cost.flops, k.known
+        ('MatMul.2', 4194304.0, True)
     """
 
     name: str
@@ -173,6 +185,12 @@ class ModuleCost:
             counted once).
         kept: Bytes fusion kept out of memory per execution.
         unknown: Kernels whose cost is not known (library calls), by name.
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/tf_dense_relu")
+        >>> cost = ins.cost(ins.main[0].key)
+        >>> cost.total.flops, len(cost.kernels)
+        (4210688.0, 2)
     """
 
     kernels: tuple[KernelCost, ...]

@@ -94,6 +94,13 @@ class Metric:
         b: The value in run B, or None.
         worse: `"higher"` or `"lower"`: which direction is a regression; None when
             neither is (instruction counts).
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp')
+        >>> b = hloscope.inspect_run('tests/data/jax_mlp_no_fusion_pass').module('0030.jit_mlp')
+        >>> kernels = next(m for m in hloscope.diff_modules(a, b).metrics if m.name == 'kernels')
+        >>> kernels.a, kernels.b
+        (11, 52)
     """
 
     name: str
@@ -134,6 +141,13 @@ class KernelRef:
         ops: The HLO opcodes it computes (`add`, `multiply`, ...), in order.
         shape: Its result shape, as text.
         time_us: Its total time in the profile, when the side was profiled.
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp')
+        >>> b = hloscope.inspect_run('tests/data/jax_mlp_no_fusion_pass').module('0030.jit_mlp')
+        >>> ref = next(c for c in hloscope.diff_modules(a, b).kernels if c.b).b[0]
+        >>> isinstance(ref, hloscope.KernelRef), bool(ref.name)
+        (True, True)
     """
 
     name: str
@@ -157,6 +171,13 @@ class KernelChange:
         source_ops: The source op names the kernels hold, on either side.
         ops_only_a: Source ops the A kernels hold and the B kernels do not.
         ops_only_b: Source ops the B kernels hold and the A kernels do not.
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp')
+        >>> b = hloscope.inspect_run('tests/data/jax_mlp_no_fusion_pass').module('0030.jit_mlp')
+        >>> change = hloscope.diff_modules(a, b).kernels[0]
+        >>> change.change
+        'split'
     """
 
     change: str
@@ -225,6 +246,13 @@ class OpChange:
         kernels_b: The B kernels it is in.
         bytes_a: Bytes its A kernels move.
         bytes_b: Bytes its B kernels move.
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp')
+        >>> b = hloscope.inspect_run('tests/data/jax_mlp_no_fusion_pass').module('0030.jit_mlp')
+        >>> change = hloscope.diff_modules(a, b).ops[0]
+        >>> change.status_a, change.status_b
+        ('fused', 'alone')
     """
 
     op: str
@@ -260,6 +288,12 @@ class ModuleDiff:
         kernels: Every kernel group, changed ones first, biggest impact first.
         ops: Source ops whose placement changed, regressions (fused -> alone) first.
         profiled: Whether both sides have kernel timings.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp')
+        >>> d = hloscope.diff_modules(m, m)
+        >>> {c.change for c in d.kernels}, d.ops  # nothing changed
+        ({'same'}, ())
     """
 
     a: ModuleReport
@@ -315,6 +349,12 @@ class RunDiff:
         modules: Matched modules, in A's report order (biggest first, trivial last).
         only_a: Modules of A without a counterpart in B.
         only_b: Modules of B without a counterpart in A.
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").report
+        >>> diff = hloscope.diff_runs(a, a)
+        >>> isinstance(diff, hloscope.RunDiff), len(diff.modules) == len(a.modules)
+        (True, True)
     """
 
     a: RunReport
@@ -479,6 +519,13 @@ def diff_modules(
     Returns:
         Counts A vs B, kernel groups matched by provenance (biggest impact first:
         time where both sides are profiled, else bytes moved), op placement changes.
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp')
+        >>> b = hloscope.inspect_run('tests/data/jax_mlp_no_fusion_pass').module('0030.jit_mlp')
+        >>> d = hloscope.diff_modules(a, b)
+        >>> len(d.kernels) > 0, d.matched_by
+        (True, 'name')
     """
     profiled = time_a is not None and time_b is not None
     if not profiled:
@@ -530,6 +577,14 @@ def diff_runs(
 
     Returns:
         The matched module diffs and the modules only one run has.
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").report
+        >>> b = hloscope.inspect_run('tests/data/jax_mlp_no_fusion_pass').report
+        >>> diff = hloscope.diff_runs(a, b)
+        >>> m = hloscope.select_diffs(diff, ['jit_mlp'])[0]
+        >>> m.a.after.kernel_count, m.b.after.kernel_count
+        (11, 52)
     """
     pairs, only_a, only_b = match_modules(a.modules, b.modules)
     modules = tuple(
@@ -562,6 +617,13 @@ def select_diffs(result: RunDiff, patterns: Sequence[str]) -> tuple[ModuleDiff, 
 
     Raises:
         UsageError: A pattern picks no module (the message lists the matched ones).
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").report
+        >>> b = hloscope.inspect_run('tests/data/jax_mlp_no_fusion_pass').report
+        >>> diff = hloscope.diff_runs(a, b)
+        >>> [m.a.key for m in hloscope.select_diffs(diff, ['30'])]
+        ['0030.jit_mlp']
     """
     picked: list[ModuleDiff] = []
     for pattern in patterns:
@@ -614,6 +676,13 @@ def regressions(modules: Iterable[ModuleDiff], tolerance: float = 0.0) -> tuple[
 
     Returns:
         One violation per module and metric that got worse, in module order.
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").report
+        >>> b = hloscope.inspect_run('tests/data/jax_mlp_no_fusion_pass').report
+        >>> diff = hloscope.diff_runs(a, b)
+        >>> [v.metric for v in hloscope.regressions(hloscope.select_diffs(diff, ['jit_mlp']))]
+        ['kernels', 'launches', 'ops_per_kernel']
     """
     out = []
     for d in modules:

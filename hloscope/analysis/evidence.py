@@ -201,6 +201,11 @@ class Inferred:
         ops: The op names, in order.
         how: Where they came from: `its reducer`, `the kernel instruction`,
             `a constant it holds`, `its producer X`, `its consumer X`.
+
+    Example:
+        >>> m = hloscope.inspect_run('tests/data/keras_cnn_fit', timings=False).main[0]
+        >>> [(name, i.how) for name, i in m.provenance.inferred.items()][:1]
+        [('wrapped_broadcast', 'the kernel instruction')]
     """
 
     ops: tuple[str, ...]

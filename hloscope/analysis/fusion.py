@@ -91,6 +91,11 @@ class Kernel:
             (`custom-call.220`); a GPU copy fusion's name once per output (one memcpy
             each); a GPU reduction needing atomics adds its reduce's initializer. Empty
             means `(name,)`. `launches` counts them all.
+
+    Example:
+        >>> k = hloscope.open_run("tests/data/tf_dense_relu").kernels()[0]
+        >>> k.name, k.kind, [i.opcode for i in k.ops]
+        ('MatMul.2', 'unfused:dot', ['dot'])
     """
 
     name: str
@@ -159,6 +164,12 @@ class Loop:
         name: The `while` instruction.
         computation: Where it is.
         trip_count: XLA's known_trip_count, or None when XLA did not determine it.
+
+    Example:
+        >>> ins = hloscope.inspect_run('tests/data/jax_scan_profile')
+        >>> after = ins.module('0010.jit_layers').after
+        >>> [(loop.name, loop.trip_count) for loop in after.loops]
+        [('while.6', 6)]
     """
 
     name: str
@@ -175,6 +186,11 @@ class Branch:
         index: Branch index (0 = true branch for a predicated conditional).
         computation: The branch computation.
         launches: Kernel launches inside the branch per time it is taken.
+
+    Example:
+        >>> after = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp').after
+        >>> after.branches  # a module without a conditional has none
+        ()
     """
 
     conditional: str
@@ -206,6 +222,11 @@ class ModuleAnalysis:
         loops: The while loops met, with their trip counts.
         branches: Every conditional branch, with its own launches.
         platform: The runtime the launches were counted for (`gpu`, `cpu`, `tpu`), or None.
+
+    Example:
+        >>> after = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp').after
+        >>> after.kernel_count, after.launches, after.instructions
+        (11, 11, 125)
     """
 
     name: str

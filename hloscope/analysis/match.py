@@ -83,6 +83,12 @@ def match_modules(
 
     Returns:
         `(pairs, only_a, only_b)`: pairs are `(a, b, "name" | "structure")` in A's order.
+
+    Example:
+        >>> a = hloscope.inspect_run("tests/data/jax_mlp").modules
+        >>> pairs, only_a, only_b = hloscope.match_modules(a, a)
+        >>> len(pairs) == len(a), only_a, only_b
+        (True, [], [])
     """
     sig_a = [_signature(m) for m in a]
     sig_b = [_signature(m) for m in b]
@@ -197,6 +203,12 @@ def kernel_times_for(times: KernelTimes | None, key: str, name: str) -> Mapping[
     Returns:
         Kernel name -> µs per execution, or None when the table has no such module (or
         several of its normalised name).
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> times = hloscope.kernel_times_for(ins.all_kernel_times(), '0030.jit_mlp', 'jit_mlp')
+        >>> sorted(times)[:2]
+        ['add_reduce_fusion', 'broadcast_multiply_fusion']
     """
     if not times:
         return None

@@ -62,6 +62,15 @@ class BufferValue:
         size: Bytes.
         offset: Offset inside the allocation.
         shape: The value's shape, as printed.
+
+    Example:
+        >>> from hloscope.analysis.memory import read_memory
+        >>> from pathlib import Path
+        >>> after = next(Path('tests/data/memory_reports').glob('*dense_relu*after*.txt'))
+        >>> memory = read_memory(after)
+        >>> value = memory.largest(1)[0].values[0]
+        >>> value.instruction, value.size
+        ('arg1.1', 131072)
     """
 
     instruction: str
@@ -83,6 +92,15 @@ class Allocation:
         shape: The shape printed with it (parameters and outputs), else "".
         values: The values placed in it, largest first.
         text: The allocation's line as printed.
+
+    Example:
+        >>> from hloscope.analysis.memory import read_memory
+        >>> from pathlib import Path
+        >>> after = next(Path('tests/data/memory_reports').glob('*dense_relu*after*.txt'))
+        >>> memory = read_memory(after)
+        >>> a = memory.largest(1)[0]
+        >>> a.index, a.size, a.kind
+        (0, 131072, 'parameter')
     """
 
     index: int
@@ -103,6 +121,14 @@ class MemoryReport:
         reported: `Total bytes` of the memory-usage report (summed over memory spaces),
             or None without that file.
         path: The buffer-assignment file.
+
+    Example:
+        >>> from hloscope.analysis.memory import read_memory
+        >>> from pathlib import Path
+        >>> after = next(Path('tests/data/memory_reports').glob('*dense_relu*after*.txt'))
+        >>> memory = read_memory(after)
+        >>> memory.peak, sorted(k for k, v in memory.by_kind.items() if v)
+        (229888, ['output', 'parameter'])
     """
 
     allocations: tuple[Allocation, ...]

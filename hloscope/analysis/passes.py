@@ -80,6 +80,12 @@ class Counts:
         fusions: Fusions that launch (`ModuleAnalysis.fusions`).
         kernels: Kernels (before any fusion: the ops, one kernel each).
         launches: Kernel launches per execution.
+
+    Example:
+        >>> run = hloscope.load_run('tests/data/jax_passes')
+        >>> counts = hloscope.pass_story(run, run.main()).steps[-1].counts
+        >>> counts.kernels, counts.fusions
+        (2, 2)
     """
 
     instructions: int
@@ -109,6 +115,12 @@ class PassStep:
         seconds: How long the pass took, from XLA's timer (None where not logged).
         note: What else to know (`during copy-insertion: ...`), or "".
         path: The dump file.
+
+    Example:
+        >>> run = hloscope.load_run('tests/data/jax_passes')
+        >>> step = hloscope.pass_story(run, run.main()).steps[0]
+        >>> step.name
+        'call-inliner'
     """
 
     index: int
@@ -129,6 +141,12 @@ class KernelEvent:
         pass_name: The pass.
         change: One of `CHANGES`.
         kernels: The kernel names it was made from (before the pass), in order.
+
+    Example:
+        >>> run = hloscope.load_run('tests/data/jax_passes')
+        >>> event = hloscope.pass_story(run, run.main()).kernels[0].history[0]
+        >>> isinstance(event, hloscope.KernelEvent), bool(event.pass_name)
+        (True, True)
     """
 
     index: int
@@ -148,6 +166,12 @@ class KernelHistory:
             split it); None when it is an op that no pass made into another kernel.
         first_index: That pass's step, or None.
         history: Every change along its line, in order.
+
+    Example:
+        >>> run = hloscope.load_run('tests/data/jax_passes')
+        >>> history = hloscope.pass_story(run, run.main()).kernels[0]
+        >>> isinstance(history, hloscope.KernelHistory), bool(history.first_pass)
+        (True, True)
     """
 
     name: str
@@ -168,6 +192,12 @@ class OpHistory:
             None when it never did.
         left_index: That pass's step, or None.
         left_kernel: The kernel it shared before that pass, or None.
+
+    Example:
+        >>> run = hloscope.load_run('tests/data/jax_passes')
+        >>> story = hloscope.pass_story(run, run.main())
+        >>> all(isinstance(o, hloscope.OpHistory) for o in story.ops)
+        True
     """
 
     op: str
@@ -186,6 +216,12 @@ class PassTime:
         seconds: Its runs summed (passes that run pipelines are left out: their time
             is their passes').
         runs: How many times it ran.
+
+    Example:
+        >>> run = hloscope.load_run('tests/data/jax_passes')
+        >>> story = hloscope.pass_story(run, run.main())
+        >>> all(isinstance(t, hloscope.PassTime) for t in story.slowest)
+        True
     """
 
     name: str
@@ -210,6 +246,12 @@ class PassStory:
         pass_re: The `--xla_dump_hlo_pass_re` the dumps were made with, if known.
         notes: What the reader should know (partial dumps, timings missing), one line
             each.
+
+    Example:
+        >>> run = hloscope.load_run('tests/data/jax_passes')
+        >>> story = hloscope.pass_story(run, run.main())
+        >>> story.key, len(story.steps) > 1, story.seconds is not None
+        ('0000.jit_f', True, True)
     """
 
     key: str
@@ -319,6 +361,12 @@ def pass_story(
     Raises:
         UsageError: The module has no per-pass dumps.
         HloParseError: A dump is not readable HLO.
+
+    Example:
+        >>> run = hloscope.load_run('tests/data/jax_passes')
+        >>> story = hloscope.pass_story(run, run.main())
+        >>> len(story.steps) > 1, story.steps[-1].counts.kernels
+        (True, 2)
     """
     if dumps is None:
         dumps = pass_dumps(run).get(module.key, ())

@@ -31,8 +31,8 @@ from hloscope.analysis.evidence import (
     user_location,
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
-from hloscope.analysis.fusion_log import FusionDecisions
 from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source_op
+from hloscope.hlo.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
 from hloscope.hlo.names import readable_name
 
@@ -78,6 +78,11 @@ class SourceOp:
             outside the frameworks; else the innermost location the dump records.
         user_frame: Whether `location` is in the user's code. False when the dump has no
             user frame (TensorFlow records only its own `ops.py` for every op).
+
+    Example:
+        >>> op = hloscope.open_run("tests/data/tf_dense_relu").ops()[0].op
+        >>> op.name, op.type
+        ('MatMul', 'MatMul')
     """
 
     name: str
@@ -111,6 +116,11 @@ class Placement:
         inferred: For an op no kernel does the work of, the kernels it was inferred
             for (`Provenance.inferred`), with how: `(kernel, how)`; empty otherwise.
         merged_with: For MERGED, the op whose identical instruction was kept.
+
+    Example:
+        >>> placement = hloscope.open_run("tests/data/tf_dense_relu").ops()[0]
+        >>> placement.op.name, placement.status, placement.kernels
+        ('MatMul', 'alone', ('MatMul.2',))
     """
 
     op: SourceOp
@@ -158,6 +168,11 @@ class Provenance:
             there.
         inferred: For kernels with no op in `kernel_ops`, the ops inferred from what
             they call, hold or neighbour (see `evidence.infer_kernel_ops`).
+
+    Example:
+        >>> provenance = hloscope.inspect_run("tests/data/tf_dense_relu").main[0].provenance
+        >>> [(p.op.name, p.status) for p in provenance.placements]
+        [('MatMul', 'alone'), ('add', 'fused'), ('Relu', 'fused')]
     """
 
     def __init__(
@@ -656,5 +671,11 @@ def kernel_of_before_ops(
         after: The module after optimization.
         provenance: `trace(after, analysis, before)`.
         analysis: `analyze_module(after)`; computed when not given.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/tf_dense_relu").main[0]
+        >>> placed = hloscope.kernel_of_before_ops(m.before_module, m.after_module, m.provenance)
+        >>> sorted(set(placed.values()))
+        ['MatMul.2', 'broadcast_maximum_fusion']
     """
     return {k: v[0] for k, v in kernels_of_before_ops(before, after, provenance, analysis).items()}

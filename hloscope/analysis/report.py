@@ -1,8 +1,9 @@
 """A run's fusion report: before vs after for every module, with provenance.
 
 `analyze_run` is what `hloscope report`, `hloscope ops` and the HTML report call: it
-pairs each module's before- and after-optimization text from a run (see
-`hloscope.runs`), analyses both with `analyze_module`, and joins them with `trace`.
+takes each module's parsed before- and after-optimization sides from the run (the run
+layer, `hloscope.runs`, reads and parses the files; nothing here opens one), analyses
+both with `analyze_module`, and joins them with `trace`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from dataclasses import dataclass, field
 
 from hloscope.analysis.compilations import find_modules, run_functions
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
-from hloscope.analysis.fusion_log import find_log, read_decisions
 from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
@@ -36,6 +36,11 @@ class ModuleReport:
         error: Why a side could not be read, when it could not ("" otherwise).
         before_module: The parsed before-optimization module, if dumped and readable.
         after_module: The parsed after-optimization module, if dumped and readable.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/jax_mlp").module('0030.jit_mlp')
+        >>> m.before.ops, m.after.kernel_count, round(m.ops_per_kernel, 1), m.alone
+        (70, 11, 6.4, 4)
     """
 
     key: str
@@ -110,6 +115,11 @@ class RunReport:
         run: The run that was analysed.
         modules: Reports, biggest first (trivial modules last); the compilations of one
             function together, in compile order.
+
+    Example:
+        >>> report = hloscope.inspect_run("tests/data/jax_mlp").report
+        >>> len(report.modules), [m.key for m in report.main]
+        (21, ['0030.jit_mlp'])
     """
 
     run: Run
@@ -153,12 +163,10 @@ def _analyze_dump(dump: ModuleDump) -> ModuleReport:
     if after_module is not None:
         after = analyze_module(after_module)
         decisions = None
-        log = find_log(dump.after)
-        if log is not None:
-            try:
-                decisions = read_decisions(log)
-            except HloscopeError as e:
-                errors.append(str(e))
+        try:
+            decisions = dump.load_fusion_decisions()
+        except HloscopeError as e:
+            errors.append(str(e))
         provenance = trace(after_module, after, before_module, decisions)
     return ModuleReport(
         key=dump.key,

@@ -20,6 +20,12 @@ class ComputationStats:
         instructions: Number of instructions.
         is_entry: Whether it is the entry computation.
         is_fused: Whether a fusion instruction calls it (`calls=`).
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> stats = hloscope.module_stats(m)
+        >>> [(c.name, c.instructions) for c in stats.computations if c.is_entry]
+        [('main.3', 20)]
     """
 
     name: str
@@ -41,6 +47,12 @@ class ModuleStats:
         opcodes: Opcode histogram over all computations, most common first.
         is_scheduled: Whether the module is scheduled (XLA's after-optimization output).
         not_understood: How many things the tolerant parser kept without understanding.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> stats = hloscope.module_stats(m)
+        >>> stats.name, stats.instructions
+        ('jit_mlp', 125)
     """
 
     name: str
@@ -61,6 +73,12 @@ def module_stats(module: HloModule) -> ModuleStats:
 
     Returns:
         The counts.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> stats = hloscope.module_stats(m)
+        >>> stats.instructions, len(stats.computations)
+        (125, 14)
     """
     fused = module.fused_computations
     opcodes: Counter[str] = Counter()

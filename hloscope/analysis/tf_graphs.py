@@ -53,6 +53,12 @@ class TfOp:
     Attributes:
         name: The node name (`classifier_1/norm_1/moments/mean`).
         type: Its op type (`Mean`, `_FusedMatMul`).
+
+    Example:
+        >>> coverage = hloscope.inspect_run('tests/data/tf_auto_clustering').xla_coverage
+        >>> op = coverage.functions[0].clusters[0].ops[0]
+        >>> isinstance(op, hloscope.TfOp), bool(op.name and op.type)
+        (True, True)
     """
 
     name: str
@@ -67,6 +73,12 @@ class TfCluster:
         name: The cluster's function (`cluster_0`); its HloModule is named after it
             (`cluster_0__XlaCompiledKernel_true__...`).
         ops: The TensorFlow ops it holds (plumbing and constants left out).
+
+    Example:
+        >>> coverage = hloscope.inspect_run('tests/data/tf_auto_clustering').xla_coverage
+        >>> cluster = coverage.functions[0].clusters[0]
+        >>> cluster.name, len(cluster.ops)
+        ('cluster_0', 15)
     """
 
     name: str
@@ -88,6 +100,12 @@ class TfFunction:
         clusters: Its XLA clusters.
         outside: Its ops that run as TensorFlow ops, outside every cluster (plumbing,
             constants and the cluster launch ops left out).
+
+    Example:
+        >>> coverage = hloscope.inspect_run('tests/data/tf_auto_clustering').xla_coverage
+        >>> f = coverage.functions[0]
+        >>> isinstance(f, hloscope.TfFunction), len(f.clusters)
+        (True, 1)
     """
 
     name: str

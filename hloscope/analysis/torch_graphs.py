@@ -44,6 +44,7 @@ from hloscope.analysis.torch_xla import (
     read_records,
 )
 from hloscope.errors import HloscopeError
+from hloscope.frameworks import Framework
 from hloscope.hlo.model import HloModule, SourceLocation
 from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES
 from hloscope.runs import ModuleDump, Run
@@ -64,7 +65,7 @@ __all__ = [
     "torch_xla_run",
 ]
 
-FRAMEWORK = "torch_xla"
+FRAMEWORK = Framework.TORCH_XLA
 """The framework's name, as run.json and the compilations view say it."""
 GRAPH_NAME = "SyncTensorsGraph"
 """What torch_xla names every graph it compiles (`SyncTensorsGraph.<n>`), unless the
@@ -162,6 +163,11 @@ class TorchGraph:
         trigger: Where the user's code triggered its first compile (`torch_xla.sync()`,
             a tensor read), from torch_xla's log.
         inputs: The entry computation's parameter shapes (of its first module).
+
+    Example:
+        >>> graph = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs.graphs[0]
+        >>> graph.function, graph.modules, graph.executions
+        ('SyncTensorsGraph@torch_mlp.py:76', ('0000.SyncTensorsGraph.212',), 3)
     """
 
     key: str
@@ -184,12 +190,17 @@ class ModuleCompile:
         reason: Why torch_xla compiled it, in its words (`user torch_xla.sync`, `most
             likely user code trying to access tensor value before torch_xla.sync`).
         framework: `torch_xla`.
+
+    Example:
+        >>> graphs = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs
+        >>> graphs.modules['0000.SyncTensorsGraph.212'].reason
+        'user torch_xla.sync'
     """
 
     function: str
     compile_s: float | None = None
     reason: str | None = None
-    framework: str = FRAMEWORK
+    framework: Framework = FRAMEWORK
 
 
 @dataclass(frozen=True)
@@ -203,6 +214,11 @@ class TorchGraphs:
         note: Why executions are not known per graph ("" when they are).
         modules: Each module's function, compile time and cause, by module key, in
             compile order: what the compilations view groups.
+
+    Example:
+        >>> graphs = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.graphs
+        >>> graphs.distinct, graphs.compiles, graphs.executions
+        (2, 2, 4)
     """
 
     graphs: tuple[TorchGraph, ...]
@@ -319,6 +335,11 @@ class TorchXlaRun:
     Attributes:
         records: torch_xla's own counters, metrics and log, when the run holds them.
         graphs: Its torch_xla modules grouped into graphs and functions.
+
+    Example:
+        >>> torch = hloscope.inspect_run('tests/data/torch_mlp').torch_xla
+        >>> isinstance(torch, hloscope.TorchXlaRun), torch.graphs.distinct
+        (True, 2)
     """
 
     records: TorchXlaRecords | None

@@ -64,6 +64,12 @@ class GraphEvent:
         name: The graph's name where the user gave one (`torch_xla.compile(f,
             name=...)`, else the function's `__name__`): its modules are named after it
             (`train_step.245`) instead of `SyncTensorsGraph.<n>`; "" when none was logged.
+
+    Example:
+        >>> records = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.records
+        >>> event = records.compiles[0]
+        >>> isinstance(event, hloscope.GraphEvent), event.kind
+        (True, 'compile')
     """
 
     kind: str
@@ -83,6 +89,11 @@ class TimedMetric:
         count: Samples posted (one per compile, per execution).
         total_s: Their sum, seconds.
         samples_s: The last samples torch_xla keeps, seconds, in order.
+
+    Example:
+        >>> records = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.records
+        >>> all(isinstance(m, hloscope.TimedMetric) for m in records.metrics.values())
+        True
     """
 
     count: int
@@ -104,6 +115,11 @@ class TorchXlaRecords:
         logged: Whether the run has the debug analysis (else `compiles` and
             `executions` are empty because nothing was logged, not because nothing ran).
         errors: What could not be read, one line each.
+
+    Example:
+        >>> records = hloscope.inspect_run('tests/data/torch_mlp').torch_xla.records
+        >>> isinstance(records, hloscope.TorchXlaRecords)
+        True
     """
 
     compiles: tuple[GraphEvent, ...] = ()

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hloscope.capture.child_report import ChildReport
+from hloscope.frameworks import Framework
 from hloscope.manifest import Compile
 from hloscope.runs import ModuleDump
 
@@ -81,7 +83,7 @@ def jax_compiles(events: Iterable[Sequence[Any]]) -> list[Compile]:
             reason = misses.pop(_bare(str(name)), None)
             out.append(
                 Compile(
-                    framework="jax",
+                    framework=Framework.JAX,
                     function=str(name),
                     seconds=sum(kept.values()),
                     phases=kept,
@@ -99,7 +101,7 @@ def tf_compiles(lines: Iterable[str]) -> list[Compile]:
         if m is not None:
             seconds = int(m[2]) / 1e6
             out.append(
-                Compile("tensorflow", m[1], seconds, {"compile": seconds}),
+                Compile(Framework.TENSORFLOW, m[1], seconds, {"compile": seconds}),
             )
     return out
 
@@ -150,12 +152,12 @@ def join_modules(compiles: Sequence[Compile], modules: Sequence[ModuleDump]) -> 
 
 
 def record_compiles(
-    child: Mapping[str, Any], stderr_log: Path, modules: Sequence[ModuleDump]
+    child: ChildReport, stderr_log: Path, modules: Sequence[ModuleDump]
 ) -> tuple[tuple[Compile, ...], tuple[str, ...]]:
     """A dump's compiles and notes, for `run.json`.
 
     Args:
-        child: The child's report (`compiles`: the compile watch's events and notes).
+        child: The child's report (its compile watch's events and notes).
         stderr_log: The script's `stderr.log` (TensorFlow's compile lines).
         modules: The modules the dump holds.
 
@@ -163,17 +165,14 @@ def record_compiles(
         `(compiles, notes)`; compiles in the order they happened, JAX's then
         TensorFlow's (a run rarely compiles with both).
     """
-    watched = child.get("compiles")
-    watched = watched if isinstance(watched, dict) else {}
-    events = watched.get("events")
-    found = jax_compiles(events if isinstance(events, list) else [])
-    notes = [str(n) for n in watched.get("notes") or () if isinstance(n, str)]
+    watched = child.compiles
+    found = jax_compiles(watched.events if watched else ())
+    notes = list(watched.notes if watched else ())
     lines = _log_lines(stderr_log)
     found += tf_compiles(lines)
     notes += retrace_notes(lines)
-    error = child.get("compile_watch_error")
-    if isinstance(error, str):
-        notes.append(f"compile times were not recorded: {error}")
+    if child.compile_watch_error is not None:
+        notes.append(f"compile times were not recorded: {child.compile_watch_error}")
     return tuple(join_modules(found, modules)), tuple(notes)
 
 

@@ -13,22 +13,25 @@ import platform as _platform
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from hloscope.frameworks import Framework
 from hloscope.runs import ModuleDump, platform_of
 
 __all__ = ["cpu_model", "detect_device", "detect_platform", "framework_of_run"]
 
-_TF_PREFIXES = ("a_inference_", "cluster_", "tf_")
-_JAX_PREFIXES = ("jit_", "pjit_", "xmap_", "pmap_")
-_TORCH_XLA_PREFIXES = ("SyncTensorsGraph",)
+# How each framework names the modules it compiles.
+_PREFIXES = {
+    Framework.TENSORFLOW: ("a_inference_", "cluster_", "tf_"),
+    Framework.JAX: ("jit_", "pjit_", "xmap_", "pmap_"),
+    Framework.TORCH_XLA: ("SyncTensorsGraph",),
+}
 
 
 def framework_of_run(
     versions: Mapping[str, Any],
     modules: Iterable[ModuleDump] = (),
     used: Iterable[str] = (),
-) -> str | None:
-    """`"tensorflow"`, `"jax"`, `"torch_xla"`, `"jax+tensorflow"`, ... or None: what the
-    script compiled with.
+) -> tuple[Framework, ...]:
+    """What the script compiled with, sorted; empty when nothing tells.
 
     Args:
         versions: Imported packages and their versions (from the child report).
@@ -40,20 +43,12 @@ def framework_of_run(
     """
     names = [m.name for m in modules]
     by_name = {
-        fw
-        for fw, prefixes in (
-            ("tensorflow", _TF_PREFIXES),
-            ("jax", _JAX_PREFIXES),
-            ("torch_xla", _TORCH_XLA_PREFIXES),
-        )
-        if any(n.startswith(prefixes) for n in names)
+        fw for fw, prefixes in _PREFIXES.items() if any(n.startswith(prefixes) for n in names)
     }
-    known = {"tensorflow", "jax", "torch_xla"}
-    imported = {fw for fw in known if fw in versions}
-    found = (by_name | set(used)) & known or imported
-    if not found:
-        return None
-    return "+".join(sorted(found))
+    seen = {f for u in used if (f := Framework.lookup(u)) is not None}
+    imported = {fw for fw in Framework if fw.value in versions}
+    found = by_name | seen or imported
+    return tuple(sorted(found, key=lambda f: f.value))
 
 
 def detect_platform(

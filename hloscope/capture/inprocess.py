@@ -24,23 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import UsageError
+from hloscope.frameworks import Framework
 from hloscope.manifest import MANIFEST, Compile, ModuleEntry, RunManifest
 from hloscope.runs import Run, load_run, read_manifest
 
 __all__ = ["Captured", "framework_of_call", "inspect"]
 
-_FRAMEWORKS = {
-    "tensorflow": "tensorflow",
-    "tf": "tensorflow",
-    "jax": "jax",
-    "torch": "torch_xla",
-    "torch_xla": "torch_xla",
-    "pytorch": "torch_xla",
-}
 _SUPPORT = {
-    "tensorflow": "hloscope.capture.tf",
-    "jax": "hloscope.capture.jax",
-    "torch_xla": "hloscope.capture.torch",
+    Framework.TENSORFLOW: "hloscope.capture.tf",
+    Framework.JAX: "hloscope.capture.jax",
+    Framework.TORCH_XLA: "hloscope.capture.torch",
 }
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)", re.M)
 _DUMP_SUBDIR = "dump"
@@ -51,7 +44,7 @@ class Captured:
     """What a framework module hands back for one function.
 
     Attributes:
-        framework: `tensorflow`, `jax` or `torch_xla`.
+        framework: The framework that compiled it.
         before: HLO text before optimization.
         after: HLO text after optimization.
         platform: What it was compiled for (`cpu`, `sm_90`, ...).
@@ -61,7 +54,7 @@ class Captured:
         after_proto: The same after optimization.
     """
 
-    framework: str
+    framework: Framework
     before: str
     after: str
     platform: str
@@ -105,14 +98,12 @@ def inspect(
             is not an earlier `inspect` run.
         MissingDependencyError: The framework is not installed.
     """
-    name = _FRAMEWORKS.get(framework.lower()) if framework else framework_of_call(fn, example_args)
-    if name is None and framework is None:
+    name = Framework.parse(framework) if framework else framework_of_call(fn, example_args)
+    if name is None:
         raise UsageError(
             "cannot tell whether the function is TensorFlow, JAX or PyTorch code; "
             "pass framework='tensorflow', 'jax' or 'torch'"
         )
-    if name is None:
-        raise UsageError(f"framework={framework!r}: use 'tensorflow', 'jax' or 'torch'")
     folder = _prepare_folder(save_to)
     support = importlib.import_module(_SUPPORT[name])
     try:
@@ -133,20 +124,19 @@ _JAX_MODULES = ("jax", "jaxlib", "flax")
 _TORCH_MODULES = ("torch", "torch_xla")
 
 
-def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> str | None:
-    """`tensorflow`, `jax` or `torch_xla`, from the types of the arguments, else from
-    where `fn` (a `tf.function`, a jitted function, an `nn.Module`) or the objects it
-    closes over come from, else from which one framework is imported; None when nothing
-    tells."""
+def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> Framework | None:
+    """The framework of a call, from the types of the arguments, else from where `fn` (a
+    `tf.function`, a jitted function, an `nn.Module`) or the objects it closes over come
+    from, else from which one framework is imported; None when nothing tells."""
 
-    def framework_of(obj: Any, module: str | None = None) -> str | None:
+    def framework_of(obj: Any, module: str | None = None) -> Framework | None:
         top = (module or type(obj).__module__ or "").split(".")[0]
         if top in _TF_MODULES:
-            return "tensorflow"
+            return Framework.TENSORFLOW
         if top in _JAX_MODULES:
-            return "jax"
+            return Framework.JAX
         if top in _TORCH_MODULES:
-            return "torch_xla"
+            return Framework.TORCH_XLA
         return None
 
     found = {framework_of(leaf) for leaf in _leaves(list(args))} - {None}
@@ -160,9 +150,8 @@ def framework_of_call(fn: Callable[..., Any], args: Sequence[Any]) -> str | None
         )
         found.discard(None)
     if not found:
-        imported = {"tensorflow": "tensorflow", "jax": "jax", "torch_xla": "torch_xla"}
-        found = {fw for module, fw in imported.items() if module in sys.modules}
-    return str(found.pop()) if len(found) == 1 else None
+        found = {fw for fw in Framework if fw.value in sys.modules}
+    return found.pop() if len(found) == 1 else None
 
 
 def _leaves(value: Any, depth: int = 0) -> Iterator[Any]:
@@ -232,17 +221,17 @@ def _write_run(folder: Path, captured: Captured, fn: Callable[..., Any]) -> Run:
             "TensorFlow reports XLA's compile time only in its log, not to the process: "
             "`hloscope dump` records it",
         )
-        if captured.framework == "tensorflow"
+        if captured.framework is Framework.TENSORFLOW
         else (
-            f"{'torch_xla' if captured.framework == 'torch_xla' else 'JAX'} compiled nothing "
-            "here: this process had compiled the function before",
+            f"{'torch_xla' if captured.framework is Framework.TORCH_XLA else 'JAX'} compiled "
+            "nothing here: this process had compiled the function before",
         )
     )
     manifest = RunManifest(
         source="inspect",
         function=getattr(fn, "__qualname__", None) or type(fn).__name__,
         started_at=_dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        framework=captured.framework,
+        frameworks=(captured.framework,),
         versions=info["versions"],
         platform=captured.platform,
         device=detect_device(captured.platform, info["devices"]),

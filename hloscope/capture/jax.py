@@ -12,6 +12,7 @@ from typing import Any
 from hloscope.capture.compile_watch import JAX_PHASES
 from hloscope.capture.inprocess import Captured
 from hloscope.errors import MissingDependencyError
+from hloscope.frameworks import Framework
 from hloscope.manifest import Compile
 
 __all__ = ["capture"]
@@ -52,9 +53,13 @@ def capture(fn: Callable[..., Any], args: Sequence[Any]) -> Captured:
     compiled = None
     if "compile" in phases:
         name = names[-1] if names else "jit"
-        compiled = Compile("jax", name, sum(phases.values()), phases)
+        compiled = Compile(Framework.JAX, name, sum(phases.values()), phases)
     return Captured(
-        framework="jax", before=before, after=after, platform=_platform(jax), compile=compiled
+        framework=Framework.JAX,
+        before=before,
+        after=after,
+        platform=_platform(jax),
+        compile=compiled,
     )
 
 

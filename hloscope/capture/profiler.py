@@ -31,39 +31,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COMPILES_FILE", "FRAMEWORKS", "Profiling", "keras_backend", "normalize_framework"]
+__all__ = ["COMPILES_FILE", "FRAMEWORKS", "Profiling", "keras_backend"]
 
+# The values of `hloscope.frameworks.Framework` whose profilers this module starts (it
+# cannot import hloscope); the parent passes `only` as one of them, already parsed.
 FRAMEWORKS = ("tensorflow", "jax", "torch_xla")
 COMPILES_FILE = "compiles.json"
-_ALIASES = {
-    "tf": "tensorflow",
-    "tensorflow": "tensorflow",
-    "jax": "jax",
-    "torch": "torch_xla",
-    "torch_xla": "torch_xla",
-    "torch-xla": "torch_xla",
-    "pytorch": "torch_xla",
-}
 # JAX records these right after lowering a jitted function and after compiling it
 # (`jax._src.dispatch`); the first one heard starts JAX's profiler.
 _JAX_COMPILE_EVENTS = (
     "/jax/core/compile/jaxpr_to_mlir_module_duration",
     "/jax/core/compile/backend_compile_duration",
 )
-
-
-def normalize_framework(framework: str) -> str:
-    """`tf`/`tensorflow` -> `tensorflow`, `jax` -> `jax`, `torch`/`torch_xla` -> `torch_xla`.
-
-    Raises:
-        ValueError: Any other name.
-    """
-    name = _ALIASES.get(framework.strip().lower())
-    if name is None:
-        raise ValueError(
-            f"unknown framework {framework!r}; expected 'tensorflow', 'jax' or 'torch_xla'"
-        )
-    return name
 
 
 def keras_backend() -> str | None:
@@ -151,7 +130,9 @@ class Profiling:
         warn: Callable[[str], None] | None = None,
     ) -> None:
         self.logdir = Path(logdir)
-        self.only = normalize_framework(only) if only else None
+        if only and only not in FRAMEWORKS:
+            raise ValueError(f"unknown framework {only!r}; expected one of {FRAMEWORKS}")
+        self.only = only or None
         self.python_trace = python_trace
         self.warn = warn or (lambda line: print(f"hloscope: warning: {line}", file=sys.stderr))
         self.started: dict[str, dict[str, Any]] = {}

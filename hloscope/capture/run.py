@@ -1,7 +1,8 @@
 """`hloscope dump`: run a script in a child Python under XLA's dump flags, keep the run.
 
-`plan_dump` checks the request and decides the run folder and the environment without
-side effects; `run_dump` creates the folder, runs the child (output streamed to the given
+A `DumpRequest` is what the user asked for; its `plan` (or `plan_dump`) checks it and
+decides the run folder and the environment without side effects; `run_dump` creates the
+folder, runs the child (output streamed to the given
 sinks and saved to `stdout.log`/`stderr.log`), stops it cleanly on Ctrl-C, writes
 `run.json` and returns a `DumpResult` holding the loaded `Run`. Nothing here prints: the
 CLI renders the result, and the frameworks are only ever imported in the child.
@@ -10,6 +11,7 @@ CLI renders the result, and the frameworks are only ever imported in the child.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -32,6 +34,7 @@ from hloscope.capture.child import (
     std_sink,
     wait_child,
 )
+from hloscope.capture.child_report import CHILD_REPORT, ChildReport, read_child_report
 from hloscope.capture.compile_watch import tf_vmodule
 from hloscope.capture.compiles import record_compiles
 from hloscope.capture.env import detect_device, detect_platform, framework_of_run
@@ -40,14 +43,23 @@ from hloscope.capture.folder import choose_run_dir, release_run_dir
 from hloscope.capture.passes import pass_environ
 from hloscope.capture.tf_graphs import GRAPHS_SUBDIR, graph_dump_env, keep_read_stage
 from hloscope.capture.torch_xla_hooks import FOLDER as TORCH_XLA_FOLDER
-from hloscope.errors import HloscopeError, UsageError
-from hloscope.manifest import MANIFEST, ModuleEntry, RunManifest, Target
+from hloscope.errors import DocumentError, HloscopeError, UsageError
+from hloscope.frameworks import Framework, join_frameworks
+from hloscope.manifest import (
+    MANIFEST,
+    ModuleEntry,
+    ProfileSettings,
+    RunManifest,
+    RunStatus,
+    Target,
+)
 from hloscope.runs import Run, load_run
 from hloscope.store import REPORT_CACHE, TIMINGS_CACHE
 
 __all__ = [
     "SCHEMA_VERSION",
     "DumpPlan",
+    "DumpRequest",
     "DumpResult",
     "count_compiled",
     "plan_dump",
@@ -59,7 +71,6 @@ SCHEMA_VERSION = 1
 DUMP_SUBDIR = "dump"
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
-_CHILD_REPORT = ".child-report.json"
 _RUNNER = Path(__file__).with_name("runner.py")
 # The profiler hooks the child loads by path (standard library only, like the runner).
 _PROFILER_HOOKS = Path(__file__).with_name("profiler.py")
@@ -69,7 +80,7 @@ PROFILE_ENV = "HLOSCOPE_PROFILE"
 # (`hloscope.store`): timings computed from the profile, `report --json` documents.
 _OWN_FOLDERS = (DUMP_SUBDIR, PROFILE_SUBDIR, GRAPHS_SUBDIR, TORCH_XLA_FOLDER)
 _OWN_FILES = (
-    MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, _CHILD_REPORT, TIMINGS_CACHE,
+    MANIFEST, MANIFEST + ".tmp", STDOUT_LOG, STDERR_LOG, CHILD_REPORT, TIMINGS_CACHE,
     REPORT_CACHE,
 )  # fmt: skip
 _LOG_TAIL_BYTES = 2 << 20
@@ -83,6 +94,79 @@ _XLA_ERROR = re.compile(
     r"Compilation failure|No registered '\w+' OpKernel for XLA"
 )
 _TF_LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ")
+
+
+@dataclass(frozen=True)
+class DumpRequest:
+    """What `hloscope dump` is asked to do, as the user said it (checked by `plan`).
+
+    Attributes:
+        script: The script to run; None with `module`.
+        args: Arguments for the script.
+        module: Run this module as `python -m` does instead of a script.
+        python: The interpreter to use (default: the one running hloscope).
+        module_re: Dump only modules whose name matches this regex.
+        out: The run folder (default `hloscope-runs/<script>-<timestamp>/`).
+        force: Replace an earlier run in a non-empty `out`.
+        profile: Run the framework's profiler around the script (`--profile`).
+        framework: `tensorflow`/`tf` or `jax`: profile only this one; by default the
+            child profiles whatever the script imports and compiles with.
+        skip_first: With `profile`: executions of each module left out as warm-up.
+        profile_steps: With `profile`: steady-state executions kept per module.
+        python_trace: With `profile`: also record Python calls (`--python-trace`).
+        passes: Also dump the module after every pass whose name matches this regex
+            (`.*`: every pass that changed it) and log XLA's pass timings (`--passes`,
+            `--pass-re`); None: only before and after optimization.
+
+    Example:
+        >>> request = DumpRequest("samples/jax_mlp.py", profile=True)
+        >>> plan = request.plan(now=datetime.datetime(2026, 1, 2))  # doctest: +SKIP
+        >>> result = run_dump(plan)  # doctest: +SKIP
+    """
+
+    script: str | Path | None = None
+    args: Sequence[str] = ()
+    module: str | None = None
+    python: str | Path | None = None
+    module_re: str | None = None
+    out: str | Path | None = None
+    force: bool = False
+    profile: bool = False
+    framework: str | None = None
+    skip_first: int = 1
+    profile_steps: int | None = None
+    python_trace: bool = False
+    passes: str | None = None
+
+    def plan(
+        self,
+        *,
+        command: Sequence[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        now: _dt.datetime | None = None,
+    ) -> DumpPlan:
+        """Check the request and decide the run folder and the child's environment.
+
+        Args:
+            command: The command line to record (default: `sys.argv`).
+            environ: The environment to start from (default: `os.environ`).
+            now: The time for the default folder name (default: now).
+
+        Returns:
+            The plan; nothing is run yet. Without `out`, the run folder is created
+            (empty) as its name is chosen, so that two dumps started in the same second
+            cannot both choose it.
+
+        Raises:
+            UsageError: The script is missing, not Python or does not compile; the
+                interpreter is missing; the regex is invalid; `out` is not empty and
+                `force` is not set; `framework` names no framework.
+        """
+        return _plan(self, command, environ, now)
+
+    def replaced(self, **changes: Any) -> DumpRequest:
+        """A copy with some fields changed (`--compare-unfused`'s second run)."""
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)
@@ -103,15 +187,16 @@ class DumpPlan:
         command: The command line that asked for the run, for the manifest.
         cwd: The working directory of the child.
         replace: Whether to clear an earlier run in `run_dir` first (`--force`).
-        profile: With `--profile`: the framework whose profiler runs around the script
-            (`tensorflow` or `jax`), the warm-up executions to leave out (`skip_first`)
-            and the executions to keep after them (`max_executions`); None otherwise.
-        made: Folders `plan_dump` created (the default run folder, claimed atomically,
+        profile: With `--profile`: how to profile (the framework `--framework` chose,
+            the warm-up executions to leave out, the executions to keep after them);
+            None otherwise.
+        made: Folders the plan created (the default run folder, claimed atomically,
             and `hloscope-runs/` when it was new), removed again when nothing runs.
         passes: With `--passes`: the regex of the passes after which XLA dumps the
             module (`.*`: every pass that changed it); None otherwise.
         env_notes: Settings of the user's environment that had to give way, one line
             each (the logging variables `--passes` sets).
+        request: The request it was planned from.
     """
 
     kind: str
@@ -127,10 +212,11 @@ class DumpPlan:
     command: tuple[str, ...]
     cwd: Path
     replace: bool = False
-    profile: Mapping[str, Any] | None = None
+    profile: ProfileSettings | None = None
     made: tuple[Path, ...] = ()
     passes: str | None = None
     env_notes: tuple[str, ...] = ()
+    request: DumpRequest = field(default_factory=DumpRequest, compare=False, repr=False)
 
     @property
     def display_name(self) -> str:
@@ -140,7 +226,7 @@ class DumpPlan:
     @property
     def child_argv(self) -> list[str]:
         """The child's command line: the bootstrap in front of the target."""
-        report = str(self.run_dir / _CHILD_REPORT)
+        report = str(self.run_dir / CHILD_REPORT)
         return [self.python, str(_RUNNER), report, self.kind, self.target, *self.args]
 
     @property
@@ -157,13 +243,15 @@ class DumpResult:
     Attributes:
         plan: The plan that ran.
         run: The run folder, loaded.
-        status: `ok`, `failed` (non-zero exit), `interrupted`, `no-modules` (the script
-            succeeded but XLA compiled nothing) or `module-not-found` (`-m`).
+        status: How the run ended: `ok`, `failed` (non-zero exit), `interrupted`,
+            `no-modules` (the script succeeded but XLA compiled nothing) or
+            `module-not-found` (`-m`).
         exit_code: The script's exit status (128+N when a signal N ended it).
         wall_time_s: Seconds from start to exit of the child.
         xla_errors: Lines of the output that say why XLA could not compile.
         traceback_tail: The last lines of the script's traceback, if it raised.
-        child: What the bootstrap reported (versions, devices, exception), or `{}`.
+        child: What the bootstrap reported (versions, devices, exception); empty when
+            it reported nothing.
         removed: What `--force` removed of an earlier run (`dump/`, `profile/`, ...).
         stopped_by: The signal that made hloscope stop the script (`SIGINT`,
             `SIGTERM`, `SIGHUP`), or None.
@@ -171,12 +259,12 @@ class DumpResult:
 
     plan: DumpPlan
     run: Run
-    status: str
+    status: RunStatus
     exit_code: int
     wall_time_s: float
     xla_errors: tuple[str, ...] = ()
     traceback_tail: tuple[str, ...] = ()
-    child: Mapping[str, Any] = field(default_factory=dict)
+    child: ChildReport = field(default_factory=ChildReport)
     removed: tuple[str, ...] = ()
     stopped_by: str | None = None
 
@@ -185,13 +273,13 @@ class DumpResult:
         """What `hloscope dump` exits with: the script's status when it failed, 130 when
         interrupted (128 + the signal for SIGTERM and SIGHUP), 1 when XLA compiled
         nothing, 2 when the `-m` module was not found."""
-        if self.status == "interrupted" and self.stopped_by in ("SIGTERM", "SIGHUP"):
+        if self.status is RunStatus.INTERRUPTED and self.stopped_by in ("SIGTERM", "SIGHUP"):
             return 128 + int(getattr(signal, self.stopped_by))
         return {
-            "ok": 0,
-            "no-modules": 1,
-            "module-not-found": 2,
-            "interrupted": _EXIT_INTERRUPTED,
+            RunStatus.OK: 0,
+            RunStatus.NO_MODULES: 1,
+            RunStatus.MODULE_NOT_FOUND: 2,
+            RunStatus.INTERRUPTED: _EXIT_INTERRUPTED,
         }.get(self.status, self.exit_code or 1)
 
 
@@ -199,54 +287,37 @@ def plan_dump(
     script: str | Path | None = None,
     args: Sequence[str] = (),
     *,
-    module: str | None = None,
-    python: str | Path | None = None,
-    module_re: str | None = None,
-    out: str | Path | None = None,
-    force: bool = False,
     command: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
     now: _dt.datetime | None = None,
-    profile: bool = False,
-    framework: str | None = None,
-    skip_first: int = 1,
-    profile_steps: int | None = None,
-    python_trace: bool = False,
-    passes: str | None = None,
+    **options: Any,
 ) -> DumpPlan:
-    """Check a dump request and decide the run folder and the child's environment.
+    """Check a dump request and decide the run folder and the child's environment:
+    `DumpRequest(script, args, **options).plan(command=..., environ=..., now=...)`.
 
     Args:
-        script: The script to run; None with `module`.
+        script: The script to run; None with `module=`.
         args: Arguments for the script.
-        module: Run this module as `python -m` does instead of a script.
-        python: The interpreter to use (default: the one running hloscope).
-        module_re: Dump only modules whose name matches this regex.
-        out: The run folder (default `hloscope-runs/<script>-<timestamp>/`).
-        force: Replace an earlier run in a non-empty `out`.
         command: The command line to record (default: `sys.argv`).
         environ: The environment to start from (default: `os.environ`).
         now: The time for the default folder name (default: now).
-        profile: Run the framework's profiler around the script (`--profile`).
-        framework: `tensorflow`/`tf` or `jax`: profile only this one; by default the
-            child profiles whatever the script imports and compiles with.
-        skip_first: With `profile`: executions of each module left out as warm-up.
-        profile_steps: With `profile`: steady-state executions kept per module.
-        python_trace: With `profile`: also record Python calls (`--python-trace`).
-        passes: Also dump the module after every pass whose name matches this regex
-            (`.*`: every pass that changed it) and log XLA's pass timings
-            (`--passes`, `--pass-re`); None: only before and after optimization.
-
-    Returns:
-        The plan; nothing is run yet. Without `out`, the run folder is created (empty)
-        as its name is chosen, so that two dumps started in the same second cannot
-        both choose it.
+        **options: The other fields of `DumpRequest` (`module`, `out`, `force`,
+            `profile`, ...).
 
     Raises:
-        UsageError: The script is missing, not Python or does not compile; the
-            interpreter is missing; the regex is invalid; `out` is not empty and
-            `force` is not set.
+        UsageError: See `DumpRequest.plan`.
     """
+    request = DumpRequest(script, tuple(args), **options)
+    return request.plan(command=command, environ=environ, now=now)
+
+
+def _plan(
+    request: DumpRequest,
+    command: Sequence[str] | None,
+    environ: Mapping[str, str] | None,
+    now: _dt.datetime | None,
+) -> DumpPlan:
+    script, module, python = request.script, request.module, request.python
     if (script is None) == (module is None):
         raise UsageError("give a script (hloscope dump SCRIPT.py) or a module (-m NAME)")
     py = _check_python(python)
@@ -259,6 +330,7 @@ def plan_dump(
         target = str(script)
         _check_script(Path(target), compile_it=python is None)
         kind, stem = "script", Path(target).stem
+    module_re, passes = request.module_re, request.passes
     for option, regex in (("--module", module_re), ("--pass-re", passes)):
         if regex is None:
             continue
@@ -268,7 +340,9 @@ def plan_dump(
             raise UsageError(f"{option} {regex!r}: not a valid regex ({e})") from None
     env = os.environ if environ is None else environ
     cwd = Path.cwd()
-    run_dir, replace, made = choose_run_dir(out, stem, force, now or _dt.datetime.now())
+    run_dir, replace, made = choose_run_dir(
+        request.out, stem, request.force, now or _dt.datetime.now()
+    )
     run_dir = run_dir if run_dir.is_absolute() else cwd / run_dir
     made = tuple(p if p.is_absolute() else cwd / p for p in made)
     dump_dir = run_dir / DUMP_SUBDIR
@@ -286,26 +360,24 @@ def plan_dump(
         logging, env_notes = pass_environ({**env, **env_set})
         env_set.update(logging)
     profile_plan = None
-    if profile:
+    if request.profile:
         try:
-            profile_plan = _plan_profile(
-                framework, skip_first, profile_steps, run_dir / PROFILE_SUBDIR, python_trace
-            )
+            profile_plan = _plan_profile(request, PROFILE_SUBDIR)
         except BaseException:
             release_run_dir(made)  # the folder just claimed stays empty: leave none
             raise
         env_set[PROFILE_ENV] = json.dumps(
             {
-                "framework": profile_plan["framework"],
+                "framework": join_frameworks(profile_plan.frameworks) or None,
                 "logdir": str(run_dir / PROFILE_SUBDIR),
                 "hooks": str(_PROFILER_HOOKS),
-                "python_trace": python_trace,
+                "python_trace": profile_plan.python_trace,
             }
         )
     return DumpPlan(
         kind=kind,
         target=target,
-        args=tuple(args),
+        args=tuple(request.args),
         python=py,
         run_dir=run_dir,
         dump_dir=dump_dir,
@@ -320,61 +392,55 @@ def plan_dump(
         made=made,
         passes=passes,
         env_notes=env_notes,
+        request=request,
     )
 
 
-def _plan_profile(
-    framework: str | None,
-    skip_first: int,
-    steps: int | None,
-    logdir: Path,
-    python_trace: bool = False,
-) -> dict[str, Any]:
+def _plan_profile(request: DumpRequest, folder: str) -> ProfileSettings:
     """How to profile and how to read the profile.
 
     Which framework runs is not guessed here: the child starts the profiler of whatever
     the script itself imports and compiles with (`profiler.Profiling`), and
     `_profile_outcome` records it. `framework` (`--framework`) limits it to one.
     """
-    if skip_first < 0 or (steps is not None and steps < 1):
+    skip, steps = request.skip_first, request.profile_steps
+    if skip < 0 or (steps is not None and steps < 1):
         raise UsageError("--skip-first must be 0 or more and --profile-steps 1 or more")
-    name = None
-    if framework is not None:
-        from hloscope.capture.profiler import normalize_framework
-
+    only: tuple[Framework, ...] = ()
+    if request.framework is not None:
         try:
-            name = normalize_framework(framework)
-        except ValueError as e:
+            only = (Framework.parse(request.framework),)
+        except UsageError as e:
             raise UsageError(f"--framework: {e}") from None
-    return {
-        "framework": name,
-        "dir": logdir.name,
-        "skip_first": skip_first,
-        "max_executions": steps,
-        "python_trace": python_trace,
-    }
+    return ProfileSettings(
+        frameworks=only,
+        dir=folder,
+        skip_first=skip,
+        max_executions=steps,
+        python_trace=request.python_trace,
+    )
 
 
 def _profile_outcome(
-    planned: Mapping[str, Any] | None, child: Mapping[str, Any], modules: Sequence[Any]
-) -> dict[str, Any] | None:
+    planned: ProfileSettings | None, child: ChildReport, modules: Sequence[Any]
+) -> ProfileSettings | None:
     """The run's `profile` entry: the plan, plus which profilers ran (`profiled`), the
-    framework whose profile holds the compiled modules (`framework`) and Keras's backend."""
+    frameworks whose profile holds the compiled modules (`frameworks`) and Keras's
+    backend."""
     if planned is None:
         return None
-    raw = child.get("profile")
-    outcome: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
-    profiled = sorted(outcome.get("profiled") or {})
-    named = framework_of_run(dict.fromkeys(profiled, ""), modules) if profiled else None
+    outcome = child.profile
+    profiled = outcome.profiled if outcome is not None else ()
     # of the profiled frameworks, those whose modules the dump holds (TensorFlow's
     # profiler starts at its import, also where the script only imported it)
-    compiled = [f for f in profiled if f in (named or "").split("+")] or profiled
-    return {
-        **planned,
-        "framework": "+".join(compiled) or planned.get("framework"),
-        "profiled": profiled,
-        "keras_backend": outcome.get("keras_backend"),
-    }
+    named = framework_of_run(dict.fromkeys(f.value for f in profiled), modules)
+    compiled = tuple(f for f in profiled if f in named) or profiled
+    return dataclasses.replace(
+        planned,
+        frameworks=compiled or planned.frameworks,
+        profiled=profiled,
+        keras_backend=outcome.keras_backend if outcome is not None else None,
+    )
 
 
 def run_dump(
@@ -410,8 +476,8 @@ def run_dump(
     env.update(plan.env_set)
     started_at = _dt.datetime.now().astimezone()
     manifest = _base_manifest(plan, started_at)
-    _write_manifest(plan.run_dir, manifest.updated(status="running"))
-    report_path = plan.run_dir / _CHILD_REPORT
+    _write_manifest(plan.run_dir, manifest.updated(status=RunStatus.RUNNING))
+    report_path = plan.run_dir / CHILD_REPORT
     out = out or std_sink(sys.stdout)
     err = err or std_sink(sys.stderr)
 
@@ -443,30 +509,25 @@ def run_dump(
     exit_code = returncode if returncode >= 0 else 128 - returncode
     child = _read_child_report(report_path)
     keep_read_stage(plan.run_dir / GRAPHS_SUBDIR)
-    if child.get("error") == "module-not-found":
+    if child.module_not_found:
         if not plan.replace:  # nothing ran: leave no empty run folder behind
             shutil.rmtree(plan.run_dir, ignore_errors=True)
             release_run_dir(plan.made)
         run = Run(plan.run_dir, manifest, (), None)
         return DumpResult(
-            plan, run, "module-not-found", exit_code, wall, child=child, removed=removed
+            plan, run, RunStatus.MODULE_NOT_FOUND, exit_code, wall, child=child, removed=removed
         )
     run = load_run(plan.run_dir)
     status = _status(child, run, exit_code, interrupted)
-    xla_errors = tuple(xla_error_lines(plan.run_dir)) if status != "ok" else ()
-    failed = status in ("failed", "interrupted")
+    xla_errors = tuple(xla_error_lines(plan.run_dir)) if status.failed else ()
+    failed = status in (RunStatus.FAILED, RunStatus.INTERRUPTED)
     tail = _traceback_tail(child, plan.run_dir / STDERR_LOG) if failed else ()
-    versions = dict(child.get("versions") or {})
-    devices = list(child.get("devices") or [])
+    devices = child.devices
     platform = detect_platform(run.modules, devices)
     if log_errors:  # the script's output was not all saved: the run is not whole
-        status, stopped_by = "failed", "; ".join(log_errors)
+        status, stopped_by = RunStatus.FAILED, "; ".join(log_errors)
     compiles, compile_notes = record_compiles(child, plan.run_dir / STDERR_LOG, run.modules)
-    watched = child.get("compiles")
-    used = watched.get("used") if isinstance(watched, dict) else None
-    used = [str(u) for u in used] if isinstance(used, list) else []
-    if any(c.framework == "tensorflow" for c in compiles):
-        used.append("tensorflow")
+    used = {*(child.compiles.used if child.compiles else ()), *(c.framework for c in compiles)}
     manifest = manifest.updated(
         env=_env_set(plan, child),
         status=status,
@@ -474,13 +535,13 @@ def run_dump(
         interrupted=interrupted,
         stopped_by=stopped_by,
         wall_time_s=round(wall, 3),
-        framework=framework_of_run(versions, run.modules, used),
-        versions=versions,
+        frameworks=framework_of_run(child.versions, run.modules, used),
+        versions=child.versions,
         platform=platform,
         device=detect_device(platform, devices),
-        devices=tuple(devices),
-        framework_env=_text_map(child.get("environment")),
-        exception=child.get("exception"),
+        devices=devices,
+        framework_env=child.environment,
+        exception=child.exception,
         xla_errors=xla_errors,
         modules=tuple(_module_entry(m, plan.run_dir) for m in run.modules),
         profile=_profile_outcome(plan.profile, child, run.modules),
@@ -626,32 +687,27 @@ def _open_logs(run_dir: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
 # After the run
 
 
-def _env_set(plan: DumpPlan, child: Mapping[str, Any]) -> dict[str, str]:
+def _env_set(plan: DumpPlan, child: ChildReport) -> dict[str, str]:
     """What hloscope set for the script: the plan's variables, and those the child set
     as the script imported torch_xla (`torch_xla_hooks`), which win."""
-    torch_xla = child.get("torch_xla")
-    found = torch_xla.get("env") if isinstance(torch_xla, dict) else None
-    extra = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
-    return {**plan.env_set, **extra}
+    return {**plan.env_set, **child.torch_xla_env}
 
 
-def _status(child: Mapping[str, Any], run: Run, exit_code: int, interrupted: bool) -> str:
+def _status(child: ChildReport, run: Run, exit_code: int, interrupted: bool) -> RunStatus:
     if interrupted or exit_code == _EXIT_INTERRUPTED:
-        return "interrupted"
+        return RunStatus.INTERRUPTED
     if exit_code != 0:
-        return "failed"
-    return "ok" if run.modules else "no-modules"
+        return RunStatus.FAILED
+    return RunStatus.OK if run.modules else RunStatus.NO_MODULES
 
 
-def _read_child_report(path: Path) -> dict[str, Any]:
+def _read_child_report(path: Path) -> ChildReport:
+    """The child's report; empty when it wrote none (killed) or an unreadable one (the
+    run's own files still tell its outcome)."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
-    return doc if isinstance(doc, dict) else {}
+        return read_child_report(path) or ChildReport()
+    except DocumentError:
+        return ChildReport()
 
 
 def _tail_text(path: Path) -> str:
@@ -665,10 +721,9 @@ def _tail_text(path: Path) -> str:
         return ""
 
 
-def _traceback_tail(child: Mapping[str, Any], stderr_log: Path, lines: int = 6) -> tuple[str, ...]:
-    exception = child.get("exception")
-    if isinstance(exception, dict) and exception.get("traceback"):
-        return tuple(str(x) for x in exception["traceback"][-lines:])
+def _traceback_tail(child: ChildReport, stderr_log: Path, lines: int = 6) -> tuple[str, ...]:
+    if child.traceback:
+        return child.traceback[-lines:]
     text = _tail_text(stderr_log)
     start = text.rfind("Traceback (most recent call last):")
     if start < 0:
@@ -700,15 +755,8 @@ def _base_manifest(plan: DumpPlan, started_at: _dt.datetime) -> RunManifest:
         started_at=started_at.isoformat(timespec="seconds"),
         dump_dir=DUMP_SUBDIR,
         logs={"stdout": STDOUT_LOG, "stderr": STDERR_LOG},
-        profile=dict(plan.profile) if plan.profile is not None else None,
+        profile=plan.profile,
     )
-
-
-def _text_map(value: Any) -> dict[str, str]:
-    """The child's name -> text mapping (its environment), anything else left out."""
-    if not isinstance(value, dict):
-        return {}
-    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _module_entry(module: Any, run_dir: Path) -> ModuleEntry:

@@ -11,6 +11,7 @@ from typing import Any
 
 from hloscope.capture.inprocess import Captured
 from hloscope.errors import MissingDependencyError
+from hloscope.frameworks import Framework
 
 __all__ = ["capture"]
 
@@ -39,7 +40,7 @@ def capture(fn: Callable[..., Any], args: Sequence[Any]) -> Captured:
     before = ir(stage="hlo")
     after = ir(stage="optimized_hlo")
     return Captured(
-        framework="tensorflow",
+        framework=Framework.TENSORFLOW,
         before=before,
         after=after,
         platform=_platform(tf),

@@ -28,6 +28,7 @@ from typing import Any
 
 from hloscope.capture.inprocess import Captured
 from hloscope.errors import MissingDependencyError, UsageError
+from hloscope.frameworks import Framework
 from hloscope.manifest import Compile
 
 __all__ = ["capture", "import_torch_xla", "to_device", "xla_leaves"]
@@ -103,9 +104,9 @@ def capture(fn: Callable[..., Any], args: Sequence[Any]) -> Captured:
     if compiled[0] > compiled_before[0]:  # torch_xla's CompileTime: one sample per compile
         seconds = compiled[1] - compiled_before[1]
         name = files["before"].name.split(".", 1)[1].rsplit(".before_optimizations", 1)[0]
-        timed = Compile("torch_xla", name, seconds, {"compile": seconds})
+        timed = Compile(Framework.TORCH_XLA, name, seconds, {"compile": seconds})
     return Captured(
-        framework="torch_xla",
+        framework=Framework.TORCH_XLA,
         before=before,
         after=files["after"].read_text(encoding="utf-8"),
         platform=files["platform"],

@@ -181,14 +181,28 @@ def _escaped(renderable: Any) -> Any:
     if isinstance(renderable, Group):
         return Group(*map(_escaped, renderable.renderables), fit=renderable.fit)
     if isinstance(renderable, Table):
-        table = copy.copy(renderable)
-        table.title = _escaped(table.title) if table.title is not None else None
-        table.columns = [
-            dataclasses.replace(c, header=_escaped(c.header), _cells=[*map(_escaped, c.cells)])
-            for c in renderable.columns
-        ]
-        return table
+        return _escaped_table(renderable)
     return renderable
+
+
+def _escaped_table(original: Any) -> Any:
+    """A copy of a rich `Table`, rebuilt through its public API with every header and
+    cell escaped."""
+    table = copy.copy(original)
+    table.title = _escaped(table.title) if table.title is not None else None
+    table.columns, table.rows = [], []
+    cells = [[*map(_escaped, c.cells)] for c in original.columns]
+    for c in original.columns:
+        settings = {f.name: getattr(c, f.name) for f in dataclasses.fields(c)}
+        table.add_column(
+            **{k: v for k, v in settings.items() if not k.startswith("_") and k != "header"},
+            header=_escaped(c.header),
+        )
+    for i, row in enumerate(original.rows):
+        table.add_row(
+            *(column[i] for column in cells), style=row.style, end_section=row.end_section
+        )
+    return table
 
 
 def _escaped_text(text: Any) -> Any:
@@ -308,6 +322,39 @@ def _root(
 
         _echo(f"hloscope {__version__}")
         raise typer.Exit(0)
+
+
+def _invocation(ctx: typer.Context) -> list[str]:
+    """The command line of the running command, as the user typed it: `hloscope`, the
+    command, each option given on the command line (not those left at their default),
+    then the arguments, a variadic one after `--`. Rebuilt from what the command line
+    parser read (the command's `ctx`), for the records a command keeps (run.json's
+    `command`)."""
+    names: list[str] = []
+    at: Any = ctx
+    while at.parent is not None:  # the subcommands' names, whatever ran the root
+        names.append(at.info_name or "")
+        at = at.parent
+    words = ["hloscope", *reversed(names)]
+    positional: list[str] = []
+    variadic: list[str] = []
+    for param in ctx.command.params:
+        name = param.name or ""
+        source = ctx.get_parameter_source(name)
+        if source is None or source.name != "COMMANDLINE":
+            continue
+        value = ctx.params.get(name)
+        if param.param_type_name == "argument":
+            values = [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
+            (variadic if param.nargs == -1 else positional).extend(values)
+        elif getattr(param, "is_flag", False) and isinstance(value, bool):
+            words += (param.opts if value else param.secondary_opts)[:1]
+        else:
+            for v in value or () if param.multiple else [value]:
+                words += [param.opts[0], str(v)]
+    if any(v.startswith("-") for v in positional):
+        return [*words, "--", *positional, *variadic]
+    return [*words, *positional, *(["--", *variadic] if variadic else [])]
 
 
 def main() -> None:

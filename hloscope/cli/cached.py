@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hloscope.errors import DocumentError
 from hloscope.manifest import MANIFEST
 from hloscope.store import (
     PEAKS_FILE,
@@ -54,6 +55,25 @@ class Output:
 
     stdout: str
     warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The cache entry: `{stdout, warnings}`."""
+        return {"stdout": self.stdout, "warnings": list(self.warnings)}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Output:
+        """Read a cache entry (`to_json`'s).
+
+        Raises:
+            DocumentError: The entry is of another shape (another hloscope wrote it).
+        """
+        stdout = doc.get("stdout") if isinstance(doc, dict) else None
+        warnings = doc.get("warnings") if isinstance(doc, dict) else None
+        if not isinstance(stdout, str) or not isinstance(warnings, list):
+            raise DocumentError("not a kept output", where=REPORT_CACHE)
+        if not all(isinstance(w, str) for w in warnings):
+            raise DocumentError("warnings should be strings", where=REPORT_CACHE)
+        return cls(stdout, tuple(warnings))
 
 
 def cached_output(
@@ -100,8 +120,7 @@ def cached_output(
     if unchanged and not racy:
         # keyed as computed: a first CPU roofline has probed and kept this machine's roofs
         key = _key(what, files, code)
-        value = {"stdout": output.stdout, "warnings": list(output.warnings)}
-        keep(path, key, value, limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
+        keep(path, key, output.to_json(), limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
     return output
 
 
@@ -139,12 +158,11 @@ def _probe_stamp() -> list[Any]:
 
 
 def _output_of(found: Any) -> Output | None:
-    """An entry as `Output`, or None when it is not of that shape."""
-    if not isinstance(found, dict):
+    """An entry as `Output`; None when there is none, or one of another shape (it is
+    computed again)."""
+    if found is None:
         return None
-    stdout, warnings = found.get("stdout"), found.get("warnings")
-    if not isinstance(stdout, str) or not isinstance(warnings, list):
+    try:
+        return Output.from_json(found)
+    except DocumentError:
         return None
-    if not all(isinstance(w, str) for w in warnings):
-        return None
-    return Output(stdout, tuple(warnings))

@@ -10,6 +10,7 @@ import typer
 from hloscope.cli.app import (
     _command,
     _console,
+    _invocation,
     _print,
     _print_records,
     _stdout_is_terminal,
@@ -18,12 +19,14 @@ from hloscope.cli.app import (
 )
 
 if TYPE_CHECKING:
-    from hloscope.capture.run import DumpResult
+    from hloscope.capture.run import DumpPlan, DumpResult
+    from hloscope.runs import Run
 
 
 @app.command(rich_help_panel="Capture")
 @_command
 def dump(
+    ctx: typer.Context,
     script: Annotated[
         str | None,
         typer.Argument(
@@ -174,11 +177,8 @@ def dump(
              hloscope dump --profile samples/jax_mlp.py
              hloscope dump --passes samples/dense_relu.py
     """
-    from hloscope.analysis.report import analyze_run
-    from hloscope.capture.run import plan_dump, run_dump
+    from hloscope.capture.run import DumpRequest
     from hloscope.errors import UsageError
-    from hloscope.render.progress import DumpProgress, outcome
-    from hloscope.render.text import modules_table
 
     script_args = list(args or [])
     if run_module is not None and script is not None:
@@ -187,32 +187,14 @@ def dump(
     if run_module is None and script is None:
         raise UsageError("give a script to run: hloscope dump SCRIPT.py [-- ARGS...]")
     pass_regex = pass_re if pass_re is not None else (".*" if passes else None)
-    plan_args: dict[str, Any] = dict(
+    request = DumpRequest(
         script=script,
-        args=script_args,
+        args=tuple(script_args),
         module=run_module,
         python=python,
         module_re=module_re,
         out=out,
         force=force,
-        command=[
-            "hloscope",
-            "dump",
-            *(["-m", run_module] if run_module else []),
-            *(["--python", python] if python else []),
-            *(["--module", module_re] if module_re else []),
-            *(["-o", str(out)] if out else []),
-            *(["--force"] if force else []),
-            *(["--profile"] if profile else []),
-            *(["--framework", framework] if framework else []),
-            *(["--skip-first", str(skip_first)] if profile and skip_first != 1 else []),
-            *(["--profile-steps", str(profile_steps)] if profile_steps else []),
-            *(["--python-trace"] if python_trace else []),
-            *(["--passes"] if passes and pass_re is None else []),
-            *(["--pass-re", pass_re] if pass_re is not None else []),
-            *([script] if script else []),
-            *(["--", *script_args] if script_args else []),
-        ],
         profile=profile,
         framework=framework,
         skip_first=skip_first,
@@ -220,7 +202,16 @@ def dump(
         python_trace=python_trace,
         passes=pass_regex,
     )
-    plan = plan_dump(**plan_args)
+    plan = request.plan(command=_invocation(ctx))
+    raise typer.Exit(_dump(plan, show_all=show_all, verbose=verbose, unfused=compare_unfused))
+
+
+def _dump(plan: DumpPlan, *, show_all: bool, verbose: bool, unfused: bool) -> int:
+    """Run the plan and show what it made; the exit code `dump` exits with."""
+    from hloscope.errors import UsageError
+    from hloscope.manifest import RunStatus
+    from hloscope.render.progress import outcome
+
     err = _console(stderr=True)
     if plan.flag_conflicts:
         err.print(
@@ -232,39 +223,20 @@ def dump(
         )
     for note in plan.env_notes:
         err.print(f"hloscope: warning: {note}", style="yellow", markup=False, soft_wrap=True)
-    with DumpProgress(plan, console=err, verbose=verbose) as progress:
-        result = run_dump(
-            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
-        )
+    result, hidden = _run(plan, err, verbose=verbose)
     for line in _capture_notes(result):
         err.print(f"hloscope: {line}", style="yellow", markup=False, soft_wrap=True)
-    if result.status == "module-not-found":
+    if result.status is RunStatus.MODULE_NOT_FOUND:
         raise UsageError(
             f"-m {plan.target}: no module named {plan.target!r} (run hloscope from the folder "
             "that holds it, or install it in that Python)"
         )
     if result.run.modules:
-        from hloscope.analysis.compilations import run_compilations
-        from hloscope.render.compilations import compilations_summary
-
-        full = not _stdout_is_terminal()  # piped: whole names, one line a module
-        analysed = analyze_run(result.run)
-        _print_records(modules_table(analysed, show_all=show_all, full_names=full, width=_width()))
-        summary = compilations_summary(
-            run_compilations(result.run, analysed.modules), show_all=show_all
-        )
-        if summary is not None:  # recompiled functions and the JIT cold start
-            _print_records(summary)
-        from hloscope.analysis.torch_graphs import torch_xla_run
-        from hloscope.render.torch_xla import torch_xla_summary
-
-        torch_xla = torch_xla_run(result.run)
-        if torch_xla is not None:  # each graph's executions, ops that ran on the CPU
-            _print_records(torch_xla_summary(torch_xla))
+        _print_modules(result.run, show_all=show_all)
     err.print(outcome(result), soft_wrap=True)
-    if progress.hidden:
+    if hidden:
         err.print(
-            f"({progress.hidden} lines of TensorFlow/XLA INFO logging hidden: in stderr.log; "
+            f"({hidden} lines of TensorFlow/XLA INFO logging hidden: in stderr.log; "
             "--verbose shows them)",
             style="dim",
             soft_wrap=True,
@@ -272,31 +244,60 @@ def dump(
         )
     if plan.passes is not None:
         _pass_dump_note(result, err)
-    if compare_unfused and result.command_exit_code == 0:
-        _dump_unfused(plan_args, result.run.path, err)
-    raise typer.Exit(result.command_exit_code)
+    if unfused and result.command_exit_code == 0:
+        _dump_unfused(plan, result.run.path, err)
+    return result.command_exit_code
 
 
-def _dump_unfused(plan_args: dict[str, Any], fused: Path, err: Any) -> None:
+def _run(plan: DumpPlan, err: Any, *, verbose: bool = False) -> tuple[DumpResult, int]:
+    """Run a plan under the live progress display: the result, and how many lines of
+    framework logging the display hid."""
+    from hloscope.capture.run import run_dump
+    from hloscope.render.progress import DumpProgress
+
+    with DumpProgress(plan, console=err, verbose=verbose) as progress:
+        result = run_dump(
+            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
+        )
+    return result, progress.hidden
+
+
+def _print_modules(run: Run, *, show_all: bool) -> None:
+    """The dumped modules, one row each, then recompiled functions and the cold start,
+    and a PyTorch/XLA run's graphs."""
+    from hloscope.analysis.compilations import run_compilations
+    from hloscope.analysis.report import analyze_run
+    from hloscope.render.compilations import compilations_summary
+    from hloscope.render.text import modules_table
+
+    full = not _stdout_is_terminal()  # piped: whole names, one line a module
+    analysed = analyze_run(run)
+    _print_records(modules_table(analysed, show_all=show_all, full_names=full, width=_width()))
+    summary = compilations_summary(run_compilations(run, analysed.modules), show_all=show_all)
+    if summary is not None:  # recompiled functions and the JIT cold start
+        _print_records(summary)
+    from hloscope.analysis.torch_graphs import torch_xla_run
+    from hloscope.render.torch_xla import torch_xla_summary
+
+    torch_xla = torch_xla_run(run)
+    if torch_xla is not None:  # each graph's executions, ops that ran on the CPU
+        _print_records(torch_xla_summary(torch_xla))
+
+
+def _dump_unfused(fused: DumpPlan, folder: Path, err: Any) -> None:
     """The second run of `--compare-unfused`, then both runs side by side."""
     import os
 
     from hloscope.capture.compare import unfused_environ
-    from hloscope.capture.run import plan_dump, run_dump
     from hloscope.inspection import inspect_run
-    from hloscope.render.progress import DumpProgress, outcome
+    from hloscope.render.progress import outcome
     from hloscope.render.unfused import unfused_table
 
-    out = fused.with_name(fused.name + "-unfused")
-    plan = plan_dump(
-        **(plan_args | {"out": out, "force": True, "environ": unfused_environ(os.environ)})
-    )
-    with DumpProgress(plan, console=err) as progress:
-        result = run_dump(
-            plan, out=progress.out, err=progress.err, on_interrupt=progress.interrupting
-        )
+    request = fused.request.replaced(out=folder.with_name(folder.name + "-unfused"), force=True)
+    plan = request.plan(command=fused.command, environ=unfused_environ(os.environ))
+    result, _ = _run(plan, err)
     err.print(outcome(result), soft_wrap=True)
-    _print(unfused_table(inspect_run(fused), inspect_run(result.run)))
+    _print(unfused_table(inspect_run(folder), inspect_run(result.run)))
 
 
 def _pass_dump_note(result: DumpResult, err: Any) -> None:
@@ -329,6 +330,8 @@ def _pass_dump_note(result: DumpResult, err: Any) -> None:
 
 def _capture_notes(result: DumpResult) -> list[str]:
     """What `--force` removed, and a profile that could not be recorded, one line each."""
+    from hloscope.manifest import RunStatus
+
     notes = []
     if result.removed:
         notes.append(  # the folder is named by the run's last line
@@ -336,8 +339,8 @@ def _capture_notes(result: DumpResult) -> list[str]:
             + ", ".join(result.removed)
         )
     profile = result.run.manifest.profile
-    if profile is not None and not profile.get("profiled") and result.status == "ok":
-        wanted = profile.get("framework") or "JAX, TensorFlow or torch_xla"
+    if profile is not None and not profile.profiled and result.status is RunStatus.OK:
+        wanted = " or ".join(f"{f}" for f in profile.frameworks) or "JAX, TensorFlow or torch_xla"
         notes.append(
             f"warning: --profile recorded nothing: the script never compiled with {wanted} "
             "(JAX's profiler starts at its first compile, TensorFlow's when it is imported)"

@@ -95,7 +95,7 @@ def report(
         return
     from hloscope.inspection import inspect_run
 
-    inspection = inspect_run(run, module or (), sources=html is not None, passes=html is not None)
+    inspection = inspect_run(run, module or (), passes=html is not None)
     for line in _warnings(inspection):
         _echo(line, err=True)
     peaks = _peaks(inspection, peak_bandwidth, peak_flops)

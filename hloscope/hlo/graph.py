@@ -40,6 +40,12 @@ def computation_graph(comp: Computation) -> nx.DiGraph:
 
     Returns:
         A new `networkx.DiGraph`.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> g = hloscope.computation_graph(m.computation_map['fused_computation.4'])
+        >>> sorted(g.nodes)
+        ['broadcast.11', 'multiply.1', 'param_0.4', 'param_1.5']
     """
     g = nx.DiGraph(name=comp.name)
     g.add_nodes_from(
@@ -67,6 +73,12 @@ def call_graph(module: HloModule) -> nx.DiGraph:
     Returns:
         A DiGraph whose nodes are computation names (with `IS_ENTRY` and `COMPUTATION`)
         and whose edges carry `ROLES` and `CALLERS` tuples.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> g = hloscope.call_graph(m)
+        >>> sorted(g.successors('main.3'))[:2]
+        ['fused_computation', 'fused_computation.1']
     """
     g = nx.DiGraph(name=module.name)
     for comp in module.computations:
@@ -86,5 +98,13 @@ def call_graph(module: HloModule) -> nx.DiGraph:
 
 
 def to_networkx(module: HloModule) -> dict[str, nx.DiGraph]:
-    """Every computation's graph, by computation name (see `computation_graph`)."""
+    """Every computation's graph, by computation name (see `computation_graph`).
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> graphs = hloscope.to_networkx(m)
+        >>> g = graphs['fused_computation.4']
+        >>> g.number_of_nodes(), g.number_of_edges()
+        (4, 3)
+    """
     return {c.name: computation_graph(c) for c in module.computations}

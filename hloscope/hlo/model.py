@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from sys import intern
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_type_hints
 
 INT64_MAX = 2**63 - 1
 """The largest dimension, and the largest array byte size, a shape may have (XLA's)."""
@@ -79,6 +79,12 @@ class Layout:
             dimension is kept as -1).
         memory_space: The `S(n)` memory space, or None for the default one.
         text: The layout exactly as printed, without the braces.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> shape = m.entry.root.shape
+        >>> shape.layout.text
+        '1,0'
     """
 
     minor_to_major: tuple[int, ...]
@@ -98,6 +104,12 @@ class Shape:
         layout: The layout when the text has one.
         tuple_shapes: The element shapes of a tuple; empty for arrays.
         text: The shape as printed, less XLA's `/*index=N*/` comments in long tuples.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> root = m.entry.root
+        >>> root.shape.element_type, root.shape.dimensions, root.shape.byte_size
+        ('f32', (32, 10), 1280)
     """
 
     element_type: str
@@ -166,6 +178,13 @@ class SourceLocation:
         line: 1-based line number, or None when unknown.
         function: Function name, when the stack-frame tables give it.
         column: 1-based column, when known.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> inst = m.computation_map['fused_computation.4'].root
+        >>> loc = m.source_location(inst)
+        >>> loc.file.endswith('jax_mlp.py'), loc.line
+        (True, 45)
     """
 
     file: str
@@ -186,6 +205,12 @@ class StackFrame:
         id: The frame id used by `metadata={... stack_frame_id=N}`.
         location: File, line and function of this frame.
         parent_id: The caller's frame id, or 0 at the outermost frame.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> frame = m.stack_frames[1]
+        >>> frame.location.line, frame.parent_id
+        (86, 0)
     """
 
     id: int
@@ -392,6 +417,12 @@ class Instruction(NamedTuple):
             `iota`/`rng`/..., the raw text between the parentheses when it names no
             operands. Empty otherwise.
         line: 1-based line in the source text where the instruction starts.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> root = m.computation_map['fused_computation.4'].root
+        >>> root.name, root.opcode, root.operands, root.shape.text
+        ('multiply.1', 'multiply', ('param_0.4', 'broadcast.11'), 'f32[32,10]{1,0}')
     """
 
     name: str
@@ -437,6 +468,12 @@ class Instruction(NamedTuple):
         return [c.name for c in self.called if role is None or c.role == role]
 
 
+# The named tuple's generated `__new__` lives in `collections`' namespace, where its string
+# annotations name nothing; give it the resolved ones (documentation tools and
+# `typing.get_type_hints` read them).
+Instruction.__new__.__annotations__ = {**get_type_hints(Instruction), "return": Instruction}
+
+
 @dataclass(frozen=True)
 class Computation:
     """One HLO computation.
@@ -447,6 +484,12 @@ class Computation:
         is_entry: Whether it is the module's `ENTRY` computation.
         execution_thread: The `execution_thread="..."` of the computation, if printed.
         line: 1-based line of its header in the source text.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> comp = m.computation_map['fused_computation.4']
+        >>> len(comp.instructions), comp.root.opcode, [p.name for p in comp.parameters]
+        (4, 'multiply', ['param_0.4', 'param_1.5'])
     """
 
     name: str
@@ -510,6 +553,11 @@ class ParseStats:
     Attributes:
         unknown_opcodes: Opcodes not in XLA's opcode list, with their counts.
         unparsed: One `line: text` entry per piece kept verbatim and not understood.
+
+    Example:
+        >>> m = hloscope.parse_module('HloModule m\\nENTRY e {\\n  ROOT x = f32[] my-new-op()\\n}')
+        >>> dict(m.stats.unknown_opcodes)
+        {'my-new-op': 1}
     """
 
     unknown_opcodes: Mapping[str, int] = field(default_factory=dict)
@@ -537,6 +585,11 @@ class HloModule:
         stack_frames: Resolved `StackFrames` table rows by id (empty when absent).
         stats: What the tolerant parser did not understand.
         path: The file the module was read from, when it came from a file.
+
+    Example:
+        >>> m = hloscope.load_run("tests/data/jax_mlp").main().load_after()
+        >>> m.entry.name, m.instruction_count, len(m.fused_computations)
+        ('main.3', 125, 11)
     """
 
     name: str

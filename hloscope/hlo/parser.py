@@ -88,6 +88,11 @@ def parse_module(text: str, *, path: str | None = None, strict: bool = False) ->
     Raises:
         HloParseError: The text is not a well-formed HLO module, or `strict` is set and
             something was not understood.
+
+    Example:
+        >>> m = hloscope.parse_module('HloModule m\\nENTRY e {\\n  ROOT p = f32[4]{0} parameter(0)\\n}')
+        >>> m.name, m.instruction_count, m.entry.root.opcode
+        ('m', 1, 'parameter')
     """
     with paused_gc():
         return _Parser(text, path, strict).parse()
@@ -115,6 +120,12 @@ def parse_file(path: str | Path, *, strict: bool = False) -> HloModule:
 
     Raises:
         HloParseError: The file is missing, unreadable, binary or not well-formed HLO.
+
+    Example:
+        >>> path = "tests/data/jax_mlp/module_0030.jit_mlp.cpu_after_optimizations.txt"
+        >>> m = hloscope.parse_file(path)
+        >>> m.name, len(m.computations), m.is_scheduled
+        ('jit_mlp', 14, True)
     """
     return parse_module(read_text(path), path=str(path), strict=strict)
 
@@ -123,6 +134,14 @@ def parse_modules(path: str | Path, *, strict: bool = False) -> list[HloModule]:
     """Parse a file that may hold several `// -----`-separated modules.
 
     Line numbers in errors and in the model refer to the whole file.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> one = 'HloModule {}\\nENTRY e {{\\n  ROOT p = f32[] parameter(0)\\n}}\\n'
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / 'two.hlo'
+        >>> _ = path.write_text(one.format('a') + '// -----\\n' + one.format('b'))
+        >>> [m.name for m in hloscope.parse_modules(path)]
+        ['a', 'b']
     """
     text = read_text(path)
     modules = []

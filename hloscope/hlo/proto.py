@@ -22,7 +22,7 @@ import gc
 import json
 import lzma
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -338,10 +338,11 @@ def parse_proto(data: bytes, path: str | None = None) -> HloModule:
     error = "no computations"
     # An HloProto (what XLA dumps) wraps the module in field 1; a bare HloModuleProto has
     # its name there. Try the wrapper first, then the bare module.
-    for decode in (
+    decoders: tuple[Callable[[], Any], ...] = (
         lambda: hlo_proto.FromString(data).hlo_module,
         lambda: module_proto.FromString(data),
-    ):
+    )
+    for decode in decoders:
         try:
             candidate = decode()
         except Exception as e:  # protobuf's DecodeError, or a bad UTF-8 string field
@@ -369,7 +370,8 @@ def _classes() -> tuple[Any, Any]:
     global _message_class
     if _message_class is None:
         _message_class = _build_classes()
-    return _message_class
+    found: tuple[Any, Any] = _message_class
+    return found
 
 
 def _build_classes() -> tuple[Any, Any]:

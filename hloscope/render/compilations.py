@@ -24,6 +24,7 @@ from hloscope.analysis.compilations import (
     varying_groups,
     varying_where,
 )
+from hloscope.frameworks import Framework
 from hloscope.manifest import RunManifest
 from hloscope.render.format import counted, ellipsis, fmt_seconds, fmt_share, short_name
 
@@ -271,7 +272,7 @@ def _said_lines(c: Compilation, notes: Sequence[str]) -> list[Text]:
     """What the framework itself said: JAX's cache-miss explanations (the inputs it
     named, and its first example), TensorFlow's retracing warning."""
     said: list[str] = []
-    if c.framework == "jax" and c.reasons:
+    if c.framework == Framework.JAX and c.reasons:
         named = [m[1] for m in map(_JAX_AT.match, c.reasons) if m is not None]
         names = ", ".join(dict.fromkeys(named))
         static = c.static_changes
@@ -281,10 +282,10 @@ def _said_lines(c: Compilation, notes: Sequence[str]) -> list[Text]:
             said.append(f"JAX: the input types changed at {names} (e.g. {c.reasons[0]})")
         else:
             said += [f"JAX: {ellipsis(r, 200)}" for r in c.reasons[:_REASONS_LISTED]]
-    elif c.framework == "tensorflow":
+    elif c.framework == Framework.TENSORFLOW:
         name = c.function.split("inference_", 1)[-1]
         said = [n for n in notes if f" calls to {name} " in n]
-    elif c.framework == "torch_xla":  # its cause, unless the plain sync of a step
+    elif c.framework == Framework.TORCH_XLA:  # its cause, unless the plain sync of a step
         causes = dict.fromkeys(v.reason for v in c.variants if v.reason)
         said = [f"torch_xla's cause: {x}" for x in causes if x not in _TORCH_XLA_PLAIN]
     return [Text(f"  {s}", style="dim") for s in said]

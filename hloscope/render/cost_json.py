@@ -45,12 +45,13 @@ def cost_doc(cost: ModuleCost | None) -> dict[str, Any] | None:
     }
 
 
-def memory_doc(memory: MemoryReport | str | None, *, top: int = 5) -> dict[str, Any]:
-    """`memory` of a module in `report --json`: XLA's planned peak and its split."""
+def memory_doc(memory: MemoryReport | None, *, error: str = "", top: int = 5) -> dict[str, Any]:
+    """`memory` of a module in `report --json`: XLA's planned peak and its split, or why
+    it is not there (`error`: its files could not be read)."""
+    if error:
+        return {"peak_bytes": None, "error": error}
     if memory is None:
         return {"peak_bytes": None, "missing": MISSING_HINT}
-    if isinstance(memory, str):
-        return {"peak_bytes": None, "error": memory}
     return {
         "peak_bytes": memory.peak,
         "allocated_bytes": memory.total,

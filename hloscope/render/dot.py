@@ -69,6 +69,11 @@ def to_dot(spec: DiagramSpec) -> str:
 
     Returns:
         The DOT text.
+
+    Example:
+        >>> spec = hloscope.module_diagram(hloscope.inspect_run("tests/data/tf_dense_relu").main[0])
+        >>> hloscope.to_dot(spec).startswith('digraph')
+        True
     """
     # Iterations capped as `hloscope.analysis.collapse` budgets them (issue 14).
     big = len(spec.nodes) > DOT_LIMITS_ABOVE or spec.collapsed
@@ -141,7 +146,7 @@ def to_dot(spec: DiagramSpec) -> str:
             attrs["constraint"] = "false"
             attrs["style"] = "dashed"
         g.edge(safe_id(e.src), safe_id(e.dst), **attrs)
-    return g.source
+    return str(g.source)
 
 
 def render(
@@ -182,32 +187,66 @@ def render(
     dot_path.write_text(text, encoding="utf-8")
     if fmt == "dot":
         return RenderResult(dot_path, None, fmt, 0.0, nodes)
+    started = time.perf_counter()
+    _run_dot([f"-T{fmt}", "-o", str(out), str(dot_path)], None, timeout, nodes, dot_path)
+    return RenderResult(dot_path, out, fmt, time.perf_counter() - started, nodes)
+
+
+def render_svg(spec_or_dot: DiagramSpec | str, timeout: float = 60) -> str:
+    """Lay a diagram out with Graphviz `dot` in memory: DOT in, SVG text out, no file.
+
+    Args:
+        spec_or_dot: A diagram, or DOT source.
+        timeout: Seconds to give `dot`.
+
+    Returns:
+        The SVG document, as `dot` wrote it (the HTML page and notebooks sanitise it).
+
+    Raises:
+        MissingDependencyError: When the `dot` binary is not installed.
+        HloscopeError: When `dot` fails or runs past `timeout`.
+
+    Example:
+        >>> svg = render_svg(kernel_graph(report.after_module, report.after))  # doctest: +SKIP
+    """
+    text = spec_or_dot if isinstance(spec_or_dot, str) else to_dot(spec_or_dot)
+    return _run_dot(["-Tsvg"], text, timeout, _count_nodes(spec_or_dot, text), None)
+
+
+def _run_dot(
+    args: list[str], stdin: str | None, timeout: float, nodes: int, dot_path: Path | None
+) -> str:
+    """Run `dot` with these arguments (and the DOT text on its stdin, if given).
+
+    Returns:
+        What `dot` wrote to its stdout.
+    """
+    where = f" (the DOT source is in {dot_path})" if dot_path else ""
     exe = shutil.which("dot")
     if exe is None:
         raise MissingDependencyError(
             "the Graphviz `dot` binary is not installed; install it (Debian/Ubuntu: "
-            f"`apt-get install graphviz`, macOS: `brew install graphviz`); the DOT source "
-            f"is in {dot_path}"
+            f"`apt-get install graphviz`, macOS: `brew install graphviz`){where}"
         )
-    started = time.perf_counter()
     try:
         done = subprocess.run(
-            [exe, f"-T{fmt}", "-o", str(out), str(dot_path)],
+            [exe, *args],
+            input=stdin,
             capture_output=True,
             text=True,
+            encoding="utf-8",
             timeout=timeout,
             check=False,
         )
     except subprocess.TimeoutExpired:
         raise HloscopeError(
             f"`dot` did not finish in {timeout:g} s on {nodes} nodes; draw less with "
-            f"--max-nodes, --around or --scope (the DOT source is in {dot_path})"
+            f"--max-nodes, --around or --scope{where}"
         ) from None
-    seconds = time.perf_counter() - started
     if done.returncode != 0:
         msg = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise HloscopeError(f"`dot` failed on {dot_path}: {msg}")
-    return RenderResult(dot_path, out, fmt, seconds, nodes)
+        raise HloscopeError(f"`dot` failed{' on ' + str(dot_path) if dot_path else ''}: {msg}")
+    return done.stdout
 
 
 # --- escaping ---------------------------------------------------------------------------
@@ -256,7 +295,7 @@ def _plain(text: str, limit: int = TOOLTIP_CHARS) -> str:
     """
     text = ellipsis(_CONTROL_CHARS.sub(" ", text), limit)
     text = text.replace("&", "&amp;").replace("\\", "\u29f5")
-    return graphviz.nohtml("\\n".join(text.split("\n")))
+    return str(graphviz.nohtml("\\n".join(text.split("\n"))))
 
 
 def _html_label(

@@ -16,7 +16,7 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -25,6 +25,7 @@ from typing import Any
 from hloscope.analysis.report import ModuleReport
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
+from hloscope.hlo.printer import computation_text, instruction_text
 from hloscope.inspection import Inspection
 from hloscope.render.compilations import (
     cold_start_line,
@@ -46,7 +47,6 @@ __all__ = [
     "Diagram",
     "Diagrams",
     "DiagramsFn",
-    "computation_text",
     "embed_json",
     "graphviz_diagrams",
     "iframe_html",
@@ -114,14 +114,18 @@ def report_html(
     """The HTML report of an inspected run.
 
     Args:
-        inspection: From `inspect_run(..., sources=True)` (without sources the page
-            has no HLO text per kernel).
+        inspection: From `inspect_run`.
         diagrams: Draw the Graphviz diagrams (a missing `dot` binary leaves a note).
         title: The page title; the run's script or folder name by default.
         peaks: The device's roofs, for the roofline plot of a profiled run.
 
     Returns:
         The page, one self-contained HTML document.
+
+    Example:
+        >>> inspection = hloscope.inspect_run("tests/data/tf_dense_relu")
+        >>> hloscope.report_html(inspection, diagrams=False).startswith('<!DOCTYPE html>')
+        True
     """
     draw = graphviz_diagrams if diagrams else None
     return report_page(inspection, diagrams=draw, title=title, peaks=peaks)
@@ -135,6 +139,13 @@ def write_html(inspection: Inspection, path: str | Path, **options: Any) -> Path
 
     Raises:
         UsageError: The file cannot be written (missing folder, permissions).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / 'report.html'
+        >>> inspection = hloscope.inspect_run("tests/data/tf_dense_relu")
+        >>> hloscope.write_html(inspection, out, diagrams=False) == out
+        True
     """
     out = Path(path)
     page = report_html(inspection, **options)
@@ -204,7 +215,7 @@ def page_data(
         timing = timings_doc(measured) if measured is not None else None
         extra = module_compile_doc(inspection.compilations, m.key)
         doc = module_doc(m, timing=timing, extra=extra | roofline_keys(inspection, m.key, peaks))
-        extras = _module_extras(m, dumps.get(m.key), inspection.sources.get(m.key))
+        extras = _module_extras(m, dumps.get(m.key))
         story = inspection.passes.get(m.key)
         extras["passes"] = story_doc(story, extras=True) if story is not None else None
         if diagrams is not None and not m.trivial:
@@ -255,7 +266,7 @@ def page_data(
         "torch_xla": _torch_xla_doc(inspection, indices),
         "heaviest": heaviest[:TOP_KERNELS],
         "timed": bool(inspection.module_timings),
-        "bench": dict(inspection.bench) if inspection.bench else None,
+        "bench": _bench(inspection),
     }
     return {"overview": overview, "modules": details}
 
@@ -279,6 +290,13 @@ def _timing_summary(timing: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def _bench(inspection: Inspection) -> dict[str, Any] | None:
+    """The page's eager-vs-XLA section: the run's `bench.json`, or why it was not read."""
+    if inspection.bench is not None:
+        return inspection.bench.to_json()
+    return {"error": inspection.bench_error} if inspection.bench_error else None
+
+
 def _run_extras(run: Run) -> dict[str, Any]:
     return {"modules_total": len(run.modules), "outcome": run_outcome(run.manifest)}
 
@@ -287,9 +305,7 @@ def _run_extras(run: Run) -> dict[str, Any]:
 # Per-module data: fused instructions, HLO text, diagrams
 
 
-def _module_extras(
-    m: ModuleReport, dump: ModuleDump | None, lines: Sequence[str] | None
-) -> dict[str, Any]:
+def _module_extras(m: ModuleReport, dump: ModuleDump | None) -> dict[str, Any]:
     extras: dict[str, Any] = {
         "files": {
             "before": str(dump.before) if dump and dump.before else None,
@@ -303,8 +319,8 @@ def _module_extras(
         extras["fused"] = {
             k.name: [[i.opcode, i.name, i.shape.text] for i in k.ops] for k in m.after.kernels
         }
-        if m.after_module is not None and lines is not None:
-            extras["hlo"] = _kernel_hlo(m.after_module, m, lines)
+        if m.after_module is not None:
+            extras["hlo"] = _kernel_hlo(m.after_module, m)
     return extras
 
 
@@ -324,19 +340,19 @@ def _diagrams_doc(
     } | {"note": d.note}
 
 
-def _kernel_hlo(module: HloModule, m: ModuleReport, lines: Sequence[str]) -> dict[str, str]:
-    """Each kernel's HLO: its fused computation(s), or its own instruction line."""
+def _kernel_hlo(module: HloModule, m: ModuleReport) -> dict[str, str]:
+    """Each kernel's HLO, printed from the parsed module: its own instruction (kind,
+    backend_config), then the fused computation(s) it calls, without metadata."""
     assert m.after is not None
     out: dict[str, str] = {}
     comps = module.computation_map
     for k in m.after.kernels:
         comp = comps.get(k.computation)
         inst = comp.by_name.get(k.name) if comp else None
-        # the kernel's own instruction (kind, backend_config), then what it calls
-        text = _strip_metadata(lines[inst.line - 1].strip()) if inst and inst.line else ""
+        text = instruction_text(inst) if inst is not None else ""
         if k.fused_computation and k.fused_computation in comps:
             names = _nested_fusions(module, k.fused_computation)
-            text = "\n\n".join([text, *(computation_text(module, n, lines) for n in names)])
+            text = "\n\n".join([text, *(computation_text(comps[n]) for n in names)])
         out[k.name] = _cap(text.strip("\n"))
     return out
 
@@ -357,61 +373,6 @@ def _nested_fusions(module: HloModule, name: str) -> list[str]:
 
     visit(name, 0)
     return seen
-
-
-def computation_text(module: HloModule, name: str, lines: Sequence[str]) -> str:
-    """The HLO text of one computation as the dump prints it, without metadata.
-
-    Args:
-        module: A parsed module.
-        name: The computation's name.
-        lines: The lines of the file it was parsed from, as the parser counts lines.
-
-    Returns:
-        The computation from its header to its closing brace, each instruction's
-        `metadata={...}` left out (the page shows source ops and lines separately);
-        "" when the module has no file or no such computation.
-    """
-    comp = module.computation_map.get(name)
-    if comp is None:
-        return ""
-    if not comp.line or not comp.instructions:
-        return ""
-    start = comp.line - 1
-    end = max(i.line for i in comp.instructions)
-    # the closing brace follows the last instruction (multi-line instructions: a bit later)
-    for j in range(end, min(end + 8, len(lines))):
-        if lines[j].strip() == "}":
-            end = j + 1
-            break
-    return "\n".join(_strip_metadata(line) for line in lines[start:end])
-
-
-_METADATA = ", metadata={"
-
-
-def _strip_metadata(line: str) -> str:
-    """Drop `, metadata={...}` from one HLO line (braces inside quotes are skipped)."""
-    at = line.find(_METADATA)
-    if at < 0:
-        return line
-    i = at + len(_METADATA)
-    depth, quoted = 1, False
-    while i < len(line) and depth:
-        c = line[i]
-        if quoted:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                quoted = False
-        elif c == '"':
-            quoted = True
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        i += 1
-    return line[:at] + _strip_metadata(line[i:])
 
 
 def _cap(text: str) -> str:
@@ -459,13 +420,8 @@ def graphviz_diagrams(
 
 
 def _diagram(dot: Any, spec: Any) -> Diagram:
-    """Render a `DiagramSpec` to SVG and map its SVG node ids to kernels."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="hloscope-html-") as tmp:
-        out = Path(tmp) / "diagram.svg"
-        dot.render(spec, out, "svg")
-        svg = out.read_text(encoding="utf-8")
+    """Render a `DiagramSpec` to SVG (in memory) and map its SVG node ids to kernels."""
+    svg = dot.render_svg(spec)
     # the SVG element id is the node id as `to_dot` escapes it
     nodes = {dot.safe_id(node): kernels for node, kernels in spec.node_kernels.items()}
     return Diagram(svg=svg, nodes=nodes, notes=tuple(spec.notes))

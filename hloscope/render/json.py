@@ -271,7 +271,9 @@ def roofline_keys(inspection: Inspection, key: str, peaks: Peaks | None) -> dict
     """A module's `cost`, `memory` and `roofline` documents (see `report_doc`)."""
     return {
         "cost": cost_doc(inspection.cost(key)),
-        "memory": memory_doc(inspection.memory.get(key)),
+        "memory": memory_doc(
+            inspection.memory.get(key), error=inspection.memory_errors.get(key, "")
+        ),
         "roofline": roofline_doc(peaks, inspection.roofline(key, peaks)),
     }
 

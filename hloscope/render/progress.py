@@ -262,11 +262,10 @@ def outcome(result: DumpResult) -> RenderableType:
 
 
 def _framework(manifest: RunManifest) -> str:
-    framework = manifest.framework
-    if not framework:
+    if not manifest.frameworks:
         return ""
     versions = manifest.versions
-    named = [f"{fw} {versions.get(fw) or ''}".strip() for fw in str(framework).split("+")]
+    named = [f"{fw} {versions.get(fw.value) or ''}".strip() for fw in manifest.frameworks]
     return f" ({', '.join(named)})"
 
 

@@ -29,27 +29,29 @@ MIN_SHARE = 0.01
 
 def cost_part(
     cost: ModuleCost | None,
-    memory: MemoryReport | str | None,
+    memory: MemoryReport | None,
     roofs: list[KernelRoof],
     peaks: Peaks | None,
     *,
     holds: Mapping[str, str] | None = None,
     top: int = 8,
     width: int | None = None,
+    memory_error: str | None = None,
 ) -> list[RenderableType]:
     """A module's cost per execution, its planned memory and, when it was profiled and
     the device's roofs are known, the kernels furthest below their roof.
 
     Args:
         cost: Bytes and FLOPs (`Inspection.cost`).
-        memory: XLA's planned memory, the reason it could not be read, or None.
+        memory: XLA's planned memory, or None.
         roofs: Its kernels against the roofs (`Inspection.roofline`).
         peaks: The roofs.
         holds: Kernel name -> what it holds, printed beside each kernel's name.
         top: Most kernels in the roofline table.
         width: The terminal's width, which kernel names are cut to fit (None: a pipe).
+        memory_error: Why the planned memory could not be read, if it could not.
     """
-    parts: list[RenderableType] = [_cost_line(cost), _memory_line(memory)]
+    parts: list[RenderableType] = [_cost_line(cost), _memory_line(memory, memory_error)]
     if roofs and peaks is not None:
         parts.extend(_roof_part(roofs, peaks, top, holds, width))
     return parts
@@ -99,11 +101,11 @@ def _cost_line(cost: ModuleCost | None) -> Text:
     return Text.assemble(("cost", "bold"), line)
 
 
-def _memory_line(memory: MemoryReport | str | None) -> Text:
+def _memory_line(memory: MemoryReport | None, error: str | None = None) -> Text:
+    if error:
+        return Text.assemble(("memory", "bold"), f": {error}", style="yellow")
     if memory is None:
         return Text.assemble(("memory", "bold"), f": not in the dump ({MISSING_HINT})", style="dim")
-    if isinstance(memory, str):
-        return Text.assemble(("memory", "bold"), f": {memory}", style="yellow")
     split = ", ".join(
         f"{kind} {fmt_bytes(memory.by_kind[kind])}" for kind in KINDS if memory.by_kind[kind]
     )

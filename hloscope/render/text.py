@@ -302,6 +302,7 @@ def module_section(
             peaks,
             holds=holds,
             width=fit,
+            memory_error=inspection.memory_errors.get(m.key),
         )
     )
     return Group(*parts)

@@ -161,37 +161,6 @@ def profile_doc(p: ProfileTimings) -> dict[str, Any]:
 
 
 def bench_doc(r: BenchResult) -> dict[str, Any]:
-    """The `hloscope bench --json` document, also saved as a run's `bench.json`.
-
-    Schema: `schema_version`, `framework`, `device`, `target`, `baseline`, `notes`, and
-    `modes`: `[{name, label, first_call_s, compile_s, median_s, p10_s, p90_s, repeats,
-    speedup, peak_memory_bytes, memory_note, error}]`, the baseline first. Seconds,
-    rounded to nanoseconds; `speedup` is baseline median / mode median; `compile_s` is
-    the part of the first call the framework says it spent compiling (JAX's compile
-    events), null where it does not say.
-    """
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "framework": r.framework,
-        "device": r.device,
-        "target": r.target,
-        "baseline": r.baseline,
-        "notes": list(r.notes),
-        "modes": [
-            {
-                "name": m.name,
-                "label": m.label,
-                "first_call_s": _r(m.first_call_s, 9),
-                "compile_s": _r(m.compile_s, 9),
-                "median_s": _r(m.median_s, 9),
-                "p10_s": _r(m.p10_s, 9),
-                "p90_s": _r(m.p90_s, 9),
-                "repeats": m.repeats,
-                "speedup": _r(m.speedup, 3),
-                "peak_memory_bytes": m.peak_memory_bytes,
-                "memory_note": m.memory_note,
-                "error": m.error,
-            }
-            for m in r.modes
-        ],
-    }
+    """The `hloscope bench --json` document, also saved as a run's `bench.json`: the
+    result's own document (`BenchResult.to_json`, which fixes the schema)."""
+    return r.to_json()

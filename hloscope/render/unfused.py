@@ -12,7 +12,6 @@ from typing import Any
 
 from rich.table import Table
 
-from hloscope.analysis.memory import MemoryReport
 from hloscope.analysis.report import ModuleReport
 from hloscope.inspection import Inspection
 from hloscope.render.format import DASH, fmt_bytes, fmt_count, fmt_us, short_name
@@ -37,7 +36,7 @@ def _figures(inspection: Inspection, m: ModuleReport) -> dict[str, float | None]
         "kernels": m.after.kernel_count if m.after else None,
         "launches": m.after.launches if m.after else None,
         "bytes_moved": cost.total.bytes if cost else None,
-        "peak_memory": memory.peak if isinstance(memory, MemoryReport) else None,
+        "peak_memory": memory.peak if memory is not None else None,
         "kernel_us": sum(times.values()) if times else None,
     }
 

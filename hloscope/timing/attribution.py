@@ -35,6 +35,7 @@ from hloscope.timing.executions import (
     measured,
     split,
 )
+from hloscope.timing.intervals import PS_PER_US, ns_to_us, ps_to_us, union_length
 from hloscope.timing.results import (
     CLOCK_DEVICE,
     CLOCK_MIXED,
@@ -236,26 +237,7 @@ def _busy_ps(ops: Sequence[OpEvent]) -> int:
     sum is that union, and the timeline's stretched events are not used."""
     if ops and all(o.device_ps is not None for o in ops):
         return sum(o.op_ps for o in ops)
-    total = 0
-    end = None
-    start = 0
-    for o in sorted(ops, key=lambda o: o.start_ps):
-        if end is None or o.start_ps > end:
-            if end is not None:
-                total += end - start
-            start, end = o.start_ps, o.end_ps
-        else:
-            end = max(end, o.end_ps)
-    if end is not None:
-        total += end - start
-    return total
-
-
-_PS_PER_US = 1e6
-
-
-def _us(ps: float) -> float:
-    return ps / _PS_PER_US
+    return union_length((o.start_ps, o.end_ps) for o in ops)
 
 
 def _module_timing(
@@ -297,7 +279,7 @@ def _module_timing(
     launches = kernel_launches = 0
     timed = on_device_clock = 0  # op events counted, and those timed on the device's clock
     control_self: dict[str, list[int]] = defaultdict(list)
-    tally = DeviceTally(_PS_PER_US)
+    tally = DeviceTally(PS_PER_US)
     for ex in executions:
         device = ex.ops[0].device_name
         kernels = [o for o in ex.ops if id(o) not in control]
@@ -342,7 +324,7 @@ def _module_timing(
             KernelTiming.of(
                 op,
                 ds,
-                per_us=_PS_PER_US,
+                per_us=PS_PER_US,
                 kernels_total=kernel_ps,
                 executions=n,
                 devices=devices,
@@ -372,10 +354,10 @@ def _module_timing(
         program_id=program_id,
         executions=tally.mean_count(n),
         skipped=round(skipped / max(1, len(per_device))),
-        total_us=_us(tally.mean(sum(walls))),
-        kernel_us=_us(tally.mean(kernel_ps)),
-        unattributed_us=_us(tally.mean(unattributed_ps)),
-        execution_us=tuple(_us(w) for w in walls),
+        total_us=ps_to_us(tally.mean(sum(walls))),
+        kernel_us=ps_to_us(tally.mean(kernel_ps)),
+        unattributed_us=ps_to_us(tally.mean(unattributed_ps)),
+        execution_us=tuple(ps_to_us(w) for w in walls),
         launches_per_execution=per_execution,
         kernel_launches_per_execution=kernel_launches / n if n else 0.0,
         static_launches=static_launches,
@@ -386,14 +368,14 @@ def _module_timing(
         devices=tuple(sorted({o.device for o in ops})),
         split_by=split_by,
         wall_from=wall_from,
-        busy_us=_us(tally.mean(busy_ps)),
+        busy_us=ps_to_us(tally.mean(busy_ps)),
         launches_by_execution=tuple(per_execution_calls),
         cold=cold,
         control=tuple(
             KernelTiming.of(
                 op,
                 ds,
-                per_us=_PS_PER_US,
+                per_us=PS_PER_US,
                 kernels_total=kernel_ps,
                 executions=n,
                 devices=devices,
@@ -435,7 +417,7 @@ def _without_ops(
     kept, skipped, cold = measured(per_device, skip_first, max_executions)
     kept.sort()
     walls = [end - start for start, end, _ in kept]
-    tally = DeviceTally(_PS_PER_US)
+    tally = DeviceTally(PS_PER_US)
     for start, end, plane in kept:
         tally.execution(plane, end - start, 0)
     n = len(walls)
@@ -445,10 +427,10 @@ def _without_ops(
         program_id=key[1],
         executions=tally.mean_count(n),
         skipped=round(skipped / max(1, len(per_device))),
-        total_us=_us(tally.mean(sum(walls))),
+        total_us=ps_to_us(tally.mean(sum(walls))),
         kernel_us=0.0,
-        unattributed_us=_us(tally.mean(sum(walls))),
-        execution_us=tuple(_us(w) for w in walls),
+        unattributed_us=ps_to_us(tally.mean(sum(walls))),
+        execution_us=tuple(ps_to_us(w) for w in walls),
         launches_per_execution=0.0,
         kernel_launches_per_execution=0.0,
         static_launches=static_launches,
@@ -551,6 +533,14 @@ def attribute(
 
     Returns:
         The timings, modules with the most total time first.
+
+    Example:
+        >>> from pathlib import Path
+        >>> path = next(Path('tests/data/jax_mlp_profile').rglob('*.xplane.pb'))
+        >>> trace = hloscope.read_trace(path)
+        >>> timings = hloscope.attribute(trace, skip_first=1)
+        >>> sorted(timings.modules)[:1]
+        ['jit_mlp']
     """
     if skip_first < 0:
         raise UsageError("skip_first must be 0 or more")
@@ -589,7 +579,7 @@ def attribute(
     problems.extend(cold_problems(timings, skip_first))
     duration = None
     if trace.start_ns is not None and trace.stop_ns is not None:
-        duration = (trace.stop_ns - trace.start_ns) / 1e3
+        duration = ns_to_us(trace.stop_ns - trace.start_ns)
     return ProfileTimings(
         path=trace.path,
         format=trace.format,

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.capture.inprocess import framework_of_call
-from hloscope.errors import HloscopeError, MissingDependencyError, UsageError
+from hloscope.errors import DocumentError, HloscopeError, MissingDependencyError, UsageError
+from hloscope.frameworks import Framework
 
 __all__ = [
+    "BENCH_SCHEMA_VERSION",
     "BenchResult",
     "Measurement",
     "Mode",
@@ -216,6 +218,13 @@ class ModeResult:
         compile_s: Of the first call, the seconds the framework says it spent compiling
             (JAX's compile events: tracing, lowering and XLA's compile), None where it
             does not say.
+
+    Example:
+        >>> modes = [{'name': 'jit', 'median_s': 0.0005, 'repeats': 40}]
+        >>> doc = {'framework': 'jax', 'baseline': 'jit', 'modes': modes}
+        >>> mode = hloscope.BenchResult.from_json(doc).mode('jit')
+        >>> mode.median_s, mode.repeats
+        (0.0005, 40)
     """
 
     name: str
@@ -233,20 +242,36 @@ class ModeResult:
     compile_s: float | None = None
 
 
+BENCH_SCHEMA_VERSION = 1
+"""Version of the `bench.json` layout (`BenchResult.to_json`)."""
+
+# The figures of a mode as `bench.json` holds them, with the digits they keep.
+_MODE_SECONDS = ("first_call_s", "compile_s", "median_s", "p10_s", "p90_s")
+
+
 @dataclass(frozen=True)
 class BenchResult:
-    """Eager vs XLA figures of one function.
+    """Eager vs XLA figures of one function; saved as a run's `bench.json`.
 
     Attributes:
-        framework: `tensorflow` or `jax`.
+        framework: The framework it ran with.
         device: What it ran on (`CPU (2 cores)`, `gpu: NVIDIA H100`, ...).
         modes: Each mode's figures, the baseline first.
         baseline: The mode speed-ups are relative to.
         notes: Caveats, one line each.
         target: What was benchmarked (`samples/x.py:bench`), when known.
+
+    Example:
+        >>> modes = [{'name': 'op-by-op', 'median_s': 2e-3}, {'name': 'jit', 'median_s': 5e-4}]
+        >>> doc = {'framework': 'jax', 'baseline': 'op-by-op', 'modes': modes}
+        >>> result = hloscope.BenchResult.from_json(doc)
+        >>> result.framework, result.mode('jit').speedup
+        (<Framework.JAX: 'jax'>, None)
+        >>> hloscope.BenchResult.from_json(result.to_json()) == result
+        True
     """
 
-    framework: str
+    framework: Framework
     device: str
     modes: tuple[ModeResult, ...]
     baseline: str
@@ -263,6 +288,113 @@ class BenchResult:
             if m.name == name:
                 return m
         raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `hloscope bench --json` document, also saved as a run's `bench.json`.
+
+        Schema: `schema_version`, `framework`, `device`, `target`, `baseline`, `notes`,
+        and `modes`: `[{name, label, first_call_s, compile_s, median_s, p10_s, p90_s,
+        repeats, speedup, peak_memory_bytes, memory_note, error}]`, the baseline first.
+        Seconds, rounded to nanoseconds; `speedup` is baseline median / mode median;
+        `compile_s` is the part of the first call the framework says it spent compiling
+        (JAX's compile events), null where it does not say. The individual timed calls
+        (`times_s`) are not kept.
+
+        Example:
+            >>> doc = result.to_json()  # doctest: +SKIP
+            >>> BenchResult.from_json(doc).mode("xla").median_s  # doctest: +SKIP
+            0.000412
+        """
+        return {
+            "schema_version": BENCH_SCHEMA_VERSION,
+            "framework": self.framework.value,
+            "device": self.device,
+            "target": self.target,
+            "baseline": self.baseline,
+            "notes": list(self.notes),
+            "modes": [
+                {
+                    "name": m.name,
+                    "label": m.label,
+                    **{k: _rounded(getattr(m, k), 9) for k in _MODE_SECONDS},
+                    "repeats": m.repeats,
+                    "speedup": _rounded(m.speedup, 3),
+                    "peak_memory_bytes": m.peak_memory_bytes,
+                    "memory_note": m.memory_note,
+                    "error": m.error,
+                }
+                for m in self.modes
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any, *, where: str = "bench.json") -> BenchResult:
+        """Read a `bench.json` document (`to_json`'s), checking each field's type.
+
+        Raises:
+            DocumentError: Not an object of this layout, a field of the wrong type, or
+                a schema version this hloscope does not read.
+        """
+        if not isinstance(doc, dict):
+            raise DocumentError("not a bench document (expected a JSON object)", where=where)
+        if doc.get("schema_version", BENCH_SCHEMA_VERSION) != BENCH_SCHEMA_VERSION:
+            raise DocumentError(
+                f"schema_version {doc.get('schema_version')!r}; this hloscope reads "
+                f"{BENCH_SCHEMA_VERSION} (run `hloscope bench --save` again)",
+                where=where,
+            )
+        framework = Framework.lookup(_field(doc, "framework", str, where) or "")
+        if framework is None:
+            raise DocumentError(f"framework {doc.get('framework')!r} is unknown", where=where)
+        modes = doc.get("modes")
+        if not isinstance(modes, list):
+            raise DocumentError("modes should be a list", where=where)
+        notes = doc.get("notes") or []
+        if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+            raise DocumentError("notes should be a list of strings", where=where)
+        return cls(
+            framework=framework,
+            device=_field(doc, "device", str, where) or "",
+            modes=tuple(_mode(m, where) for m in modes),
+            baseline=_field(doc, "baseline", str, where) or "",
+            notes=tuple(notes),
+            target=_field(doc, "target", str, where),
+        )
+
+
+def _rounded(x: float | None, digits: int) -> float | None:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return round(x, digits)
+
+
+def _field(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """`doc[key]`, None when absent, else checked to be of `kind` (never a bool for a
+    number) and finite."""
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise DocumentError(f"{key} has the wrong type ({type(value).__name__})", where=where)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DocumentError(f"{key} is not a finite number", where=where)
+    return value
+
+
+def _mode(doc: Any, where: str) -> ModeResult:
+    if not isinstance(doc, dict):
+        raise DocumentError("each of modes should be an object", where=where)
+    number = (int, float)
+    return ModeResult(
+        name=_field(doc, "name", str, where) or "?",
+        label=_field(doc, "label", str, where) or "",
+        repeats=_field(doc, "repeats", int, where) or 0,
+        speedup=_field(doc, "speedup", number, where),
+        peak_memory_bytes=_field(doc, "peak_memory_bytes", int, where),
+        memory_note=_field(doc, "memory_note", str, where),
+        error=_field(doc, "error", str, where),
+        **{k: _field(doc, k, number, where) for k in _MODE_SECONDS},
+    )
 
 
 def _error_line(e: BaseException) -> str:
@@ -594,7 +726,11 @@ def _torch_modes(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[list[Mode
     return modes, device, notes
 
 
-_MODES = {"tensorflow": _tf_modes, "jax": _jax_modes, "torch_xla": _torch_modes}
+_MODES = {
+    Framework.TENSORFLOW: _tf_modes,
+    Framework.JAX: _jax_modes,
+    Framework.TORCH_XLA: _torch_modes,
+}
 
 
 def bench(
@@ -630,25 +766,17 @@ def bench(
     Raises:
         UsageError: The framework cannot be told or is not supported.
         MissingDependencyError: The framework is not installed.
+
+    Example:
+        >>> import jax.numpy as jnp  # doctest: +SKIP
+        >>> result = hloscope.bench(lambda x: jnp.tanh(x) * 2, jnp.ones((64, 64)))  # doctest: +SKIP
+        >>> result.mode('jit').speedup  # doctest: +SKIP
     """
-    if framework is None:
-        framework = framework_of_call(fn, args)
-        if framework is None:
-            raise UsageError(
-                "cannot tell whether this is a TensorFlow, JAX or PyTorch function; "
-                "pass framework='tensorflow', 'jax' or 'torch'"
-            )
-    name = {
-        "tf": "tensorflow",
-        "tensorflow": "tensorflow",
-        "jax": "jax",
-        "torch": "torch_xla",
-        "torch_xla": "torch_xla",
-        "pytorch": "torch_xla",
-    }.get(framework.lower())
+    name = Framework.parse(framework) if framework else framework_of_call(fn, args)
     if name is None:
         raise UsageError(
-            f"unknown framework {framework!r}; expected 'tensorflow', 'jax' or 'torch'"
+            "cannot tell whether this is a TensorFlow, JAX or PyTorch function; "
+            "pass framework='tensorflow', 'jax' or 'torch'"
         )
     modes, device, notes = _MODES[name](fn, args)
     results = run_modes(

@@ -22,10 +22,11 @@ from typing import Any
 
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
 from hloscope.files import decompress_xz, inside, read_regular
-from hloscope.runs import NSYS_TRACE, is_nsys_archive
 from hloscope.timing.devices import DeviceTally
 from hloscope.timing.executions import measured
+from hloscope.timing.intervals import NS_PER_US, ns_to_us, union_length
 from hloscope.timing.results import KernelTiming, ModuleTiming, ProfileTimings, cold_problems
+from hloscope.unpack import NSYS_TRACE, is_nsys_archive
 
 __all__ = [
     "NsysArchive",
@@ -389,18 +390,7 @@ def _executions(cols: Mapping[str, list[Any]]) -> tuple[list[NsysExecution], lis
 
 def _busy_ns(thunks: Iterable[ThunkCall]) -> int:
     """Time when at least one thunk's GPU work ran (the union of their intervals)."""
-    total = 0
-    start = end = None
-    for t in sorted(thunks, key=lambda t: t.start_ns):
-        if end is None or t.start_ns > end:
-            if end is not None and start is not None:
-                total += end - start
-            start, end = t.start_ns, t.start_ns + t.duration_ns
-        else:
-            end = max(end, t.start_ns + t.duration_ns)
-    if end is not None and start is not None:
-        total += end - start
-    return total
+    return union_length((t.start_ns, t.start_ns + t.duration_ns) for t in thunks)
 
 
 def _steady(
@@ -416,13 +406,6 @@ def _steady(
     return sorted(kept, key=lambda r: r.order), skipped, cold
 
 
-_NS_PER_US = 1e3
-
-
-def _us(ns: float) -> float:
-    return ns / _NS_PER_US
-
-
 def _kernel(
     name: str,
     ops: set[str],
@@ -434,7 +417,7 @@ def _kernel(
     return KernelTiming.of(
         name,
         [c.duration_ns for c in calls],
-        per_us=_NS_PER_US,
+        per_us=NS_PER_US,
         kernels_total=kernel_ns,
         executions=n,
         devices=tally.count,
@@ -479,7 +462,7 @@ def module_timing(
     ops: dict[str, set[str]] = defaultdict(set)
     unknown: set[str] = set()
     busy = unattributed = 0
-    tally = DeviceTally(_NS_PER_US)  # each thread drives one GPU
+    tally = DeviceTally(NS_PER_US)  # each thread drives one GPU
     for ex in steady:
         for t in ex.thunks:
             name = t.op if kernel_of is None else kernel_of.get(t.op)
@@ -503,10 +486,10 @@ def module_timing(
         program_id=runs[0].program_id,
         executions=tally.mean_count(n),
         skipped=round(skipped / max(1, len({ex.thread for ex in runs}))),
-        total_us=_us(tally.mean(sum(ex.duration_ns for ex in steady))),
-        kernel_us=_us(tally.mean(kernel_ns)),
-        unattributed_us=_us(tally.mean(unattributed)),
-        execution_us=tuple(_us(ex.duration_ns) for ex in steady),
+        total_us=ns_to_us(tally.mean(sum(ex.duration_ns for ex in steady))),
+        kernel_us=ns_to_us(tally.mean(kernel_ns)),
+        unattributed_us=ns_to_us(tally.mean(unattributed)),
+        execution_us=tuple(ns_to_us(ex.duration_ns) for ex in steady),
         launches_per_execution=sum(launches) / n if n else 0.0,
         kernel_launches_per_execution=sum(device_ops) / n if n else 0.0,
         static_launches=None,
@@ -517,7 +500,7 @@ def module_timing(
         split_by=SPLIT_BY,
         wall_from=WALL_FROM,
         source=SOURCE,
-        busy_us=_us(tally.mean(busy)),
+        busy_us=ns_to_us(tally.mean(busy)),
         device_ops_per_execution=sum(device_ops) / n if n else None,
         launches_by_execution=launches,
         device_ops_by_execution=device_ops,

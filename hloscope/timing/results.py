@@ -71,6 +71,12 @@ class KernelTiming:
         spread: Its time on the slowest device over its median device's (1.0 when they
             match); None on one device.
         slowest_device: The device it took longest on, when it ran on several.
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> k = ins.timing('0030.jit_mlp').kernels[0]
+        >>> k.name, k.calls
+        ('ynn_fusion.1', 2.0)
     """
 
     name: str
@@ -144,6 +150,12 @@ class DeviceTiming:
         executions: Steady-state executions on it.
         total_us: Wall time of those executions, summed.
         kernel_us: Time inside the module's kernels on it, summed.
+
+    Example:
+        >>> ins = hloscope.inspect_run('tests/data/jax_four_devices_profile')
+        >>> t = next(t for t in ins.module_timings.values() if t.per_device)
+        >>> t.device_count, [d.device for d in t.per_device][:2]
+        (4, ['/device:CPU:0', '/device:CPU:1'])
     """
 
     device: str
@@ -210,6 +222,12 @@ class ModuleTiming:
             duration of each op, as a TPU records it and XProf sums it), `timeline`
             (each event's length on the profile's timeline), or `device+timeline`.
             Executions are always placed, and their wall time measured, on the timeline.
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> t = ins.timing('0030.jit_mlp')
+        >>> t.executions, len(t.kernels)
+        (2, 11)
     """
 
     name: str
@@ -318,6 +336,11 @@ class ProfileTimings:
         source: Where the timings come from: `xplane`, `trace.json` or `nsys`.
         platform: The target the profile records (`sm_90`, `TPU`), or None.
         device: The device model it records (`NVIDIA H100 80GB HBM3`), or None.
+
+    Example:
+        >>> timings = hloscope.inspect_run("tests/data/jax_mlp_profile").timings
+        >>> timings.format, timings.op_events > 0
+        ('xplane', True)
     """
 
     path: str | None

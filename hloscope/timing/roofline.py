@@ -12,6 +12,7 @@ measured kernel times; renderers show the result.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform as host
 import time
@@ -23,6 +24,7 @@ from typing import Any
 
 from hloscope.analysis.cost import ModuleCost
 from hloscope.analysis.kernels import ASYNC_DONE_OPCODES, COLLECTIVE_OPCODES
+from hloscope.errors import DocumentError
 from hloscope.store import PEAKS_FILE, machine_key, user_cache_dir
 
 __all__ = [
@@ -46,6 +48,11 @@ class Peaks:
         flops_low: Peak FLOP/s for 16-bit and narrower work (tensor cores), where it
             differs; None when the same.
         source: Where the figures come from (`table`, `probe`, `flags`).
+
+    Example:
+        >>> peaks = hloscope.Peaks('my GPU', bandwidth=3.35e12, flops=989e12)
+        >>> round(peaks.ridge)
+        295
     """
 
     name: str
@@ -53,6 +60,30 @@ class Peaks:
     flops: float
     flops_low: float | None = None
     source: str = "table"
+
+    def to_json(self) -> dict[str, Any]:
+        """The roofs as this machine's entry of the probe cache (`peaks.json`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Any, *, source: str = "probe") -> Peaks:
+        """Read an entry of the probe cache (`to_json`'s).
+
+        Raises:
+            DocumentError: The entry is of another shape, or a roof is not a positive,
+                finite number.
+        """
+        try:
+            found = cls(
+                str(doc["name"]), float(doc["bandwidth"]), float(doc["flops"]),
+                None if doc.get("flops_low") is None else float(doc["flops_low"]), source,
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise DocumentError("not a device's roofs", where=PEAKS_FILE) from None
+        roofs = (found.bandwidth, found.flops, found.flops_low or 1.0)
+        if not all(math.isfinite(x) and x > 0 for x in roofs):
+            raise DocumentError("a roof is not a positive number", where=PEAKS_FILE)
+        return found
 
     @property
     def ridge(self) -> float:
@@ -149,13 +180,13 @@ def cpu_peaks(clock: Callable[[], float] = time.perf_counter) -> Peaks | None:
     path = user_cache_dir() / PEAKS_FILE
     key = machine_key()
     cached = _read_cache(path)
-    known = _peaks_of(cached[key]) if isinstance(cached.get(key), dict) else None
+    known = _peaks_of(cached[key]) if key in cached else None
     if known is not None:
         return known
     measured = _probe(clock)
     if measured is None:
         return None
-    cached[key] = asdict(measured)
+    cached[key] = measured.to_json()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(cached, indent=1))
@@ -164,13 +195,11 @@ def cpu_peaks(clock: Callable[[], float] = time.perf_counter) -> Peaks | None:
     return measured
 
 
-def _peaks_of(doc: Mapping[str, Any]) -> Peaks | None:
+def _peaks_of(doc: Any) -> Peaks | None:
+    """A kept entry; None for one of another shape (the machine is probed again)."""
     try:
-        return Peaks(
-            str(doc["name"]), float(doc["bandwidth"]), float(doc["flops"]),
-            None if doc.get("flops_low") is None else float(doc["flops_low"]), "probe",
-        )  # fmt: skip
-    except (KeyError, TypeError, ValueError):
+        return Peaks.from_json(doc)
+    except DocumentError:
         return None
 
 
@@ -243,6 +272,13 @@ class KernelRoof:
             operands and result; FLOPs 0).
         execution_us: Its time per execution of the module (all its runs), µs.
         peak_flops: The FLOP roof it is held to (16-bit for narrow matrix work).
+
+    Example:
+        >>> ins = hloscope.inspect_run("tests/data/jax_mlp_profile")
+        >>> peaks = hloscope.Peaks('cpu', bandwidth=2e10, flops=1e11)
+        >>> roof = ins.roofline('0030.jit_mlp', peaks)[0]  # furthest below its roof first
+        >>> roof.name, roof.bound
+        ('add_reduce_fusion', 'memory')
     """
 
     name: str

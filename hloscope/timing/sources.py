@@ -17,6 +17,7 @@ from typing import Protocol
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.errors import HloscopeError
 from hloscope.hlo.parser import parse_file
+from hloscope.manifest import ProfileSettings
 from hloscope.runs import NSYS_SOURCE, XSPACE_SOURCE, Run, scan_dump_dir
 from hloscope.timing import nsys
 from hloscope.timing.attribution import attribute, op_events
@@ -80,13 +81,11 @@ class ProfilerSource:
         return folder is not None and has_profile(folder)
 
     def read(self, run: Run, static: Mapping[str, ModuleAnalysis]) -> ProfileTimings:
-        settings = run.manifest.profile or {}
-        skip = settings.get("skip_first", 1)
-        limit = settings.get("max_executions")
+        settings = run.manifest.profile or ProfileSettings()
         return profile_timings(  # computed once, then kept in the run folder
             _profile_folder(run) or run.path,
-            skip_first=skip if isinstance(skip, int) and skip >= 0 else 1,
-            max_executions=limit if isinstance(limit, int) and limit > 0 else None,
+            skip_first=settings.skip_first,
+            max_executions=settings.max_executions,
             static=static or None,
         )
 
@@ -97,9 +96,9 @@ def _profile_folder(run: Run) -> Path | None:
     folder (a profile recorded another way and put there, a bare profiler log dir)."""
     if not run.path.is_dir():
         return None
-    named = (run.manifest.profile or {}).get("dir")
-    if run.manifest.source == "dump" and isinstance(named, str) and named:
-        return run.path / named
+    settings = run.manifest.profile
+    if run.manifest.source == "dump" and settings is not None:
+        return run.path / settings.dir
     return run.path
 
 
@@ -170,6 +169,12 @@ def run_timings(
 
     Raises:
         HloscopeError: A measurement is there but cannot be read.
+
+    Example:
+        >>> run = hloscope.load_run("tests/data/jax_mlp_profile")
+        >>> timings = hloscope.run_timings(run)
+        >>> timings.format, sorted(timings.modules)[:1]
+        ('xplane', ['jit_mlp'])
     """
     for source in SOURCES:
         if source.found(run):
@@ -205,6 +210,11 @@ def load_profile(
 
     Raises:
         ProfileReadError: No profile found, or the file is not a profile.
+
+    Example:
+        >>> timings = hloscope.load_profile("tests/data/jax_mlp_profile")
+        >>> timings.format, timings.skip_first
+        ('xplane', 1)
     """
     files = find_profiles(run_or_dir)
 

@@ -62,6 +62,14 @@ class TraceEvent:
             own win); `ref` values resolved to strings, numbers as numbers.
         display_name: The metadata's display name, where it has one (on a TPU's
             `XLA Ops` line the HLO op name, `fusion.3`, while `name` is its HLO text).
+
+    Example:
+        >>> from pathlib import Path
+        >>> path = next(Path('tests/data/jax_mlp_profile').rglob('*.xplane.pb'))
+        >>> trace = hloscope.read_trace(path)
+        >>> event = trace.events[0]
+        >>> isinstance(event, hloscope.TraceEvent), event.duration_ps >= 0
+        (True, True)
     """
 
     name: str
@@ -97,6 +105,13 @@ class Trace:
             (`device_type_string`: `/device:TPU:0` -> `TPU v6 Lite`).
         platforms: Target by device plane: `sm_70` from a GPU plane's compute
             capability stats, `TPU` for TPU planes.
+
+    Example:
+        >>> from pathlib import Path
+        >>> path = next(Path('tests/data/jax_mlp_profile').rglob('*.xplane.pb'))
+        >>> trace = hloscope.read_trace(path)
+        >>> isinstance(trace, hloscope.Trace), trace.format
+        (True, 'xplane')
     """
 
     path: str | None

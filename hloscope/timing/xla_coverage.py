@@ -28,6 +28,7 @@ from hloscope.analysis.tf_graphs import (
 )
 from hloscope.capture.tf_graphs import GRAPHS_SUBDIR
 from hloscope.errors import HloscopeError
+from hloscope.frameworks import Framework
 from hloscope.runs import Run
 from hloscope.timing.results import ModuleTiming
 from hloscope.timing.sources import profile_folder
@@ -58,6 +59,11 @@ class OutsideOp:
         time_us: Its time in the profile, summed over its calls after the warm-up ones;
             None when the run was not profiled.
         calls: Those calls.
+
+    Example:
+        >>> coverage = hloscope.inspect_run('tests/data/tf_auto_clustering').xla_coverage
+        >>> all(isinstance(op, hloscope.OutsideOp) for op in coverage.outside)
+        True
     """
 
     op: str
@@ -82,6 +88,11 @@ class XlaCoverage:
         time_outside_us: Their summed time in the profile (None: not profiled).
         time_in_xla_us: The measured wall time of the XLA modules' steady executions
             (else of the `_XlaRun`/`XlaLaunch` launches); None when not profiled.
+
+    Example:
+        >>> coverage = hloscope.inspect_run('tests/data/tf_auto_clustering').xla_coverage
+        >>> isinstance(coverage, hloscope.XlaCoverage), len(coverage.functions)
+        (True, 1)
     """
 
     source: str
@@ -155,8 +166,7 @@ def _profile_traces(run: Run) -> list[Trace]:
 
 
 def _is_tensorflow(run: Run, modules: Sequence[ModuleReport]) -> bool:
-    framework = run.manifest.framework or ""
-    return "tensorflow" in framework or any(
+    return Framework.TENSORFLOW in run.manifest.frameworks or any(
         m.name.startswith(("cluster_", "a_inference_")) for m in modules
     )
 

@@ -249,6 +249,13 @@ def read_trace(path: Path | str, *, xla_only: bool = False) -> Trace:
 
     Raises:
         ProfileReadError: The file cannot be read or is not a profile.
+
+    Example:
+        >>> from pathlib import Path
+        >>> path = next(Path('tests/data/jax_mlp_profile').rglob('*.xplane.pb'))
+        >>> trace = hloscope.read_trace(path)
+        >>> len(trace.events) > 0
+        True
     """
     p = Path(path)
     name = p.name

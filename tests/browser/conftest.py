@@ -184,5 +184,5 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
     out = {}
     for name, source in sources.items():
-        out[name] = write_html(inspect_run(source, sources=True), root / f"{name}.html")
+        out[name] = write_html(inspect_run(source), root / f"{name}.html")
     return out

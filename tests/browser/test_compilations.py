@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def _page(tmp_path: Path, name: str) -> Path:
-    return write_html(inspect_run(DATA / name, sources=True), tmp_path / f"{name}.html")
+    return write_html(inspect_run(DATA / name), tmp_path / f"{name}.html")
 
 
 def test_overview_groups_the_compilations_with_their_shapes(tab: ReportTab, tmp_path: Path) -> None:

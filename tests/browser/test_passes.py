@@ -12,9 +12,7 @@ from tests.conftest import DATA
 
 
 def test_passes_section_and_kernel_history(tab: ReportTab, tmp_path: Path) -> None:
-    page_file = write_html(
-        inspect_run(DATA / "jax_passes", sources=True, passes=True), tmp_path / "p.html"
-    )
+    page_file = write_html(inspect_run(DATA / "jax_passes", passes=True), tmp_path / "p.html")
     tab.open(page_file)
     page = tab.page
     section = page.locator(".hs-module[open] section[data-part=passes]")
@@ -33,9 +31,7 @@ def test_passes_section_and_kernel_history(tab: ReportTab, tmp_path: Path) -> No
 
 
 def test_pages_without_pass_dumps_have_no_section(tab: ReportTab, tmp_path: Path) -> None:
-    page_file = write_html(
-        inspect_run(DATA / "tf_dense_relu", sources=True, passes=True), tmp_path / "t.html"
-    )
+    page_file = write_html(inspect_run(DATA / "tf_dense_relu", passes=True), tmp_path / "t.html")
     tab.open(page_file)
     assert tab.page.locator("section[data-part=passes]").count() == 0
     tab.page.click(".hs-module[open] tr.hs-row:has-text('broadcast_maximum_fusion')")

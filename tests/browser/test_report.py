@@ -274,7 +274,7 @@ def big_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.importorskip("jax", reason="generating the benchmark module needs JAX")
     module = big_module_file(85)  # a single-file run
     out = tmp_path_factory.mktemp("big") / "big.html"
-    return write_html(inspect_run(module, sources=True), out)
+    return write_html(inspect_run(module), out)
 
 
 def test_big_module_becomes_interactive_in_seconds(
@@ -333,7 +333,7 @@ def test_screenshots_for_the_readme(
     run = Path("hloscope-runs") / "jax_mlp-20261202-182452"
     shutil.copytree(reports["jax_mlp"].parent / "jax_mlp_run", tmp_path / run)
     monkeypatch.chdir(tmp_path)
-    page_file = write_html(inspect_run(run, sources=True), tmp_path / "report.html")
+    page_file = write_html(inspect_run(run), tmp_path / "report.html")
     page = tab.page
     page.set_viewport_size({"width": 1280, "height": 800})
     tab.open(page_file)

@@ -25,7 +25,7 @@ def roofline_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
     manifest = {"script": "samples/jax_mlp.py", "framework": "jax", "platform": "cpu",
                 "device": "CPU (2 cores)", "dump_dir": "hlo", "exit_code": 0}  # fmt: skip
     (run_dir / "run.json").write_text(json.dumps(manifest), encoding="utf-8")
-    inspection = inspect_run(run_dir, sources=True)
+    inspection = inspect_run(run_dir)
     (main,) = inspection.main
     drawn = [r.name for r in inspection.roofline(main.key, PEAKS) if r.flops > 0]
     page = write_html(inspection, run_dir.parent / "report.html", peaks=PEAKS)

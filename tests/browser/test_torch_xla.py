@@ -19,7 +19,7 @@ RUN = DATA / "torch_mlp_adamw" / "sizes"
 
 
 def test_torch_xla_graphs_and_their_compilations(tab: ReportTab, tmp_path: Path) -> None:
-    tab.open(write_html(inspect_run(RUN, sources=True), tmp_path / "torch.html"))
+    tab.open(write_html(inspect_run(RUN), tmp_path / "torch.html"))
     page = tab.page
     records = read_records(RUN)
     assert records is not None

@@ -21,6 +21,7 @@ from hloscope.capture.compiles import (
 )
 from hloscope.capture.env import framework_of_run
 from hloscope.errors import UsageError
+from hloscope.frameworks import Framework, join_frameworks
 from hloscope.manifest import Compile, RunManifest
 from hloscope.runs import ModuleDump, load_run
 from tests.conftest import DATA
@@ -101,12 +102,12 @@ def test_compiles_join_modules_in_order_when_counts_agree() -> None:
         dump(8, "jit_g"),
     ]
     compiles = [
-        Compile("jax", "jit(attend)", 1.0),
-        Compile("jax", "jit(<lambda>)", 1.0),
-        Compile("jax", "jit(attend)", 2.0),
-        Compile("tensorflow", "__inference_f_16", 1.0),
-        Compile("jax", "jit(g)", 1.0),
-        Compile("jax", "jit(g)", 1.0),  # compiled twice, dumped once: no telling which
+        Compile(Framework.JAX, "jit(attend)", 1.0),
+        Compile(Framework.JAX, "jit(<lambda>)", 1.0),
+        Compile(Framework.JAX, "jit(attend)", 2.0),
+        Compile(Framework.TENSORFLOW, "__inference_f_16", 1.0),
+        Compile(Framework.JAX, "jit(g)", 1.0),
+        Compile(Framework.JAX, "jit(g)", 1.0),  # compiled twice, dumped once: no telling which
     ]
     joined = join_modules(compiles, modules)
     assert [c.module for c in joined] == [
@@ -128,9 +129,11 @@ def test_tf_vmodule_keeps_the_users_modules() -> None:
 
 def test_framework_is_what_the_script_compiled_with() -> None:
     imported = {"tensorflow": "2.21.0", "jax": "0.10.2"}  # TensorFlow imports JAX
-    assert framework_of_run(imported, [], ["tensorflow"]) == "tensorflow"
-    assert framework_of_run(imported, [], ["jax"]) == "jax"
-    assert framework_of_run(imported, [], []) == "jax+tensorflow"  # nothing else tells
+    assert join_frameworks(framework_of_run(imported, [], ["tensorflow"])) == "tensorflow"
+    assert join_frameworks(framework_of_run(imported, [], ["jax"])) == "jax"
+    assert (
+        join_frameworks(framework_of_run(imported, [], [])) == "jax+tensorflow"
+    )  # nothing else tells
     failed = load_run(DATA / "tf_compile_fails")
     assert failed.manifest.framework == "tensorflow" and not failed.modules
     assert "jax" in failed.manifest.versions  # imported, not used
@@ -139,7 +142,9 @@ def test_framework_is_what_the_script_compiled_with() -> None:
 def test_manifest_keeps_compiles() -> None:
     manifest = RunManifest(
         compiles=(
-            Compile("jax", "jit(f)", 0.5, {"trace": 0.1, "compile": 0.4}, "0002.jit_f", "why"),
+            Compile(
+                Framework.JAX, "jit(f)", 0.5, {"trace": 0.1, "compile": 0.4}, "0002.jit_f", "why"
+            ),
         ),
         compile_notes=("note",),
     )

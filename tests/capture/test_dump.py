@@ -118,7 +118,7 @@ def test_sample_run_folder_and_manifest(
     assert manifest["cwd"] == os.getcwd()
     assert manifest["command"][:2] == ["hloscope", "dump"]
     command = manifest["command"]
-    assert command[command.index("-o") + 1] == str(out)
+    assert command[command.index("--out") + 1] == str(out)
     assert command[command.index("--") + 1 :] == manifest["target"]["args"]
     assert manifest["target"]["kind"] == "script"
     assert manifest["target"]["args"][:2] == ["--calls", "1"]

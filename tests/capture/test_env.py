@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hloscope.capture.env import cpu_model, detect_device, detect_platform, framework_of_run
+from hloscope.frameworks import join_frameworks
 from hloscope.runs import ModuleDump, load_run
 from tests.conftest import DATA
 
@@ -14,14 +15,20 @@ def _module(name: str, platform: str | None = "cpu") -> ModuleDump:
 def test_framework_from_versions_and_names() -> None:
     tf = [_module("a_inference_f_12__XlaMustCompile_true_.1")]
     jax = [_module("jit_mlp")]
-    assert framework_of_run({"tensorflow": "2.21.0"}, tf) == "tensorflow"
-    assert framework_of_run({"jax": "0.10.2"}, jax) == "jax"
+    assert join_frameworks(framework_of_run({"tensorflow": "2.21.0"}, tf)) == "tensorflow"
+    assert join_frameworks(framework_of_run({"jax": "0.10.2"}, jax)) == "jax"
     # Keras 3 imports JAX next to TensorFlow: the module names decide.
-    assert framework_of_run({"tensorflow": "2.21.0", "jax": "0.10.2"}, tf) == "tensorflow"
-    assert framework_of_run({"tensorflow": "2.21.0", "jax": "0.10.2"}, tf + jax) == "jax+tensorflow"
-    assert framework_of_run({}, jax) == "jax"
-    assert framework_of_run({"jax": "0.10.2"}, []) == "jax"
-    assert framework_of_run({}, []) is None
+    assert (
+        join_frameworks(framework_of_run({"tensorflow": "2.21.0", "jax": "0.10.2"}, tf))
+        == "tensorflow"
+    )
+    assert (
+        join_frameworks(framework_of_run({"tensorflow": "2.21.0", "jax": "0.10.2"}, tf + jax))
+        == "jax+tensorflow"
+    )
+    assert join_frameworks(framework_of_run({}, jax)) == "jax"
+    assert join_frameworks(framework_of_run({"jax": "0.10.2"}, [])) == "jax"
+    assert framework_of_run({}, []) == ()
 
 
 def test_platform_from_dump_names_then_devices() -> None:

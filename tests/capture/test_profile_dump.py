@@ -9,9 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from hloscope.analysis.fusion import analyze_module
+from hloscope.capture.child_report import ChildReport
 from hloscope.capture.run import plan_dump
 from hloscope.cli import app
 from hloscope.errors import UsageError
+from hloscope.frameworks import Framework
+from hloscope.manifest import ProfileSettings
 from hloscope.runs import load_run
 from tests.capture.test_dump import SAMPLES, _needs
 
@@ -57,20 +60,14 @@ def test_profile_framework_is_left_to_the_child_unless_given(tmp_path: Path) -> 
     script = tmp_path / "plain.py"
     script.write_text("print('no framework here')\n")
     plan = plan_dump(script, profile=True, out=tmp_path / "a")  # nothing guessed, no error
-    assert plan.profile is not None and plan.profile["framework"] is None
+    assert plan.profile is not None and plan.profile.frameworks == ()
     config = json.loads(plan.env_set["HLOSCOPE_PROFILE"])
     assert Path(config["hooks"]).is_file() and config["framework"] is None
     assert config["python_trace"] is False
     plan = plan_dump(script, profile=True, framework="tf", out=tmp_path / "b")
-    assert plan.profile is not None and plan.profile["framework"] == "tensorflow"
+    assert plan.profile is not None and plan.profile.frameworks == (Framework.TENSORFLOW,)
     plan = plan_dump(script, profile=True, profile_steps=5, python_trace=True, out=tmp_path / "c")
-    assert plan.profile == {
-        "framework": None,
-        "dir": "profile",
-        "skip_first": 1,
-        "max_executions": 5,
-        "python_trace": True,
-    }
+    assert plan.profile == ProfileSettings(max_executions=5, python_trace=True)
     assert json.loads(plan.env_set["HLOSCOPE_PROFILE"])["python_trace"] is True
     with pytest.raises(UsageError, match="--framework"):
         plan_dump(script, profile=True, framework="mxnet", out=tmp_path / "d")
@@ -82,9 +79,10 @@ def test_the_profiled_framework_is_the_one_whose_modules_were_dumped() -> None:
     from hloscope.capture.run import _profile_outcome
 
     def outcome(profiled: list[str], *names: str) -> dict[str, object] | None:
-        child = {"profile": {"profiled": {f: {} for f in profiled}, "keras_backend": "jax"}}
+        doc = {"profile": {"profiled": {f: {} for f in profiled}, "keras_backend": "jax"}}
         modules = [SimpleNamespace(name=n) for n in names]
-        return _profile_outcome({"framework": None, "dir": "profile"}, child, modules)
+        found = _profile_outcome(ProfileSettings(), ChildReport.from_json(doc), modules)
+        return found.to_json() if found is not None else None
 
     # TensorFlow imported for its data pipeline (its profiler ran), JAX compiled
     both = outcome(["tensorflow", "jax"], "jit_step", "jit_broadcast_in_dim")
@@ -94,4 +92,4 @@ def test_the_profiled_framework_is_the_one_whose_modules_were_dumped() -> None:
     assert used is not None and used["framework"] == "jax+tensorflow"
     nothing = outcome([], "jit_step")
     assert nothing is not None and nothing["framework"] is None
-    assert _profile_outcome(None, {}, []) is None
+    assert _profile_outcome(None, ChildReport(), []) is None

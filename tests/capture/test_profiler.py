@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.capture.profiler import Profiling, normalize_framework
+from hloscope.capture.profiler import Profiling
 from hloscope.timing.sources import load_profile
 from tests.timing.helpers import needs
 
@@ -22,12 +22,11 @@ HOOKS = ROOT / "hloscope" / "capture" / "profiler.py"
 RUNNER = ROOT / "hloscope" / "capture" / "runner.py"
 
 
-def test_normalize_framework() -> None:
-    assert normalize_framework("TF") == "tensorflow"
-    assert normalize_framework("jax") == "jax"
-    assert normalize_framework("torch") == normalize_framework("PyTorch") == "torch_xla"
+def test_the_hooks_take_only_a_parsed_framework(tmp_path: Path) -> None:
+    # the parent parses `--framework` (`Framework.parse`); the child gets its value
+    assert Profiling(tmp_path, only="tensorflow").only == "tensorflow"
     with pytest.raises(ValueError, match="unknown framework"):
-        normalize_framework("mxnet")
+        Profiling(tmp_path, only="tf")
 
 
 def test_hooks_load_by_path_with_the_standard_library_only() -> None:

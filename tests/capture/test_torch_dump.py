@@ -159,10 +159,10 @@ xla_ops = collections.Counter(
     for c in xla.computations() for i in c.instructions()
 )
 ours = collections.Counter(i.opcode for _, i in before.instructions())
-view = hloscope.load_run(run.path).main()
+view = hloscope.open_run(run.path).main()
 ops = {{p.op.name: p.status for p in view.ops()}}
 mlp = hloscope.inspect(MLP().eval(), torch.randn(4, 64))
-mlp_ops = {{p.op.name for p in hloscope.load_run(mlp.path).main().ops()}}
+mlp_ops = {{p.op.name for p in hloscope.open_run(mlp.path).main().ops()}}
 result = hloscope.bench(MLP().eval(), torch.randn(4, 64), repeats=3, rounds=1)
 print(json.dumps({{
     "name": before.name,

@@ -18,15 +18,13 @@ from typer.testing import CliRunner
 import hloscope
 from hloscope import notebook
 from hloscope.cli import app
-from hloscope.errors import MissingDependencyError, UsageError
-from hloscope.hlo.text import split_lines
+from hloscope.errors import DocumentError, MissingDependencyError, UsageError
+from hloscope.frameworks import Framework
 from hloscope.inspection import BENCH_FILE, inspect_run, read_bench
 from hloscope.render.display import kernel_html
 from hloscope.render.html import (
     Diagram,
     Diagrams,
-    _strip_metadata,
-    computation_text,
     embed_json,
     iframe_html,
     page_data,
@@ -36,6 +34,7 @@ from hloscope.render.html import (
     write_html,
 )
 from hloscope.runs import load_run
+from hloscope.timing.bench import BenchResult
 from tests.conftest import DATA
 from tests.render.xss_probe import NAME as XSS_NAME
 from tests.render.xss_probe import PAYLOADS, make_xss_run
@@ -105,33 +104,28 @@ def test_sanitize_svg_keeps_drawing_and_drops_code() -> None:
     assert sanitize_svg("not xml <") == ""
 
 
-def test_strip_metadata_skips_braces_inside_quotes() -> None:
-    line = (
-        'a = f32[] add(x, y), metadata={op_name="f{o}o\\"}" source_line=3}, sharding={replicated}'
-    )
-    assert _strip_metadata(line) == "a = f32[] add(x, y), sharding={replicated}"
-    assert _strip_metadata("b = f32[] negate(x)") == "b = f32[] negate(x)"
-
-
-def test_computation_text_is_the_fused_computation_without_metadata() -> None:
-    dump = load_run(DATA / "tf_dense_relu").modules[0]
-    module = dump.load_after()
+def test_kernel_hlo_is_printed_from_the_parsed_module() -> None:
+    run = load_run(DATA / "tf_dense_relu")
+    module = run.modules[0].load_after()
     assert module is not None
+    page = page_data(inspect_run(run))
+    hlo = page["modules"][0]["hlo"]
     fused = next(iter(module.fused_computations))
-    assert module.path is not None
-    lines = split_lines(Path(module.path).read_text(encoding="utf-8"))
-    text = computation_text(module, fused, lines)
-    assert text.splitlines()[0].lstrip("%").startswith(fused)
-    assert text.splitlines()[-1] == "}"
+    kernel, text = next((k, t) for k, t in hlo.items() if f"%{fused} (" in t)
+    first = text.splitlines()[0]
+    assert first.removeprefix("ROOT ").startswith(f"%{kernel} = ")  # its own line first
     assert "maximum(" in text and "metadata=" not in text
-    assert computation_text(module, "no such computation", lines) == ""
+    # the dump file's lines, less their metadata
+    assert module.path is not None
+    dumped = Path(module.path).read_text(encoding="utf-8")
+    assert all(line.strip() in dumped for line in text.splitlines()[1:-1] if "=" in line)
 
 
 # --- the page ---------------------------------------------------------------------------
 
 
 def test_page_is_self_contained_with_a_csp_matching_its_code() -> None:
-    page = report_page(inspect_run(DATA / "tf_dense_relu", sources=True))
+    page = report_page(inspect_run(DATA / "tf_dense_relu"))
     script, style = _code_blocks(page)
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp is not None
@@ -189,7 +183,7 @@ def test_trivial_modules_get_no_diagrams_and_come_after_the_main_ones() -> None:
 
 @needs_dot
 def test_real_diagrams_map_svg_nodes_to_kernels() -> None:
-    page = report_html(inspect_run(DATA / "tf_dense_relu", sources=True))
+    page = report_html(inspect_run(DATA / "tf_dense_relu"))
     module = json.loads(_blocks(page)["hs-module-0"])
     after, before = module["diagrams"]["after"], module["diagrams"]["before"]
     assert after["nodes"]["k/broadcast_maximum_fusion"] == ["broadcast_maximum_fusion"]
@@ -204,24 +198,35 @@ def test_bench_json_is_read_and_a_broken_one_is_reported(tmp_path: Path) -> None
     run_dir = make_xss_run(tmp_path / "run")
     run = load_run(run_dir)
     assert read_bench(run) is None
-    (run_dir / BENCH_FILE).write_text('{"modes": [{"name": "eager", "median_s": 0.1}]}')
-    assert read_bench(run) == {"modes": [{"name": "eager", "median_s": 0.1}]}
-    (run_dir / BENCH_FILE).write_text("{not json")
+    doc = {"framework": "jax", "baseline": "eager", "modes": [{"name": "eager", "median_s": 0.1}]}
+    (run_dir / BENCH_FILE).write_text(json.dumps(doc))
     bench = read_bench(run)
-    assert bench is not None and "not readable" in bench["error"]
-    (run_dir / BENCH_FILE).write_text("[1, 2]")
-    assert read_bench(run) == {"error": f"{BENCH_FILE} is not a JSON object"}
+    assert bench is not None and bench.framework is Framework.JAX
+    assert bench.mode("eager").median_s == 0.1
+    assert BenchResult.from_json(bench.to_json()) == bench
+    for text, message in [
+        ("{not json", "not readable"),
+        ("[1, 2]", "not a bench document"),
+        ('{"framework": "jax", "modes": [{"median_s": "fast"}]}', "median_s has the wrong type"),
+        ('{"framework": "jax", "modes": [], "schema_version": 9}', "schema_version 9"),
+    ]:
+        (run_dir / BENCH_FILE).write_text(text)
+        with pytest.raises(DocumentError, match=message):
+            read_bench(run)
+        inspection = inspect_run(run, timings=False)
+        assert inspection.bench is None and message.split()[0] in inspection.bench_error
+        assert page_data(inspection)["overview"]["bench"] == {"error": inspection.bench_error}
     outside = tmp_path / "elsewhere.json"
-    outside.write_text('{"secret": 1}')
+    outside.write_text(json.dumps(doc))
     (run_dir / BENCH_FILE).unlink()
     (run_dir / BENCH_FILE).symlink_to(outside)
-    bench = read_bench(run)
-    assert bench is not None and "links out of the run folder" in bench["error"]
+    with pytest.raises(DocumentError, match="links out of the run folder"):
+        read_bench(run)
 
 
 def test_no_payload_from_hlo_or_the_manifest_reaches_the_page_as_markup(tmp_path: Path) -> None:
     run = load_run(make_xss_run(tmp_path / "run"))
-    page = report_html(inspect_run(run, sources=True))
+    page = report_html(inspect_run(run))
     for payload in PAYLOADS:
         assert payload not in page
     assert "<img" not in page and "<svg onload" not in page
@@ -276,7 +281,7 @@ def test_cli_report_html_with_json_prints_json_too(tmp_path: Path) -> None:
 
 
 def test_notebook_tables() -> None:
-    run = hloscope.load_run(DATA / "jax_mlp")
+    run = hloscope.open_run(DATA / "jax_mlp")
     rows = run.summary()
     assert rows[0]["key"] == "0030.jit_mlp" and rows[0]["kernels"] == 11
     assert rows[-1]["trivial"] is True
@@ -291,7 +296,7 @@ def test_notebook_tables() -> None:
 
 
 def test_notebook_kernel_html_escapes_names(tmp_path: Path) -> None:
-    module = hloscope.load_run(make_xss_run(tmp_path / "run")).module(XSS_NAME)
+    module = hloscope.open_run(make_xss_run(tmp_path / "run")).module(XSS_NAME)
     assert any("<img" in p.op.name for p in module.ops())
     html = kernel_html(module.kernels()[0])
     assert "add_maximum_fusion.é" in html and "<img" not in html
@@ -299,7 +304,7 @@ def test_notebook_kernel_html_escapes_names(tmp_path: Path) -> None:
 
 @needs_dot
 def test_notebook_graph_and_html(tmp_path: Path) -> None:
-    run = hloscope.load_run(DATA / "tf_dense_relu")
+    run = hloscope.open_run(DATA / "tf_dense_relu")
     module = run.modules[0]
     svg = module.graph()
     assert svg._repr_svg_().startswith("<svg") and "k/broadcast_maximum_fusion" in svg.data
@@ -319,7 +324,7 @@ def test_to_dataframe_needs_pandas() -> None:
         with pytest.raises(MissingDependencyError, match="pip install pandas"):
             notebook.to_dataframe(rows)
         return
-    module = hloscope.load_run(DATA / "tf_dense_relu").modules[0]
+    module = hloscope.open_run(DATA / "tf_dense_relu").modules[0]
     df = notebook.to_dataframe(module.kernels())
     assert list(df["name"]) == ["MatMul.2", "broadcast_maximum_fusion"]
     assert df["shape"][0] == "f32[64,128]{1,0}"

@@ -10,7 +10,7 @@ from tests.conftest import DATA
 
 
 def test_module_doc_carries_the_story_only_when_asked() -> None:
-    inspection = inspect_run(DATA / "jax_passes", sources=True, passes=True)
+    inspection = inspect_run(DATA / "jax_passes", passes=True)
     [doc] = page_data(inspection)["modules"]
     story = doc["passes"]
     [plain] = passes_doc(inspection.passes.values())["modules"]
@@ -21,5 +21,5 @@ def test_module_doc_carries_the_story_only_when_asked() -> None:
     assert story["start"] == {"instructions": 19, "fusions": 0, "kernels": 9, "launches": 9}
     assert story["slowest"][0]["pass"] == "copy-insertion"
     assert story["kernels"][1]["history"][0]["from"] == ["add.6", "add.7", "max.1", "reduce_sum.7"]
-    [without] = page_data(inspect_run(DATA / "jax_passes", sources=True))["modules"]
+    [without] = page_data(inspect_run(DATA / "jax_passes"))["modules"]
     assert without["passes"] is None

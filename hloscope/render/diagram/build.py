@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import networkx as nx
 
@@ -221,7 +221,9 @@ class Builder:
         t = sum(found)
         return t, (t / self.total if self.total else None)
 
-    def nodes(self, make: Callable[[str, dict], Node]) -> tuple[list[Node], dict[str, str]]:
+    def nodes(
+        self, make: Callable[[str, dict[str, Any]], Node]
+    ) -> tuple[list[Node], dict[str, str]]:
         """Spec nodes in program order (`make` draws a single unit) and the `where` map."""
         out: list[Node] = []
         where: dict[str, str] = {}

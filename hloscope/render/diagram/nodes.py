@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import networkx as nx
 
@@ -36,7 +37,7 @@ from hloscope.render.diagram.walk import CLUSTER, INPUTS, ITEM, KERNELS, OPERAND
 from hloscope.render.format import ellipsis, fmt_bytes, fmt_shape, left_ellipsis
 
 
-def after_node(after: HloModule, n: str, d: dict, b: Builder) -> Node:
+def after_node(after: HloModule, n: str, d: dict[str, Any], b: Builder) -> Node:
     """A kernel, control instruction, parameter or the output, after optimization."""
     role = d[ROLE]
     item = d[ITEM]
@@ -74,7 +75,9 @@ def after_node(after: HloModule, n: str, d: dict, b: Builder) -> Node:
     )
 
 
-def _kernel_lines(kernel: Kernel, d: Mapping, root: str, *, launches: bool = True) -> list[str]:
+def _kernel_lines(
+    kernel: Kernel, d: Mapping[str, Any], root: str, *, launches: bool = True
+) -> list[str]:
     """Name; kind, shape and launches; source ops."""
     second = f"{kind_short(kernel.kind)} · {fmt_shape(kernel.shape)}"
     if launches and kernel.launches is not None and kernel.launches > 1:
@@ -111,7 +114,7 @@ def io_node(n: str, role: str, inst: Instruction) -> Node:
     )
 
 
-def before_node(before: HloModule, n: str, d: dict, colors: Mapping[str, str]) -> Node:
+def before_node(before: HloModule, n: str, d: dict[str, Any], colors: Mapping[str, str]) -> Node:
     """An op (filled with the colour of the kernel it went to), loop, parameter or output."""
     role = d[ROLE]
     inst: Instruction = d[ITEM]

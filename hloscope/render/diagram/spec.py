@@ -45,6 +45,11 @@ class Node:
         share: Share of the module's total time.
         heavy: Whether it is one of the heaviest (drawn emphasised).
         members: For groups: the names of what it stands for.
+
+    Example:
+        >>> spec = hloscope.module_diagram(hloscope.inspect_run("tests/data/tf_dense_relu").main[0])
+        >>> sorted({n.role for n in spec.nodes})
+        ['kernel', 'output', 'parameter']
     """
 
     id: str
@@ -75,6 +80,11 @@ class Edge:
         bytes: Bytes the edge carries.
         tensors: Tensors it stands for (more than one once nodes are merged).
         constraint: False for back edges (into a loop) that must not shape the layout.
+
+    Example:
+        >>> spec = hloscope.module_diagram(hloscope.inspect_run("tests/data/tf_dense_relu").main[0])
+        >>> all(isinstance(e, hloscope.Edge) for e in spec.edges), len(spec.edges) > 0
+        (True, True)
     """
 
     src: str
@@ -97,6 +107,13 @@ class Cluster:
         fill: Background colour.
         parent: The enclosing cluster's id, if any.
         kernel: The kernel it shows, for an expanded fusion.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/tf_dense_relu").main[0]
+        >>> before = hloscope.module_diagram(m, stage='before')
+        >>> after = hloscope.module_diagram(m, stage='after')
+        >>> [isinstance(c, hloscope.Cluster) for c in hloscope.side_by_side(before, after).clusters]
+        [True, True]
     """
 
     id: str
@@ -109,7 +126,13 @@ class Cluster:
 
 @dataclass(frozen=True)
 class LegendEntry:
-    """One row of the legend: a colour and what it means."""
+    """One row of the legend: a colour and what it means.
+
+    Example:
+        >>> spec = hloscope.module_diagram(hloscope.inspect_run("tests/data/tf_dense_relu").main[0])
+        >>> all(isinstance(e, hloscope.LegendEntry) for e in spec.legend)
+        True
+    """
 
     label: str
     fill: str
@@ -136,6 +159,11 @@ class DiagramSpec:
             optimization is coloured by, every kernel of a group (every kernel its ops
             went to, before optimization). Nodes that show no kernel are left out. The
             HTML page links diagram nodes to its kernel table with it.
+
+    Example:
+        >>> spec = hloscope.module_diagram(hloscope.inspect_run("tests/data/tf_dense_relu").main[0])
+        >>> isinstance(spec, hloscope.DiagramSpec), spec.notes
+        (True, ('2 kernels, 2 launches',))
     """
 
     title: str

@@ -109,6 +109,12 @@ def kernel_graph(
 
     Raises:
         UsageError: When `around`, `scope` or `expand` names nothing in the module.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/tf_dense_relu").main[0]
+        >>> spec = hloscope.kernel_graph(m.after_module, m.after)
+        >>> [n.kernel for n in spec.nodes if n.role == 'kernel']
+        ['MatMul.2', 'broadcast_maximum_fusion']
     """
     g, index = unit_graph(after, AfterSide(after, analysis, provenance))
     notes: list[str] = depth_note(g)
@@ -167,7 +173,9 @@ def kernel_graph(
     )
 
 
-def _after_node_kernels(nodes: Sequence[Node], kernels: Collection[str]) -> dict[str, tuple]:
+def _after_node_kernels(
+    nodes: Sequence[Node], kernels: Collection[str]
+) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for n in nodes:
         shown = tuple(m for m in n.members if m in kernels) or ((n.kernel,) if n.kernel else ())
@@ -206,6 +214,13 @@ def op_graph(
 
     Raises:
         UsageError: When `around` or `scope` names nothing in the module.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/tf_dense_relu").main[0]
+        >>> kernel_of = hloscope.kernel_of_before_ops(m.before_module, m.after_module, m.provenance)
+        >>> spec = hloscope.op_graph(m.before_module, kernel_of)
+        >>> len(spec.nodes) > 0
+        True
     """
     kernel_of = kernel_of or {}
     kernels_of = kernels_of or {}
@@ -267,6 +282,13 @@ def side_by_side(before_spec: DiagramSpec, after_spec: DiagramSpec) -> DiagramSp
 
     Returns:
         One diagram with two clusters, `before` and `after`.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/tf_dense_relu").main[0]
+        >>> before = hloscope.module_diagram(m, stage='before')
+        >>> after = hloscope.module_diagram(m, stage='after')
+        >>> len(hloscope.side_by_side(before, after).clusters)
+        2
     """
     colors = kernel_colors(n.kernel for n in after_spec.nodes if n.role == KERNEL and n.kernel)
     for c in after_spec.clusters:
@@ -356,6 +378,12 @@ def module_diagram(
 
     Raises:
         UsageError: The side asked for is missing, or an option names nothing.
+
+    Example:
+        >>> m = hloscope.inspect_run("tests/data/tf_dense_relu").main[0]
+        >>> spec = hloscope.module_diagram(m, stage='after')
+        >>> len(spec.nodes) > 0, '->' in hloscope.to_dot(spec)
+        (True, True)
     """
     for side in ("before", "after") if both else (stage,):
         if not _has(module, side):

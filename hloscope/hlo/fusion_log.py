@@ -35,6 +35,12 @@ class FusionDecisions:
         ineligible: Producer instruction name -> the reasons XLA gave for not fusing it.
         fused: (producer, consumer, fusion name) for every fusion step, in order.
         step_kinds: How many steps of each kind the log holds.
+
+    Example:
+        >>> dump = hloscope.load_run("tests/data/gpu_fusion_log").main()
+        >>> decisions = dump.load_fusion_decisions()
+        >>> len(decisions.fused) > 0, len(decisions.ineligible) > 0
+        (True, True)
     """
 
     ineligible: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.analysis.fusion_log import find_log, parse_textproto, read_decisions
 from hloscope.analysis.provenance import ALONE, FUSED
 from hloscope.analysis.report import analyze_run
 from hloscope.errors import HloParseError
+from hloscope.hlo.fusion_log import find_log, parse_textproto, read_decisions
 from hloscope.runs import load_run
 from tests.conftest import DATA
 
