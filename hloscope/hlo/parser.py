@@ -20,6 +20,7 @@ import gc
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from sys import intern
 from types import MappingProxyType
@@ -908,14 +909,17 @@ def _is_header(line: str) -> bool:
     return s.endswith("{") and COMPUTATION.fullmatch(s) is not None
 
 
-def _fields(text: str) -> dict[str, str]:
-    return dict(KEY_VALUE.findall(text.strip().strip("{}")))
+@lru_cache(maxsize=1 << 14)
+def _fields(text: str) -> Mapping[str, str]:
+    # The modules of one run repeat the same stack frame rows: each read once.
+    return MappingProxyType(dict(KEY_VALUE.findall(text.strip().strip("{}"))))
 
 
 def _int(value: str | None) -> int:
     return small_int(value) or 0
 
 
+@lru_cache(maxsize=1 << 14)
 def _unquote_row(value: str) -> str:
     value = value.strip()
     return unescape(value[1:-1]) if value.startswith('"') and value.endswith('"') else value
