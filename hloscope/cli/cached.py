@@ -34,7 +34,7 @@ from hloscope.store import (
     user_cache_dir,
 )
 
-__all__ = ["Output", "cached_output", "keeps_output"]
+__all__ = ["Output", "cached_output", "code_stamps", "keeps_output", "probe_stamp"]
 
 _VERSION = 1  # the shape of a kept entry
 _MAX_ENTRIES = 4
@@ -99,7 +99,7 @@ def cached_output(
     started = time.time_ns()
     try:
         files = tree_stamps(run)
-        code = file_stamps(_PACKAGE, sorted(_PACKAGE.rglob("*.py")))
+        code = code_stamps()
     except OSError:
         return compute()
     what = {"command": command, "options": dict(options), "run": str(run)}
@@ -130,6 +130,16 @@ def keeps_output(run: Path) -> bool:
     return run.is_dir() and (run / MANIFEST).is_file()
 
 
+def code_stamps() -> list[list[Any]]:
+    """hloscope's own source files, by name, size and time (an editable install
+    changes without a new version).
+
+    Raises:
+        OSError: A file cannot be stat'ed.
+    """
+    return file_stamps(_PACKAGE, sorted(_PACKAGE.rglob("*.py")))
+
+
 def _key(what: Mapping[str, Any], files: Any, code: Any) -> str:
     from hloscope import __version__
 
@@ -140,12 +150,12 @@ def _key(what: Mapping[str, Any], files: Any, code: Any) -> str:
             "code": code,
             **what,
             "files": files,
-            "peaks": _probe_stamp(),
+            "peaks": probe_stamp(),
         }
     )
 
 
-def _probe_stamp() -> list[Any]:
+def probe_stamp() -> list[Any]:
     """This machine and its kept CPU roofs (`timing.roofline.cpu_peaks`): the roofs a
     CPU run's roofline uses when no flag or device table gives them."""
     path = user_cache_dir() / PEAKS_FILE
