@@ -28,6 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# Each command computed, never printed back from the user's output cache
+# (hloscope.cli.output_cache).
+os.environ["HLOSCOPE_CACHE_MB"] = "0"
+
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "import hloscope.cli, hloscope.hlo.parser, networkx, rich.console"
 

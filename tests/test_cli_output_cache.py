@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,11 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(oc.CACHE_MB_VARIABLE, "64")
     monkeypatch.chdir(tmp_path)
     return folder / "outputs"
+
+
+def _entries(cache: Path) -> list[Path]:
+    """The kept outputs (not the digest indexes beside them)."""
+    return [p for p in cache.glob("*.json") if not p.name.startswith("digests-")]
 
 
 def _invoke(args: list[str]) -> tuple[str, str]:
@@ -79,7 +85,7 @@ def test_hit_is_byte_identical_to_no_cache(
     plain_files = [p.read_bytes() for p in written]
     assert not cache.exists() or not list(cache.iterdir())  # --no-cache keeps nothing
     first = _invoke(args)
-    assert len(list(cache.glob("*.json"))) == 1
+    assert len(list(_entries(cache))) == 1
     for p in written:
         p.unlink()
     _no_parsing(monkeypatch)
@@ -96,7 +102,7 @@ def test_one_file_and_parse(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert [_invoke(a) for a in runs] == plain
     _no_parsing(monkeypatch)
     assert [_invoke(a) for a in runs] == plain
-    assert len(list(cache.glob("*.json"))) == 3
+    assert len(list(_entries(cache))) == 3
 
 
 def test_a_change_computes_again(cache: Path, tmp_path: Path) -> None:
@@ -107,29 +113,29 @@ def test_a_change_computes_again(cache: Path, tmp_path: Path) -> None:
     for p in folder.iterdir():
         os.utime(p, (old, old))
     first = _invoke(["report", str(folder), "--json"])
-    assert len(list(cache.glob("*.json"))) == 1
+    assert len(list(_entries(cache))) == 1
     _invoke(["report", str(folder), "--json", "--all"])  # --all: the same document
-    assert len(list(cache.glob("*.json"))) == 2
+    assert len(list(_entries(cache))) == 2
     after = next(folder.glob("module_0030.*after_optimizations.txt"))
     text = after.read_text()
     after.write_text(text.replace("ROOT", "ROOT ", 1))  # the same module, other bytes
     os.utime(after, (old, old))
     assert _invoke(["report", str(folder), "--json"]) == first
-    assert len(list(cache.glob("*.json"))) == 3
+    assert len(list(_entries(cache))) == 3
     # same size and time, other content: content is the key, not the stamp
     edited = text.replace(" multiply(", " subtract(")
     assert edited != text and len(edited) == len(text)
     after.write_text(edited)
     os.utime(after, (old, old))
     changed = _invoke(["report", str(folder), "--json"])
-    assert len(list(cache.glob("*.json"))) == 4  # a key of its own
+    assert len(list(_entries(cache))) == 4  # a key of its own
     assert changed == _invoke(["report", str(folder), "--json", "--no-cache"])
 
 
 def test_entries_read_as_untrusted(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     args = ["report", str(BARE), "--json"]
     plain = _invoke(args)
-    (entry,) = cache.glob("*.json")
+    (entry,) = _entries(cache)
     doc = json.loads(entry.read_text())
     forged: list[Any] = [
         {**doc, "version": 99},
@@ -159,17 +165,18 @@ def test_bounded_least_recently_used_out(cache: Path, monkeypatch: pytest.Monkey
     args = [["report", str(BARE)], ["report", str(BARE), "--json"], ["ops", str(BARE)]]
     for a in args:
         _invoke(a)
-    entries = {p.name: p.stat().st_size for p in cache.glob("*.json")}
-    assert len(entries) == 3
+    assert len(_entries(cache)) == 3
+    time.sleep(0.01)
     _invoke(args[0])  # a hit: now the most recently used
-    oldest_first = sorted(cache.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
-    # room for the two biggest-but-one: the next entry pushes the oldest out
-    limit = sum(sorted(entries.values())[-2:]) + 1
-    monkeypatch.setattr(oc, "cache_limit", lambda: limit)
+    by_age = sorted(_entries(cache), key=lambda p: p.stat().st_mtime_ns)
+    assert by_age[-1] != by_age[0]
+    total = sum(p.stat().st_size for p in cache.glob("*.json"))
+    monkeypatch.setattr(oc, "cache_limit", lambda: total + 1)  # full: the next one evicts
     _invoke(["ops", str(BARE), "--unfused"])
-    left = {p.name for p in cache.glob("*.json")}
-    assert oldest_first[0].name not in left
-    assert sum(p.stat().st_size for p in cache.glob("*.json")) <= limit
+    left = set(cache.glob("*.json"))
+    assert by_age[0] not in left  # the least recently used went first
+    assert by_age[-1] in left  # the one just read stays
+    assert sum(p.stat().st_size for p in left) <= total + 1
     monkeypatch.setattr(oc, "cache_limit", lambda: 0)  # 0: keeps nothing
     before = set(cache.glob("*.json"))
     _invoke(["ops", str(BARE), "--op", "dot"])
@@ -180,4 +187,35 @@ def test_too_big_is_printed_not_kept(cache: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(oc, "_MAX_ENTRY_BYTES", 1000)
     plain = _invoke(["report", str(BARE), "--json", "--no-cache"])
     assert _invoke(["report", str(BARE), "--json"]) == plain
-    assert not list(cache.glob("*.json"))
+    assert not list(_entries(cache))
+
+
+def test_digests_taken_again_only_while_unchanged(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest index gives a file's digest back only while its stat fields are those
+    it had; an index of another shape is empty, one naming another digest is not
+    believed for a file that changed since."""
+    monkeypatch.setattr(oc, "_RACY_NS", 0)  # the copies' change times are now
+    folder = tmp_path / "dump"
+    shutil.copytree(BARE, folder)
+    old = 1_000_000_000
+    for p in folder.iterdir():
+        os.utime(p, (old, old))
+    first = oc.input_digests(folder)
+    assert first is not None
+    (index,) = cache.glob("digests-*.json")
+    kept = json.loads(index.read_text())
+    assert len(kept["files"]) == len(first)  # every file of the folder
+    assert oc.input_digests(folder) == first
+    # a forged digest under stamps that no longer match is not used
+    after = next(folder.glob("module_0030.*after_optimizations.txt"))
+    after.write_text(after.read_text().replace(" multiply(", " subtract("))
+    os.utime(after, (old, old))  # same size and mtime; the change time moved
+    changed = oc.input_digests(folder)
+    assert changed is not None and changed != first
+    name = after.name
+    assert [d for d in changed if d[0] == name] != [d for d in first if d[0] == name]
+    for bad in ("{", json.dumps({**kept, "version": 9}), json.dumps({**kept, "files": []})):
+        index.write_text(bad)
+        assert oc.input_digests(folder) == changed

@@ -75,6 +75,8 @@ _TERMINAL_VARIABLES = (
     "JUPYTER_LINES",
 )
 _MODULE_PREFIX = "module_"
+_MAX_INDEX_BYTES = 64 << 20
+_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,12 @@ def input_digests(run: Path) -> list[list[Any]] | None:
     """`[name, kind, SHA-256 of the content]` of every file the command reads: a
     folder's whole tree (named relative to it, the store's own files left out), or one
     file and the files of its module beside it (`module_0001.*`). None when they cannot
-    all be read or there is too much to hash (nothing is cached then)."""
+    all be read or there is too much to hash (nothing is cached then).
+
+    A file's digest is taken again from the last call's (`_DigestIndex`) while its
+    inode, size, modification and change times are those it had then, as git does for
+    its index: a change of content changes the change time, which no one can set back.
+    """
     try:
         if run.is_dir():
             names = [(s[0], s[1]) for s in tree_stamps(run)]
@@ -209,6 +216,7 @@ def input_digests(run: Path) -> list[list[Any]] | None:
             names = [(n, stat.S_IFREG) for n in _module_files(run)]
         else:
             return None
+        index = _DigestIndex(root)
         out: list[list[Any]] = []
         budget = _MAX_HASHED_BYTES
         for name, kind in names:
@@ -216,12 +224,75 @@ def input_digests(run: Path) -> list[list[Any]] | None:
             if kind != stat.S_IFREG or (p.is_symlink() and not inside(p, root)):
                 out.append([name, kind, ""])  # never opened by a reader either
                 continue
-            sha, size = _sha256(p, budget)
-            budget -= size
+            st = p.stat()
+            budget -= st.st_size
+            if budget < 0:
+                return None
+            sha = index.get(name, st)
+            if sha is None:
+                sha, _ = _sha256(p, st.st_size)
+                index.put(name, st, sha)
             out.append([name, kind, sha])
+        index.save()
     except OSError:
         return None
     return out
+
+
+class _DigestIndex:
+    """The digests of a folder's files as last hashed, by name, with the stat fields
+    that say a file is unchanged: a small JSON file beside the kept outputs, evicted
+    with them, read as untrusted (anything of another shape is an empty index)."""
+
+    def __init__(self, root: Path) -> None:
+        where = os.path.realpath(root)
+        self.path = outputs_dir() / f"digests-{hashlib.sha256(where.encode()).hexdigest()}.json"
+        self.root = where
+        self.files: dict[str, list[Any]] = {}
+        self.seen: dict[str, list[Any]] = {}
+        self.now = time.time_ns()
+        try:
+            if cache_limit() <= 0 or self.path.is_symlink():
+                return
+            doc = json.loads(read_regular(self.path, _MAX_INDEX_BYTES))
+        except (OSError, ValueError, RecursionError):
+            return
+        if isinstance(doc, dict) and doc.get("version") == _VERSION and doc.get("root") == where:
+            files = doc.get("files")
+            if isinstance(files, dict):
+                self.files = files
+
+    @staticmethod
+    def _stamp(st: os.stat_result) -> list[Any]:
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+    def get(self, name: str, st: os.stat_result) -> str | None:
+        """The digest kept for `name`, if it still has the stat fields it had."""
+        found = self.files.get(name)
+        if not isinstance(found, list) or len(found) != 6 or found[:5] != self._stamp(st):
+            return None
+        sha = found[5]
+        if not (isinstance(sha, str) and len(sha) == 64 and all(c in _HEX for c in sha)):
+            return None
+        self.seen[name] = found
+        return sha
+
+    def put(self, name: str, st: os.stat_result, sha: str) -> None:
+        """Remember a digest just taken, unless the file changed so recently that a
+        change now could leave its times as they are (racy, as `cached_command` says)."""
+        if max(st.st_mtime_ns, st.st_ctime_ns) < self.now - _RACY_NS:
+            self.seen[name] = [*self._stamp(st), sha]
+
+    def save(self) -> None:
+        """Keep what was seen (only the files read this time), when it changed."""
+        if cache_limit() <= 0:
+            return
+        if self.seen == self.files:
+            with contextlib.suppress(OSError):
+                os.utime(self.path)  # used: the most recently, for eviction
+            return
+        text = json.dumps({"version": _VERSION, "root": self.root, "files": self.seen})
+        _write_atomic(self.path, text.encode("utf-8", "surrogateescape"))
 
 
 # --- the key --------------------------------------------------------------------------
@@ -433,9 +504,16 @@ def _keep(folder: Path, path: Path, doc: dict[str, Any], limit: int) -> None:
     data = text.encode("utf-8", "surrogateescape")
     if len(data) > min(limit, 2 * _MAX_ENTRY_BYTES):
         return
+    if _write_atomic(path, data):
+        _evict(folder, limit)
+
+
+def _write_atomic(path: Path, data: bytes) -> bool:
+    """Write a file of the cache folder through a temporary file renamed over it (a
+    reader sees the old file or the new one); False when it cannot be written."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -443,8 +521,8 @@ def _keep(folder: Path, path: Path, doc: dict[str, Any], limit: int) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        return
-    _evict(folder, limit)
+        return False
+    return True
 
 
 def _evict(folder: Path, limit: int) -> None:
