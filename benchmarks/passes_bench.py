@@ -50,6 +50,10 @@ SCAN = """
 import sys
 import jax, jax.numpy as jnp
 
+# Each command computed, never printed back from the user's output cache
+# (hloscope.cli.output_cache).
+os.environ["HLOSCOPE_CACHE_MB"] = "0"
+
 def layer(x, wb):
     w, b = wb
     h = jax.nn.gelu(x @ w + b)

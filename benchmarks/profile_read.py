@@ -27,6 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# Each command computed, never printed back from the user's output cache
+# (hloscope.cli.output_cache).
+os.environ["HLOSCOPE_CACHE_MB"] = "0"
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHES = (".hloscope-timings.json", ".hloscope-report.json")
 

@@ -63,6 +63,7 @@ __all__ = [
     "lookup",
     "machine_key",
     "read_entries",
+    "signature",
     "tree_digest",
     "tree_stamps",
     "user_cache_dir",
@@ -193,11 +194,17 @@ def lookup(path: Path, key: str, limit: int) -> Any | None:
 
 def _seal(key: str, value: Any) -> str | None:
     """An HMAC of a key and the value kept under it, with this user's secret."""
+    return signature(key, json.dumps(value, sort_keys=True).encode())
+
+
+def signature(key: str, data: bytes) -> str | None:
+    """An HMAC-SHA256 of bytes kept under `key`, with this user's secret: what a cache
+    kept elsewhere (`cli.output_cache`, one file per entry) checks before it trusts
+    what it reads back (`hmac.compare_digest`). None where no secret can be kept."""
     secret = _user_secret()
     if secret is None:
         return None
-    text = key.encode() + b"\0" + json.dumps(value, sort_keys=True).encode()
-    return hmac.new(secret, text, hashlib.sha256).hexdigest()
+    return hmac.new(secret, key.encode() + b"\0" + data, hashlib.sha256).hexdigest()
 
 
 def keep(path: Path, key: str, value: Any, *, limit: int, max_entries: int) -> None:

@@ -18,10 +18,14 @@ GPU = Path(__file__).resolve().parents[2] / "shared" / "gpu"
 
 @pytest.fixture(autouse=True, scope="session")
 def _probe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The roofline's CPU probe caches into a session folder, never the user's cache."""
+    """The roofline's CPU probe caches into a session folder, never the user's cache.
+    Commands keep no output there (HLOSCOPE_CACHE_MB=0): each test sees its command
+    compute, and tests/test_cli_output_cache.py turns the cache on."""
     saved = os.environ.get("HLOSCOPE_CACHE_DIR")
     os.environ["HLOSCOPE_CACHE_DIR"] = str(tmp_path_factory.mktemp("hloscope-cache"))
+    os.environ["HLOSCOPE_CACHE_MB"] = "0"
     yield
+    os.environ.pop("HLOSCOPE_CACHE_MB", None)
     if saved is None:
         os.environ.pop("HLOSCOPE_CACHE_DIR", None)
     else:

@@ -21,6 +21,7 @@ import re
 from collections import Counter, deque
 from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import networkx as nx
 
@@ -116,6 +117,7 @@ class Collapsed:
         return bool(self.groups)
 
 
+@lru_cache(maxsize=1 << 16)  # a module's ops share their names' scopes
 def scope_of(op_name: str | None) -> str:
     """The name scope of a source op name: everything before its last `/` part.
 
@@ -419,9 +421,15 @@ class _Scope:
 def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _Scope:
     root = _Scope("", "", "", None)
     index = {"": root}
+    prefixes: dict[str, list[str]] = {}  # scope_prefixes by scope: units share scopes
+    nodes = g.nodes
     for u in units:
         node = root
-        for prefix in scope_prefixes(g.nodes[u].get(SCOPE) or ""):
+        scope = nodes[u].get(SCOPE) or ""
+        path = prefixes.get(scope)
+        if path is None:
+            path = prefixes[scope] = scope_prefixes(scope)
+        for prefix in path:
             child = index.get(prefix)
             if child is None:
                 start = len(node.prefix)

@@ -42,10 +42,13 @@ every kernel per execution instead (a loop's body times its known trip count).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
 from hloscope.analysis.kernels import ASYNC_DONE_OPCODES
@@ -211,10 +214,39 @@ class ModuleCost:
 def module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
     """Each kernel's bytes and FLOPs, and the module's totals per execution.
 
+    Computed once per (module, analysis) pair alive (`remember_cost` says one made
+    elsewhere: a worker process of `hloscope.analysis.pool`).
+
     Args:
         module: The after-optimization module.
         analysis: Its `analyze_module` result (the kernels and their launches).
     """
+    key = (id(module), id(analysis))
+    known = _costs.get(key)
+    if known is not None and known[0]() is module and known[1]() is analysis:
+        return known[2]
+    cost = _module_cost(module, analysis)
+    remember_cost(module, analysis, cost)
+    return cost
+
+
+def remember_cost(module: HloModule, analysis: ModuleAnalysis, cost: ModuleCost) -> None:
+    """Keep `cost` as `module_cost(module, analysis)`, while both live."""
+    key = (id(module), id(analysis))
+
+    def forget(_: object) -> None:
+        _costs.pop(key, None)
+
+    with contextlib.suppress(TypeError):  # an object that takes no weak reference
+        _costs[key] = (weakref.ref(module, forget), weakref.ref(analysis, forget), cost)
+
+
+# module_cost() by (module id, analysis id), dropped with either (weak references), so
+# that no id is ever reused for other objects.
+_costs: dict[tuple[int, int], tuple[weakref.ref[Any], weakref.ref[Any], ModuleCost]] = {}
+
+
+def _module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
     out: list[KernelCost] = []
     total, kept = Cost(), 0.0
     kernel_names = {k.name for k in analysis.kernels}

@@ -162,18 +162,25 @@ def cse_twins(module: HloModule) -> dict[tuple[str, str], Twin]:
     """
     out: dict[tuple[str, str], Twin] = {}
     shapes: dict[str, object] = {}  # computation -> its structure, names left out
+    # Only a called computation's structure is ever compared (`called` below).
+    callees = {c.name for comp in module.computations for i in comp.instructions for c in i.called}
     for comp in module.computations:  # callees print before their callers
         canon: dict[str, str] = {}
-        first: dict[tuple[object, ...], Instruction] = {}
+        # By everything but the attributes, the first instruction seen; once a second
+        # one comes, by attributes too. Most keys have one instruction, whose
+        # attributes are then never read (a big module's are text until asked).
+        first: dict[tuple[object, ...], Instruction | dict[object, Instruction]] = {}
         order = {i.name: n for n, i in enumerate(comp.instructions)}
-        structure = []
+        structure: list[object] | None = [] if comp.name in callees else None
         for inst in comp.instructions:
             called = tuple((c.role, shapes.get(c.name, c.name)) for c in inst.called)
-            # Metadata and the callee names do not make instructions different.
-            skip = {"metadata", *(c.role for c in inst.called)}
-            attrs = tuple(sorted((k, v) for k, v in inst.attributes.items() if k not in skip))
-            operands = tuple(order.get(o, -1) for o in inst.operands)
-            structure.append((inst.opcode, inst.shape.text, inst.literal, attrs, called, operands))
+            attrs: tuple[tuple[str, str], ...] | None = None
+            if structure is not None:
+                attrs = _cse_attributes(inst)
+                operands = tuple(order.get(o, -1) for o in inst.operands)
+                structure.append(
+                    (inst.opcode, inst.shape.text, inst.literal, attrs, called, operands)
+                )
             if inst.opcode in _UNIQUE:
                 canon[inst.name] = inst.name
                 continue
@@ -182,15 +189,28 @@ def cse_twins(module: HloModule) -> dict[tuple[str, str], Twin]:
                 inst.shape.text,
                 inst.literal,
                 tuple(canon.get(o, o) for o in inst.operands),
-                attrs,
                 called,
             )
-            kept = first.setdefault(key, inst)
+            found = first.get(key)
+            if found is None:
+                first[key] = kept = inst
+            else:
+                if isinstance(found, Instruction):
+                    found = first[key] = {_cse_attributes(found): found}
+                kept = found.setdefault(attrs or _cse_attributes(inst), inst)
             canon[inst.name] = canon.get(kept.name, kept.name)
             if kept is not inst:
                 out[(comp.name, inst.name)] = Twin(inst, kept)
-        shapes[comp.name] = tuple(structure)
+        if structure is not None:
+            shapes[comp.name] = tuple(structure)
     return out
+
+
+def _cse_attributes(inst: Instruction) -> tuple[tuple[str, str], ...]:
+    """An instruction's attributes as CSE compares them: metadata and the callee names
+    do not make instructions different."""
+    skip = {"metadata", *(c.role for c in inst.called)}
+    return tuple(sorted((k, v) for k, v in inst.attributes.items() if k not in skip))
 
 
 @dataclass(frozen=True)

@@ -339,7 +339,11 @@ def walk(module: HloModule, platform: str | None = None) -> Iterator[Executed]:
         module: The module.
         platform: `kernels.GPU`/`CPU`/`TPU`, or None to infer it (`kernels.platform`).
     """
-    platform = platform if platform is not None else K.platform(module)
+    return _walk(module, platform if platform is not None else K.platform(module))
+
+
+def _walk(module: HloModule, platform: str | None) -> Iterator[Executed]:
+    """`walk` on a known platform (None: none was found, not to infer it again)."""
     comps = module.computation_map
     times = _computation_times(module, platform)
     seen: set[str] = {module.entry.name}
@@ -354,7 +358,7 @@ def walk(module: HloModule, platform: str | None = None) -> Iterator[Executed]:
             continue
         cls = _class(inst, platform)
         yield Executed(inst, comp, cls, times.get(comp.name), scope, branch)
-        if not _is_control(inst, cls):
+        if cls != K.CONTROL or not _is_control(inst, cls):
             continue
         frames = []
         for name, inner, tag, _ in _callees(inst, scope, branch):
@@ -368,7 +372,7 @@ def walk(module: HloModule, platform: str | None = None) -> Iterator[Executed]:
 def _class(inst: Instruction, platform: str | None) -> str:
     """The class an instruction launches as: an async wrapper as the op it wraps."""
     cls = K.classify(inst, platform)
-    if is_small_call(inst) or is_command_buffer(inst):
+    if inst.opcode == "call" and (is_small_call(inst) or is_command_buffer(inst)):
         return K.FUSION
     return cls
 
@@ -498,7 +502,7 @@ def analyze_module(
     branch_launches: dict[str, int] = {}
     by_branch: dict[tuple[str, int], str] = {}
 
-    for ex in walk(module, platform):
+    for ex in _walk(module, platform):
         inst, comp = ex.instruction, ex.computation
         if ex.cls == K.CONTROL and _is_control(inst, ex.cls):
             if inst.opcode == "while":
@@ -762,8 +766,14 @@ def _kernel(
     platform: str | None,
 ) -> Kernel | None:
     scope = comp.by_name
-    bytes_in = sum(scope[o].shape.byte_size for o in inst.operands if o in scope)
-    cls, kind, library = ex.cls, K.kernel_kind(inst, platform), K.is_library_kernel(inst)
+    bytes_in = 0
+    for o in inst.operands:
+        source = scope.get(o)
+        if source is not None:
+            bytes_in += source.shape.byte_size
+    cls, kind = ex.cls, K.kernel_kind(inst, platform)
+    # An unfused op (most kernels of a big module before optimization) is no library's.
+    library = cls != K.UNFUSED and K.is_library_kernel(inst)
     fused = inst.calls()[0] if inst.called else None
     thunk_ops: tuple[str, ...] = (inst.name,)
     if inst.opcode == "async-start":
@@ -943,9 +953,11 @@ def _users_of(comp: Computation, names: set[str]) -> dict[tuple[str, str], int]:
 def _computation_users(comp: Computation) -> dict[tuple[str, str], int]:
     """(computation, instruction) -> how many instructions of the computation use it."""
     counts: dict[tuple[str, str], int] = {}
+    get = counts.get
     name = comp.name
     for inst in comp.instructions:
-        for operand in set(inst.operands):
+        operands = inst.operands
+        for operand in operands if len(operands) < 2 else set(operands):
             key = (name, operand)
-            counts[key] = counts.get(key, 0) + 1
+            counts[key] = get(key, 0) + 1
     return counts

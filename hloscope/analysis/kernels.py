@@ -27,6 +27,7 @@ custom calls and collectives as one op each).
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -188,9 +189,28 @@ def classify(inst: Instruction, platform: str | None = None) -> str:
         One of `FUSION`, `CUSTOM_CALL`, `COLLECTIVE`, `UNFUSED`, `CONTROL`, `FREE`.
     """
     op = inst.opcode
-    rt = runtime(platform)
     if op == "fusion":
         return FUSION
+    known = _BY_OPCODE.get((op, platform))
+    if known is not None:
+        return known
+    cls = _classify(inst, op, platform)
+    # The class of most opcodes depends on the opcode and platform alone; bounded, as
+    # opcodes come from the input.
+    if op not in _BY_INSTRUCTION and len(_BY_OPCODE) < 4096:
+        _BY_OPCODE[(op, platform)] = cls
+    return cls
+
+
+# classify() of the opcodes whose class depends on nothing else, by (opcode, platform):
+# the analyses ask several times for each of a big module's instructions.
+_BY_OPCODE: dict[tuple[str, str | None], str] = {}
+# Their target, their callees, their shape (a scalar copy is free on some runtimes).
+_BY_INSTRUCTION = frozenset({"custom-call", "async-start", "copy"})
+
+
+def _classify(inst: Instruction, op: str, platform: str | None) -> str:
+    rt = runtime(platform)
     if op in FREE_OPCODES:
         if rt.async_done and op in ASYNC_DONE_OPCODES:
             return COLLECTIVE if op.removesuffix("-done") in COLLECTIVE_OPCODES else UNFUSED
@@ -237,10 +257,40 @@ def kernel_kind(inst: Instruction, platform: str | None = None) -> str:
         return f"custom-call:{inst.custom_call_target}"
     if cls == COLLECTIVE:
         return inst.opcode.removesuffix("-start")
-    return sys.intern(f"unfused:{inst.opcode}")  # one string per opcode, not per kernel
+    kind = _UNFUSED_KINDS.get(inst.opcode)
+    if kind is None:
+        kind = sys.intern(f"unfused:{inst.opcode}")  # one string per opcode, not per kernel
+        if len(_UNFUSED_KINDS) < 4096:
+            _UNFUSED_KINDS[inst.opcode] = kind
+    return kind
+
+
+_UNFUSED_KINDS: dict[str, str] = {}  # `unfused:<opcode>` by opcode
 
 
 def platform(module: HloModule) -> str | None:
+    """The runtime a module was compiled for (see `_platform`), found once per module:
+    the analyses and the walks of provenance all ask."""
+    key = id(module)
+    known = _platforms.get(key)
+    if known is not None and known[0]() is module:
+        return known[1]
+    found = _platform(module)
+
+    def forget(ref: weakref.ref[HloModule]) -> None:
+        if _platforms.get(key, (None,))[0] is ref:
+            del _platforms[key]
+
+    _platforms[key] = (weakref.ref(module, forget), found)
+    return found
+
+
+# platform() by module id, dropped with the module (a weak reference), so that no id is
+# ever reused for another module.
+_platforms: dict[int, tuple[weakref.ref[HloModule], str | None]] = {}
+
+
+def _platform(module: HloModule) -> str | None:
     """The runtime a module was compiled for, read from the module itself.
 
     GPU: a cuBLAS/cuDNN/`__gpu$` custom call, or a GPU backend config (XLA's

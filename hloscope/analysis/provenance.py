@@ -15,8 +15,8 @@ Kernels holding no such instruction get ops inferred, and marked so.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from hloscope.analysis import kernels as K
 from hloscope.analysis.evidence import (
@@ -154,9 +154,12 @@ class Placement:
         return f"Placement({self.op.name!r}: {self.where})"
 
 
-@dataclass(frozen=True)
 class Provenance:
     """The join of a module's before and after forms on source op names.
+
+    The placements are joined on first use: a diagram reads only which ops each kernel
+    holds, and on a 500k-op module the placements (dead, folded and merged ops traced
+    through the before module) are most of the join's time.
 
     Attributes:
         placements: One per source op, in first-seen order.
@@ -172,10 +175,41 @@ class Provenance:
         [('MatMul', 'alone'), ('add', 'fused'), ('Relu', 'fused')]
     """
 
-    placements: tuple[Placement, ...]
-    kernel_ops: Mapping[str, tuple[SourceOp, ...]]
-    kernels_by_line: Mapping[str, int]
-    inferred: Mapping[str, Inferred] = field(default_factory=dict)
+    def __init__(
+        self,
+        placements: tuple[Placement, ...] | Callable[[], tuple[Placement, ...]],
+        kernel_ops: Mapping[str, tuple[SourceOp, ...]],
+        kernels_by_line: Mapping[str, int],
+        inferred: Mapping[str, Inferred] | None = None,
+    ) -> None:
+        self._placements = placements  # or the function that joins them
+        self.kernel_ops = kernel_ops
+        self.kernels_by_line = kernels_by_line
+        self.inferred: Mapping[str, Inferred] = inferred if inferred is not None else {}
+
+    @property
+    def placements(self) -> tuple[Placement, ...]:
+        """One per source op, in first-seen order (joined on first use)."""
+        found = self._placements
+        if callable(found):
+            found = self._placements = found()
+        return found
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.placements, self.kernel_ops, self.kernels_by_line, self.inferred)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Provenance):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # it holds mappings
+
+    def __repr__(self) -> str:
+        return f"Provenance({len(self.placements)} placements, {len(self.kernel_ops)} kernels)"
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Provenance, self._key())  # joined, to travel without its modules
 
     def unfused(self) -> list[Placement]:
         """Source ops that run alone, biggest memory traffic first."""
@@ -252,16 +286,36 @@ def trace(
         The provenance of every source op.
     """
     kernel_ops, ops, after_count = _kernel_ops(after, analysis)
-    op_kernels: dict[str, list[Kernel]] = {}
-    for kernel in analysis.kernels:
-        for op in kernel_ops[kernel.name]:
-            op_kernels.setdefault(op.name, []).append(kernel)
     inferred = infer_kernel_ops(
         after,
         analysis.kernels,
         {k: tuple(o.name for o in v) for k, v in kernel_ops.items()},
         lambda inst: op_name(inst, module=after),
     )
+
+    def placements() -> tuple[Placement, ...]:
+        return _placements(
+            after, analysis, before, decisions, kernel_ops, ops, after_count, inferred
+        )
+
+    return Provenance(placements, kernel_ops, _kernels_by_line(analysis, kernel_ops), inferred)
+
+
+def _placements(
+    after: HloModule,
+    analysis: ModuleAnalysis,
+    before: HloModule | None,
+    decisions: FusionDecisions | None,
+    kernel_ops: Mapping[str, tuple[SourceOp, ...]],
+    ops: dict[str, SourceOp],
+    after_count: Counter[str],
+    inferred: Mapping[str, Inferred],
+) -> tuple[Placement, ...]:
+    """Where every source op went (`trace`'s placements)."""
+    op_kernels: dict[str, list[Kernel]] = {}
+    for kernel in analysis.kernels:
+        for op in kernel_ops[kernel.name]:
+            op_kernels.setdefault(op.name, []).append(kernel)
     by_inferred: dict[str, list[tuple[str, str]]] = {}
     for kernel_name, found in inferred.items():
         for name in found.ops:
@@ -298,9 +352,7 @@ def trace(
             )
         else:
             placements.append(Placement(op, REMOVED, (), (), 0, n_before, 0))
-    return Provenance(
-        tuple(placements), kernel_ops, _kernels_by_line(analysis, kernel_ops), inferred
-    )
+    return tuple(placements)
 
 
 def _free_after(
@@ -335,12 +387,18 @@ def _kernel_ops(
     kernel_ops: dict[str, tuple[SourceOp, ...]] = {}
     ops: dict[str, SourceOp] = {}
     count: Counter[str] = Counter()
+    # Instructions with the same metadata have the same source op: one object for them.
+    seen: dict[int, SourceOp | None] = {}
     for kernel in analysis.kernels:
         found: dict[str, SourceOp] = {}
         for inst in kernel.ops:
             if not is_work(inst, free):
                 continue
-            op = source_op(after, inst)
+            key = id(inst.metadata)
+            if key in seen:
+                op = seen[key]
+            else:
+                op = seen[key] = source_op(after, inst)
             if op is not None:
                 found.setdefault(op.name, op)
                 count[op.name] += 1
@@ -576,9 +634,9 @@ def kernels_of_before_ops(
     for k in analysis.kernels:
         own[k.name] = k.opcode
         for inst in k.ops:
-            fused_op = source_op(after, inst) if is_work(inst, free) else None
+            fused_op = op_name(inst) if is_work(inst, free) else None
             if fused_op is not None:
-                names = by_op_code.setdefault((fused_op.name, inst.opcode), [])
+                names = by_op_code.setdefault((fused_op, inst.opcode), [])
                 if k.name not in names:
                     names.append(k.name)
     out: dict[str, tuple[str, ...]] = {}
@@ -589,9 +647,9 @@ def kernels_of_before_ops(
         found: list[str] = []
         if own.get(inst.name) == inst.opcode:
             found.append(inst.name)
-        op = source_op(before, inst, ex.scope)
+        op = op_name(inst, ex.scope)
         if op is not None:
-            found.extend(by_op_code.get((op.name, inst.opcode)) or by_op.get(op.name, []))
+            found.extend(by_op_code.get((op, inst.opcode)) or by_op.get(op, []))
         if found:
             out[inst.name] = tuple(dict.fromkeys(found))
     return out

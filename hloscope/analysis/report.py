@@ -16,6 +16,7 @@ from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
+from hloscope.hlo.parser import paused_gc
 from hloscope.runs import ModuleDump, Run, is_trivial
 
 
@@ -140,6 +141,11 @@ def analyze_dump(dump: ModuleDump) -> ModuleReport:
 
     A side that cannot be parsed does not stop the report: its error is recorded.
     """
+    with paused_gc():
+        return _analyze_dump(dump)
+
+
+def _analyze_dump(dump: ModuleDump) -> ModuleReport:
     errors = []
     before = after = None
     try:
@@ -193,10 +199,12 @@ def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
         UsageError: A pattern matches no module, or several that are not one function's
             compilations.
     """
+    from hloscope.analysis.pool import analyze_dumps  # it runs analyze_dump
+
     patterns = list(modules)
     found = {d.key: d for p in patterns for d in find_modules(run, p)}
     dumps = list(found.values()) if patterns else list(run.modules)
-    reports = [analyze_dump(d) for d in dumps]
+    reports = analyze_dumps(dumps, analyze_dump)  # in parallel when it pays
     # a function's compilations stay together, in compile order, where its biggest is
     ids = {d.key: (d.id_number is None, d.id_number or 0, d.key) for d in dumps}
     functions = run_functions(run)

@@ -22,6 +22,7 @@ __all__ = ["is_torch_op", "torch_op_name", "torch_source_op"]
 
 # torch_xla's IR namespaces, as they appear in op_type.
 _OP_TYPE = re.compile(r"(?:aten|prim|xla)__\w+")
+_NAMESPACES = ("aten__", "prim__", "xla__")
 # One component of an op_name: `aten__mm`, `aten___log_softmax` (aten::_log_softmax),
 # `aten__lerp.7` (the 7th lerp, as a scope).
 _PART = re.compile(r"(aten|prim|xla)__(\w+(?:\.\d+)?)")
@@ -32,6 +33,7 @@ def is_torch_op(op_type: str | None, op_name: str) -> bool:
     op (`aten__addmm`) and its op_name ends with it."""
     return (
         op_type is not None
+        and op_type.startswith(_NAMESPACES)  # most op types are not: no regex for them
         and _OP_TYPE.fullmatch(op_type) is not None
         and (op_name == op_type or op_name.endswith("/" + op_type))
     )

@@ -263,6 +263,16 @@ def _print_json(doc: Any) -> None:
     sys.stdout.write(_json_text(doc))
 
 
+def _stream_json(doc: Any) -> None:
+    """`_print_json` of a document made as it is written (`render.json_stream`): the
+    same text, never held whole."""
+    from hloscope.render.format import json_printable
+    from hloscope.render.json_stream import chunks, write_chunks
+
+    write_chunks(chunks(doc), lambda text: sys.stdout.write(json_printable(text)))
+    sys.stdout.write("\n")
+
+
 def _json_text(doc: Any) -> str:
     """What `_print_json` prints."""
     from hloscope.render.format import json_printable

@@ -36,7 +36,7 @@ from hloscope.store import (
     user_cache_dir,
 )
 
-__all__ = ["Output", "cached_output"]
+__all__ = ["Output", "cached_output", "code_stamps", "keeps_output", "probe_stamp"]
 
 _VERSION = 1  # the shape of a kept entry
 _MAX_ENTRIES = 4
@@ -96,13 +96,13 @@ def cached_output(
     Returns:
         The output; equal to `compute()`'s.
     """
-    if not (run.is_dir() and (run / MANIFEST).is_file()):
+    if not keeps_output(run):
         return compute()
     started = time.time_ns()
     try:
         files = tree_stamps(run)
         contents = tree_digest(run)
-        code = file_stamps(_PACKAGE, sorted(_PACKAGE.rglob("*.py")))
+        code = code_stamps()
     except OSError:
         return compute()
     what = {"command": command, "options": dict(options), "run": str(run)}
@@ -130,6 +130,22 @@ def cached_output(
     return output
 
 
+def keeps_output(run: Path) -> bool:
+    """Whether `cached_output` keeps what a command prints on `run`: only a run folder
+    does."""
+    return run.is_dir() and (run / MANIFEST).is_file()
+
+
+def code_stamps() -> list[list[Any]]:
+    """hloscope's own source files, by name, size and time (an editable install
+    changes without a new version).
+
+    Raises:
+        OSError: A file cannot be stat'ed.
+    """
+    return file_stamps(_PACKAGE, sorted(_PACKAGE.rglob("*.py")))
+
+
 def _key(what: Mapping[str, Any], files: Any, code: Any) -> str | None:
     from hloscope import __version__
 
@@ -140,12 +156,12 @@ def _key(what: Mapping[str, Any], files: Any, code: Any) -> str | None:
             "code": code,
             **what,
             "files": files,
-            "peaks": _probe_stamp(),
+            "peaks": probe_stamp(),
         }
     )
 
 
-def _probe_stamp() -> list[Any]:
+def probe_stamp() -> list[Any]:
     """This machine and its kept CPU roofs (`timing.roofline.cpu_peaks`): the roofs a
     CPU run's roofline uses when no flag or device table gives them."""
     path = user_cache_dir() / PEAKS_FILE

@@ -23,6 +23,7 @@ from hloscope.cli.app import (
     _print,
     _print_json,
     _stdout_is_terminal,
+    _stream_json,
     _width,
     app,
 )
@@ -36,6 +37,22 @@ FormatOption = Annotated[
         metavar="text|tsv",
     ),
 ]
+NoCacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Compute again, and keep nothing: the output is otherwise kept in the user's "
+        "cache folder (~/.cache/hloscope/outputs, or $HLOSCOPE_CACHE_DIR/outputs) by the "
+        "content of the files read, and printed back while they are unchanged.",
+    ),
+]
+
+
+def _cached(run: Path, command: str, options: dict[str, Any], body: Any, no_cache: bool) -> None:
+    """Run a command's body through the user's output cache (`cli.output_cache`)."""
+    from hloscope.cli.output_cache import cached_command
+
+    cached_command(run, command, options, body, enabled=not no_cache)
 
 
 @app.command(rich_help_panel="Inspect")
@@ -72,6 +89,7 @@ def report(
             "--peak-tflops", help="The device's peak TFLOP/s for the roofline.", show_default=False
         ),
     ] = None,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """What XLA fused, module by module: counts, kernels, loops, time, cost and memory.
 
@@ -90,8 +108,41 @@ def report(
     profiled.
     """
     if json and html is None:
-        _report_json(run, module or [], peak_bandwidth, peak_flops)
-        return
+        from hloscope.cli.cached import keeps_output
+
+        if keeps_output(run):  # kept in the run folder itself
+            _report_json(run, module or [], peak_bandwidth, peak_flops, no_cache)
+            return
+    options = {
+        "module": module or [],
+        "json": json,
+        "format": fmt,
+        "all": show_all,
+        "html": str(html) if html is not None else None,
+        "peak_bandwidth": peak_bandwidth,
+        "peak_tflops": peak_flops,
+    }
+
+    def body() -> list[Path]:
+        return _report(run, module, json, fmt, show_all, html, peak_bandwidth, peak_flops)
+
+    _cached(run, "report", options, body, no_cache)
+
+
+def _report(
+    run: Path,
+    module: list[str] | None,
+    json: bool,
+    fmt: str,
+    show_all: bool,
+    html: Path | None,
+    peak_bandwidth: float | None,
+    peak_flops: float | None,
+) -> list[Path]:
+    """`report`, computed; the files it wrote (the HTML page)."""
+    if json and html is None:
+        _report_json(run, module or [], peak_bandwidth, peak_flops, True)
+        return []
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), passes=html is not None)
@@ -106,31 +157,49 @@ def report(
         size = fmt_bytes(written.stat().st_size)
         _echo(f"wrote {written} ({size}, {counted(len(inspection.modules), 'module')})", err=True)
         if not json:
-            return
+            return [written]
     if json:
-        from hloscope.render.json import report_doc
+        from hloscope.render.json import report_fields
 
-        _print_json(report_doc(inspection, peaks))
-        return
+        _stream_json(report_fields(inspection, peaks))
+        return [] if html is None else [html]
     if _format(fmt) == "tsv":
         from hloscope.render.text import MODULE_COLUMNS, module_row, tsv
 
         shown = inspection.report.modules if show_all else inspection.report.main
         sys.stdout.write(tsv(MODULE_COLUMNS, (module_row(m) for m in shown)))
-        return
+        return []
     from hloscope.render.text import report_view
 
     full = not _stdout_is_terminal()
     view = report_view(inspection, show_all=show_all, full_names=full, peaks=peaks, width=_width())
     _print(view)
+    return []
 
 
 def _report_json(
-    run: Path, modules: list[str], bandwidth_gbs: float | None, tflops: float | None
+    run: Path,
+    modules: list[str],
+    bandwidth_gbs: float | None,
+    tflops: float | None,
+    no_cache: bool,
 ) -> None:
     """`report --json`: read back from the run folder when nothing it depends on changed
-    (`cli.cached`: no HLO parsed, no profile read), else computed and kept there."""
-    from hloscope.cli.cached import Output, cached_output
+    (`cli.cached`: no HLO parsed, no profile read), else computed and kept there; what
+    is not a run folder (or `--no-cache`) keeps nothing here, and its document is
+    written as it is made."""
+    from hloscope.cli.cached import Output, cached_output, keeps_output
+
+    if no_cache or not keeps_output(run):
+        from hloscope.inspection import inspect_run
+        from hloscope.render.json import report_fields
+
+        inspection = inspect_run(run, modules)
+        peaks = _peaks(inspection, bandwidth_gbs, tflops)
+        for line in _warnings(inspection):
+            _echo(line, err=True)
+        _stream_json(report_fields(inspection, peaks))
+        return
 
     def compute() -> Output:
         from hloscope.inspection import inspect_run
@@ -216,6 +285,7 @@ def ops(
             "runs alone left a fusion (needs `hloscope dump --passes`; see `hloscope passes`).",
         ),
     ] = False,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """Where did each of my ops go, and what does each kernel hold?
 
@@ -229,6 +299,34 @@ def ops(
     `hloscope ops RUN --unfused` lists the ops that did not fuse, by bytes moved;
     `hloscope ops RUN --kernel fusion.3` what the kernel fusion.3 runs.
     """
+    options = {
+        "module": module or [],
+        "op": op,
+        "unfused": unfused,
+        "kernel": kernel,
+        "json": json,
+        "format": fmt,
+        "history": history,
+    }
+
+    def body() -> list[Path]:
+        _ops(run, module, op, unfused, kernel, json, fmt, history)
+        return []
+
+    _cached(run, "ops", options, body, no_cache)
+
+
+def _ops(
+    run: Path,
+    module: list[str] | None,
+    op: str | None,
+    unfused: bool,
+    kernel: str | None,
+    json: bool,
+    fmt: str,
+    history: bool,
+) -> None:
+    """`ops`, computed."""
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), timings=False, bench=False)
@@ -252,13 +350,15 @@ def ops(
                 d["history"] = op_history_doc(p, stories[m.key])
             return d
 
-        _print_json(
-            [
-                {"module": m.key, "name": m.name, "ops": [doc(m, p) for p in ps]}
-                | ({"kernel": _kernel_doc(m, kernel)} if kernel is not None else {})
-                for m, ps in selected
-            ]
-        )
+        from hloscope.render.json_stream import Fields, Items
+
+        def module_doc(m: Any, ps: list[Any]) -> Fields:
+            fields = Fields(module=m.key, name=m.name, ops=Items(lambda: (doc(m, p) for p in ps)))
+            if kernel is not None:
+                fields["kernel"] = _kernel_doc(m, kernel)
+            return fields
+
+        _stream_json(Items(lambda: (module_doc(m, ps) for m, ps in selected)))
         return
     if _format(fmt) == "tsv":
         from hloscope.render.text import PLACEMENT_COLUMNS, placement_row, tsv
@@ -484,6 +584,7 @@ def graph(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds to give Graphviz `dot`.", min=1.0)
     ] = 60.0,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """Draw what XLA fused with Graphviz: kernels after optimization, ops before.
 
@@ -494,6 +595,41 @@ def graph(
 
     Example: hloscope graph tests/data/tf_dense_relu --expand all -o dense.svg
     """
+    options = {
+        "module": module,
+        "stage": stage,
+        "out": str(out) if out is not None else None,
+        "expand": expand or [],
+        "side_by_side": side_by_side,
+        "max_nodes": max_nodes,
+        "around": around,
+        "depth": depth,
+        "scope": scope,
+        "timeout": timeout,
+    }
+
+    def body() -> list[Path]:
+        return _graph(
+            run, module, stage, out, expand, side_by_side, max_nodes, around, depth, scope, timeout
+        )
+
+    _cached(run, "graph", options, body, no_cache)
+
+
+def _graph(
+    run: Path,
+    module: str | None,
+    stage: str | None,
+    out: Path | None,
+    expand: list[str] | None,
+    side_by_side: bool,
+    max_nodes: int | None,
+    around: str | None,
+    depth: int,
+    scope: str | None,
+    timeout: float,
+) -> list[Path]:
+    """`graph`, computed; the files it wrote (the picture and its DOT source)."""
     import re
 
     from hloscope.errors import UsageError
@@ -543,6 +679,7 @@ def graph(
         _echo(f"wrote {result.dot} ({what})")
     for note in spec.notes[1:]:
         _echo(f"  {note}")
+    return [p for p in (result.out, result.dot) if p is not None]
 
 
 @app.command(rich_help_panel="Inspect")
@@ -551,12 +688,23 @@ def parse(
     file: Annotated[Path, typer.Argument(help="An HLO text file (.txt or .hlo).")],
     json: JsonOption = False,
     strict: StrictOption = False,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """Parse an HLO text file and summarise it: computations, instructions, fusions, opcodes.
 
     A file holding several modules separated by `// -----` (FileCheck tests) is parsed
     module by module; `--json` then prints a list instead of one object.
     """
+
+    def body() -> list[Path]:
+        _parse(file, json, strict)
+        return []
+
+    _cached(file, "parse", {"json": json, "strict": strict}, body, no_cache)
+
+
+def _parse(file: Path, json: bool, strict: bool) -> None:
+    """`parse`, computed."""
     from hloscope.analysis.stats import module_stats
     from hloscope.errors import UsageError
     from hloscope.hlo.parser import parse_modules

@@ -8,7 +8,7 @@ metadata. Every regex is possessive or anchored so that it runs in linear time.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from sys import intern
 
 from hloscope.hlo.model import (
@@ -16,8 +16,9 @@ from hloscope.hlo.model import (
     Layout,
     Metadata,
     Shape,
-    metadata_fields,
+    to_int,
 )
+from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES
 
 # ---------------------------------------------------------------------------------------
 # Regular expressions. Every one of them runs in time linear in its input: quantifiers
@@ -46,7 +47,7 @@ def _nested(depth: int) -> str:
 
 _VALUE = _nested(5)
 _PARENS = r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)"
-_SHAPE = rf"(?:{_PARENS}|[a-z][a-z0-9]*\[[^\]]*+\](?:\{{[^}}]*+\}})?)"
+_SHAPE = rf"(?:[a-z][a-z0-9]*+\[[^\]]*+\](?:\{{[^}}]*+\}})?|{_PARENS})"
 
 _WS = r"\s*+"
 _HEAD = rf"{_WS}(ROOT\s++)?{_NAME}{_WS}={_WS}(?:({_SHAPE}){_WS})?([a-z][\w\-]*+)\("
@@ -56,14 +57,80 @@ FULL_INSTRUCTION = re.compile(
     rf"{_HEAD}((?:[^()]++|{_PARENS})*+)\)"
     rf"((?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+){_WS}"
 )
+
+
+def _one_line(pattern: str) -> str:
+    """`pattern` kept to one line: blanks and negated classes stop at a newline.
+
+    On text without a newline it matches exactly what `pattern` matches, so a record
+    matched this way in the whole text is what the per-line pattern reads from its line.
+    """
+    classes = re.sub(r"\[\^((?:\\.|[^\]\\])*+)\]", lambda m: f"[^{m.group(1)}\\n]", pattern)
+    return classes.replace(r"\s*+", r"[^\S\n]*+").replace(r"\s++", r"[^\S\n]++")
+
+
+_CALL_KEYS = "|".join(sorted(CALLED_COMPUTATION_ATTRIBUTES))
+# One `, key=value` attribute, with the value of `metadata=` captured, and the key
+# captured when it names called computations (the two things the parser reads from
+# attributes it otherwise keeps as text). The three branches are exclusive, so a line
+# that fails backtracks through them at most once each. Metadata and callee lists are
+# read one bracket deep (XLA prints them so; a deeper one sends its line the
+# line-by-line way): the pattern compiles in a third of the time. (The repetition
+# around it is greedy, not possessive: Python 3.11 mistakes the spans of groups inside
+# a possessive repetition.)
+_FLAT_VALUE = _nested(1)
+_RECORD_ATTRIBUTE = (
+    rf"{_WS},{_WS}(?:metadata(?![\w\-]){_WS}={_WS}({_FLAT_VALUE})"
+    rf"|({_CALL_KEYS})(?![\w\-]){_WS}={_WS}{_FLAT_VALUE}"
+    rf"|(?!(?:metadata|{_CALL_KEYS})(?![\w\-]))[\w\-]++{_WS}={_WS}{_VALUE})"
+)
+# Operands as XLA prints them, `%a, %b`: split at ", " they are what `OPERAND_NAMES`
+# finds, without a regex call per instruction.
+_CANONICAL_OPERANDS = r"(?:%[\w.\-]++(?:, %[\w.\-]++)*+)?"
+_END = rf'\}}{_WS}(?:,{_WS}execution_thread{_WS}={_WS}"([^"]*+)")?{_WS}'
+COMPUTATION_END = re.compile(_END)
+
+
+def _computation(signature: str) -> str:
+    """A computation's header line: groups `ENTRY` and the name, then the parameters and
+    result shape in groups when `signature` is `(`, not when it is `(?:`."""
+    return (
+        rf"(ENTRY\s++)?[%@]?([\w.\-]++){_WS}"
+        rf"(?:{signature}\((?:[^()]++|{_PARENS})*+\)){_WS}->{_WS}{signature}{_SHAPE}))?"
+        rf"{_WS}\{{{_WS}"
+    )
+
+
+COMPUTATION = re.compile(_computation("("))
+_RECORD = (
+    "|".join(
+        _one_line(line) + r"(?:\n|\Z)"
+        for line in (
+            rf"{_HEAD}(?=({_CANONICAL_OPERANDS})\)|)((?:[^()]++|{_PARENS})*+)\)"
+            rf"((?:{_RECORD_ATTRIBUTE})*){_WS}",
+            rf"{_WS}({_END})",
+            rf"{_WS}({_computation('(?:')})",
+        )
+    )
+    + r"|([^\S\n]*+(?://[^\n]*+)?)\n|[^\n]*+\n?"
+).replace(r"\w", "0-9A-Za-z_")  # ASCII, as a bitmap: faster than the \w category
+RECORD = re.compile(_RECORD, re.ASCII)
+r"""One line of the text, read as the line-by-line parser would read it alone: an
+instruction as `FULL_INSTRUCTION` reads it (groups 1-4 and 6-7 its groups 1-6; 5 the
+operands when printed as XLA prints them, 8 the last `metadata=` value, 9 a
+called-computation key when there is one); the `}` that ends a computation as
+`COMPUTATION_END` reads it (group 10; 11 its execution thread); a computation's header
+as `COMPUTATION` reads it (group 12; 13 `ENTRY`, 14 its name); a blank or comment line
+(group 15); else anything (every group None),
+left to the line-by-line parser. Each but the last ends at a newline or the end of the
+text. ASCII only (`\w`, `\s`): a line with other letters or blanks in its names or
+between its tokens goes the line-by-line way, so a line read here reads the same there.
+The parser reads computations record by record with `finditer`, one scan in C."""
+
+
 OPERAND_NAMES = re.compile(r"[%@]?([^\s,%@]++)")
 ATTRIBUTES = re.compile(rf"(?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+{_WS}")
 ATTRIBUTE = re.compile(rf"{_WS},{_WS}([\w\-]++){_WS}={_WS}({_VALUE})")
-COMPUTATION = re.compile(
-    rf"(ENTRY\s++)?{_NAME}{_WS}(?:(\((?:[^()]++|{_PARENS})*+\)){_WS}->{_WS}({_SHAPE}))?"
-    rf"{_WS}\{{{_WS}"
-)
-COMPUTATION_END = re.compile(rf'\}}{_WS}(?:,{_WS}execution_thread{_WS}={_WS}"([^"]*+)")?{_WS}')
 MODULE = re.compile(rf"HloModule\s++{_NAME}")
 TABLE_ROW = re.compile(r"([0-9]++)\s++(.*)")
 CALLED_NAME = re.compile(r"[%@]?([\w.\-]++)")
@@ -71,9 +138,15 @@ _DIM = re.compile(rf"{_WS}(<=)?{_WS}([0-9]++|\?){_WS}")
 _TILE = re.compile(r"T\(([^()]*+)\)")
 _MEMORY_SPACE = re.compile(r"S\(([0-9]++)\)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_INT = re.compile(r"-?[0-9]{1,19}")
 
 TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+# One line of the stack frame tables as XLA prints them, for `_Parser.scan_tables`: a
+# row `N "string"` or `N {k=v ...}` (no brackets, comments or line joins inside), a
+# table's name, or a blank line. Anything else is left to the line-by-line reader.
+TABLE_LINE = re.compile(
+    r'(?![^\n]*/[/*])[ \t]*+(?:([0-9]{1,18}+)[ \t]++("(?:[^"\\\n]|\\.)*+"|\{[^{}\[\]()"\n]*+\})'
+    r"|(FileNames|FunctionNames|FileLocations|StackFrames)|)[ \t]*+(?:\n|\Z)"
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -153,50 +226,95 @@ def _parse_layout(text: str) -> Layout:
     return Layout(minor_to_major, tiles, to_int(space.group(1)) if space else None, text)
 
 
-def to_int(text: str) -> int:
-    """An integer as XLA's lexer reads one: ASCII digits, optional minus, within int64.
-
-    Python's `int` also takes `1_000`, blanks, and digits of other scripts (`٣`), and
-    fails past 4,300 digits; XLA takes none of those.
-
-    Raises:
-        ValueError: The text is not such an integer.
-    """
-    if len(text) < 19 and text.isdigit() and text.isascii():
-        return int(text)  # the usual case, without the regex
-    s = text.strip()
-    if _INT.fullmatch(s) is None or not -INT64_MAX - 1 <= (value := int(s)) <= INT64_MAX:
-        raise ValueError(f"expected a 64-bit integer, not {s[:40]!r}")
-    return value
-
-
-def small_int(text: str | None) -> int | None:
-    """`to_int` for optional fields the tolerant parser keeps as text when they are not
-    integers (`source_line=`, `stack_frame_id=`)."""
-    if text is None:
-        return None
-    try:
-        return to_int(text)
-    except ValueError:
-        return None
-
-
 def parse_metadata(raw: str) -> Metadata:
-    """The `Metadata` of a `metadata={...}` value (braces included), kept as its `text`.
+    """The `Metadata` of a `metadata={...}` value (braces included), kept as its `text`;
+    its fields are read from it on first use."""
+    return Metadata.of_text(raw)
 
-    Op types and source files are interned: a big module repeats a few of them on every
-    instruction.
+
+class Attributes(Mapping[str, str]):
+    """An instruction's attributes, read from their text on first use.
+
+    The parser has checked the text (`, key=value` pairs, brackets balanced) and keeps
+    it as one string; the pairs are split out only when asked for, which keeps a
+    `parse` of a big module from building a dict per instruction that nothing reads.
+    Keys are interned (one string per name across modules); a key given twice keeps its
+    last value, as a dict built from the pairs would.
+
+    Attributes:
+        text: The attributes as printed, from the `,` after the operand list.
     """
-    fields = metadata_fields(raw)
-    op_type, source_file = fields.get("op_type"), fields.get("source_file")
-    return Metadata(
-        op_type=None if op_type is None else intern(op_type),
-        op_name=fields.get("op_name"),
-        source_file=None if source_file is None else intern(source_file),
-        source_line=small_int(fields.get("source_line")),
-        stack_frame_id=small_int(fields.get("stack_frame_id")),
-        text=raw,
-    )
+
+    __slots__ = ("_map", "text")
+
+    def __init__(self, text: str, parsed: dict[str, str] | None = None) -> None:
+        self.text = text
+        self._map = parsed
+
+    def _load(self) -> dict[str, str]:
+        found = self._map
+        if found is None:
+            found = self._map = {intern(k): v for k, v in ATTRIBUTE.findall(self.text)}
+        return found
+
+    # A key that is nowhere in the text is not an attribute: asked for one, most lookups
+    # (`backend_config` on every instruction) answer without reading the pairs.
+
+    def __getitem__(self, key: str) -> str:
+        found = self._map
+        if found is None:
+            if key not in self.text:
+                raise KeyError(key)
+            found = self._load()
+        return found[key]
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        """The value of `key`, or `default`."""
+        found = self._map
+        if found is None:
+            if key not in self.text:
+                return default
+            found = self._load()
+        return found.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        found = self._map
+        if found is None:
+            if not isinstance(key, str) or key not in self.text:
+                return False
+            found = self._load()
+        return key in found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._map or self._load())
+
+    def __len__(self) -> int:
+        return len(self._map or self._load())
+
+    def keys(self) -> KeysView[str]:
+        """The attribute names, in order."""
+        return (self._map or self._load()).keys()
+
+    def items(self) -> ItemsView[str, str]:
+        """`(name, value)` pairs, in order."""
+        return (self._map or self._load()).items()
+
+    def values(self) -> ValuesView[str]:
+        """The values, in order."""
+        return (self._map or self._load()).values()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return (self._map or self._load()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, as dicts are
+
+    def __repr__(self) -> str:
+        return f"Attributes({self._map or self._load()!r})"
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Attributes, (self.text, self._map))
 
 
 def strip_comments(text: str) -> str:

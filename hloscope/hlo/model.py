@@ -17,10 +17,43 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from sys import intern
+from types import MappingProxyType
 from typing import Any, NamedTuple, get_type_hints
 
 INT64_MAX = 2**63 - 1
 """The largest dimension, and the largest array byte size, a shape may have (XLA's)."""
+
+_INT = re.compile(r"-?[0-9]{1,19}")
+
+
+def to_int(text: str) -> int:
+    """An integer as XLA's lexer reads one: ASCII digits, optional minus, within int64.
+
+    Python's `int` also takes `1_000`, blanks, and digits of other scripts (`٣`), and
+    fails past 4,300 digits; XLA takes none of those.
+
+    Raises:
+        ValueError: The text is not such an integer.
+    """
+    if len(text) < 19 and text.isdigit() and text.isascii():
+        return int(text)  # the usual case, without the regex
+    s = text.strip()
+    if _INT.fullmatch(s) is None or not -INT64_MAX - 1 <= (value := int(s)) <= INT64_MAX:
+        raise ValueError(f"expected a 64-bit integer, not {s[:40]!r}")
+    return value
+
+
+def small_int(text: str | None) -> int | None:
+    """`to_int` for optional fields the tolerant parser keeps as text when they are not
+    integers (`source_line=`, `stack_frame_id=`)."""
+    if text is None:
+        return None
+    try:
+        return to_int(text)
+    except ValueError:
+        return None
+
 
 # Bits per element of every XLA primitive type (xla_data.proto); `None` for types with
 # no fixed size (token, opaque). Sub-byte types are counted in bits, then rounded up.
@@ -85,6 +118,9 @@ class Shape:
     layout: Layout | None = None
     tuple_shapes: tuple[Shape, ...] = ()
     text: str = ""
+    # `byte_size`, once asked: a shape is shared by thousands of instructions, and the
+    # analyses ask each operand's size.
+    _bytes: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -109,12 +145,15 @@ class Shape:
     @property
     def byte_size(self) -> int:
         """Bytes the array (or, for a tuple, all its leaves) occupies, without padding."""
-        if self.is_tuple:
-            return sum(s.byte_size for s in self.leaves())
-        bits = ELEMENT_BITS.get(self.element_type)
-        if bits is None:
-            return 0
-        return (self.num_elements * bits + 7) // 8
+        size = self._bytes
+        if size is None:
+            if self.is_tuple:
+                size = sum(s.byte_size for s in self.leaves())
+            else:
+                bits = ELEMENT_BITS.get(self.element_type)
+                size = 0 if bits is None else (self.num_elements * bits + 7) // 8
+            object.__setattr__(self, "_bytes", size)
+        return size
 
     def leaves(self) -> Iterator[Shape]:
         """Yield the array and token shapes inside this shape, depth first."""
@@ -179,12 +218,14 @@ class StackFrame:
     parent_id: int = 0
 
 
-@dataclass(frozen=True, slots=True)
 class Metadata:
     """The parsed `metadata={...}` of an instruction.
 
-    Only the fields every analysis reads are parsed up front; the rest stay in `text`
-    and are read on demand (`fields`), which keeps a big module's model small.
+    Kept as its text: the fields every analysis reads are parsed from it on first use
+    (a big module holds hundreds of thousands, and a `parse` that reads none of them
+    need not pay for them), then read as plain attributes; the rest are read on demand
+    (`fields`). Immutable, compared and hashed by its fields and text, as a frozen
+    dataclass would be.
 
     Attributes:
         op_type: TensorFlow op type (`MatMul`, `Relu`), when present.
@@ -195,17 +236,132 @@ class Metadata:
         text: The `{...}` exactly as printed.
     """
 
-    op_type: str | None = None
-    op_name: str | None = None
-    source_file: str | None = None
-    source_line: int | None = None
-    stack_frame_id: int | None = None
-    text: str = "{}"
+    __slots__ = ("op_name", "op_type", "source_file", "source_line", "stack_frame_id", "text")
+    op_type: str | None
+    op_name: str | None
+    source_file: str | None
+    source_line: int | None
+    stack_frame_id: int | None
+    text: str
+
+    def __init__(
+        self,
+        op_type: str | None = None,
+        op_name: str | None = None,
+        source_file: str | None = None,
+        source_line: int | None = None,
+        stack_frame_id: int | None = None,
+        text: str = "{}",
+    ) -> None:
+        _set(self, "text", text)
+        _set_fields(self, (op_type, op_name, source_file, source_line, stack_frame_id))
+
+    @classmethod
+    def of_text(cls, text: str) -> Metadata:
+        """The metadata printed as `text` (braces included), its fields read on first use."""
+        md = _new(cls)
+        _set(md, "text", text)
+        return md
+
+    def __getattr__(self, name: str) -> object:
+        # Only reached for a slot not set yet: the fields of metadata made `of_text`.
+        if name not in _METADATA_FIELDS or name == "text":
+            raise AttributeError(name)
+        m = _CANONICAL_METADATA.fullmatch(self.text)
+        if m is not None:  # as XLA prints it, no escapes: the same fields, faster
+            op_type, op_name, source_file, line, frame = m.groups()
+            _set(self, "op_type", None if op_type is None else intern(op_type))
+            _set(self, "op_name", op_name)
+            _set(self, "source_file", None if source_file is None else intern(source_file))
+            _set(self, "source_line", None if line is None else int(line))
+            _set(self, "stack_frame_id", None if frame is None else int(frame))
+            return object.__getattribute__(self, name)
+        # The raw pairs (a key given twice keeps its last value, as in `fields`), and
+        # only the five fields unquoted.
+        raw = dict(KEY_VALUE.findall(self.text[1:-1]))
+        op_type, source_file = raw.get("op_type"), raw.get("source_file")
+        # Interned: a big module repeats a few op types and files on every instruction.
+        op_name = raw.get("op_name")
+        _set(self, "op_type", None if op_type is None else intern(_value(op_type)))
+        _set(self, "op_name", None if op_name is None else _value(op_name))
+        _set(self, "source_file", None if source_file is None else intern(_value(source_file)))
+        _set(self, "source_line", small_int(raw.get("source_line")))
+        _set(self, "stack_frame_id", small_int(raw.get("stack_frame_id")))
+        return object.__getattribute__(self, name)
 
     @property
     def fields(self) -> dict[str, str]:
         """Every `key=value` pair exactly as printed (strings unquoted), in order."""
         return metadata_fields(self.text)
+
+    def with_stack_frame_id(self, stack_frame_id: int | None) -> Metadata:
+        """This metadata with another stack frame id (its text unchanged), as
+        `dataclasses.replace` gives a dataclass."""
+        return Metadata(
+            self.op_type,
+            self.op_name,
+            self.source_file,
+            self.source_line,
+            stack_frame_id,
+            self.text,
+        )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: Metadata is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: Metadata is immutable")
+
+    def _key(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in _METADATA_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self is other or self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        pairs = zip(_METADATA_FIELDS, self._key(), strict=True)
+        return "Metadata(" + ", ".join(f"{n}={v!r}" for n, v in pairs) + ")"
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Metadata, self._key())
+
+
+_METADATA_FIELDS = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id", "text")
+# Metadata as XLA prints it (`OpMetadataToString`: its keys in this order, each at most
+# once, strings without escapes): read in one match, as `KEY_VALUE` would read it.
+# Anything else (another key, order or spacing, an escape) takes the general path.
+_STR = r'"([^"\\\n]*+)"'
+_NUM = r"([0-9]{1,18}+)"
+_END = r"(?: |(?=\}))"  # each pair ends at a blank, or at the closing brace
+_CANONICAL_METADATA = re.compile(
+    r"\{"
+    rf"(?:op_type={_STR}{_END})?"
+    rf"(?:op_name={_STR}{_END})?"
+    rf"(?:source_file={_STR}{_END})?"
+    rf"(?:source_line={_NUM}{_END})?"
+    rf"(?:source_end_line=[0-9]{{1,18}}+{_END})?"
+    rf"(?:source_column=[0-9]{{1,18}}+{_END})?"
+    rf"(?:source_end_column=[0-9]{{1,18}}+{_END})?"
+    rf"(?:stack_frame_id={_NUM}{_END})?"
+    r"\}"
+)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _set_fields(md: Metadata, values: tuple[object, ...]) -> None:
+    for name, value in zip(_METADATA_FIELDS, values, strict=False):
+        _set(md, name, value)
+
+
+def _value(raw: str) -> str:
+    """A value as `metadata_fields` gives it: strings unquoted."""
+    return unescape(raw[1:-1]) if raw.startswith('"') else raw
 
 
 # `key=value` inside `{...}`: values are quoted strings or bare words. The lookbehind
@@ -342,6 +498,34 @@ class Computation:
     execution_thread: str | None = None
     line: int = 0
 
+    @classmethod
+    def _make(
+        cls,
+        name: str,
+        instructions: tuple[Instruction, ...],
+        is_entry: bool,
+        execution_thread: str | None,
+        line: int,
+    ) -> Computation:
+        """`Computation(...)` for the parser, which makes thousands: the same object,
+        without the frozen dataclass's `__setattr__` per field (half the cost)."""
+        comp = object.__new__(cls)
+        comp.__dict__.update(
+            name=name,
+            instructions=instructions,
+            is_entry=is_entry,
+            execution_thread=execution_thread,
+            line=line,
+        )
+        return comp
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Without the `by_name` cache, which would double what is sent.
+        return (
+            Computation._make,
+            (self.name, self.instructions, self.is_entry, self.execution_thread, self.line),
+        )
+
     @cached_property
     def by_name(self) -> Mapping[str, Instruction]:
         """Instructions by name."""
@@ -384,6 +568,10 @@ class ParseStats:
         """How many things were not understood."""
         return sum(self.unknown_opcodes.values()) + len(self.unparsed)
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Read-only mappings (MappingProxyType) do not pickle: travel as dicts.
+        return (_stats, (dict(self.unknown_opcodes), self.unparsed))
+
 
 @dataclass(frozen=True)
 class HloModule:
@@ -411,12 +599,27 @@ class HloModule:
     stats: ParseStats = field(default_factory=ParseStats)
     path: str | None = None
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Sent whole to or from a worker process (`hloscope.analysis.pool`): read-only
+        # mappings travel as dicts, caches (computation_map, ...) not at all.
+        return (
+            _module,
+            (
+                self.name,
+                dict(self.attributes),
+                self.computations,
+                dict(self.stack_frames),
+                self.stats,
+                self.path,
+            ),
+        )
+
     @cached_property
     def computation_map(self) -> Mapping[str, Computation]:
         """Computations by name."""
         return {c.name: c for c in self.computations}
 
-    @property
+    @cached_property
     def entry(self) -> Computation:
         """The entry computation (the last one when none is marked `ENTRY`, as XLA does)."""
         for comp in self.computations:
@@ -477,6 +680,28 @@ class HloModule:
             out.append(frame.location)
             frame_id = frame.parent_id
         return out
+
+
+def _stats(unknown_opcodes: dict[str, int], unparsed: tuple[str, ...]) -> ParseStats:
+    return ParseStats(MappingProxyType(unknown_opcodes), unparsed)
+
+
+def _module(
+    name: str,
+    attributes: dict[str, str],
+    computations: tuple[Computation, ...],
+    stack_frames: dict[int, StackFrame],
+    stats: ParseStats,
+    path: str | None,
+) -> HloModule:
+    return HloModule(
+        name,
+        MappingProxyType(attributes),
+        computations,
+        MappingProxyType(stack_frames),
+        stats,
+        path,
+    )
 
 
 @lru_cache(maxsize=4096)

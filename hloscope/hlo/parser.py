@@ -19,9 +19,12 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from sys import intern
 from types import MappingProxyType
+from typing import NoReturn
 
 from hloscope.errors import HloParseError
 from hloscope.hlo.calls import called_computations, find_cycle
@@ -34,18 +37,19 @@ from hloscope.hlo.lexical import (
     INSTRUCTION,
     MODULE,
     OPERAND_NAMES,
+    RECORD,
+    TABLE_LINE,
     TABLE_ROW,
     TABLES,
+    Attributes,
     bracket_error,
     brackets,
     open_count,
     parse_metadata,
     parse_shape,
     shape_cache,
-    small_int,
     split_top,
     strip_comments,
-    to_int,
 )
 from hloscope.hlo.model import (
     KEY_VALUE,
@@ -58,6 +62,8 @@ from hloscope.hlo.model import (
     Shape,
     SourceLocation,
     StackFrame,
+    small_int,
+    to_int,
     unescape,
 )
 from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES, KNOWN_OPCODES
@@ -89,14 +95,24 @@ def parse_module(text: str, *, path: str | None = None, strict: bool = False) ->
         >>> m.name, m.instruction_count, m.entry.root.opcode
         ('m', 1, 'parameter')
     """
-    # The parse allocates hundreds of thousands of objects and no cycles; the cyclic
-    # collector would walk them all several times over for nothing.
-    gc_was_enabled = gc.isenabled()
+    with paused_gc():
+        return _Parser(text, path, strict).parse()
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector inside the block.
+
+    Parsing and analysing a big module allocate millions of objects and no reference
+    cycles; the collector would walk them all several times over for nothing (a
+    quarter of the analysis of a 500k-instruction module, measured). Nests.
+    """
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Parser(text, path, strict).parse()
+        yield
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
 
 
@@ -161,7 +177,12 @@ class _Parser:
         self.callers: list[Instruction] = []
         self.call_sites: dict[str, list[Instruction]] = {}  # computation -> its callers
         # Identical metadata (a module repeats it by the thousand) is one object.
-        self.metadata: dict[str, Metadata] = {}  # by the text of `metadata={...}`
+        # None once the module shows it hardly repeats any (`remember`).
+        self.metadata: dict[str, Metadata] | None = {}  # by the text of `metadata={...}`
+        self.computations: list[Computation] = []
+        self.open: _Body | None = None  # the computation being read
+        self.tables: dict[str, dict[int, str]] = {}  # the stack frame tables by name
+        self.table: dict[int, str] | None = None  # the one whose rows are being read
 
     # -- errors and tolerance ---------------------------------------------------------
 
@@ -271,25 +292,17 @@ class _Parser:
         offset = len(text) - len(text.lstrip()) + m.end()
         attributes = self.attributes(text.strip()[m.end() :], number, offset)
 
-        tables: dict[str, dict[int, str]] = {}
-        computations: list[Computation] = []
-        current_table: dict[int, str] | None = None
-        for number, text, _ in stream:
-            s = text.strip()
-            if s in TABLES:
-                current_table = tables.setdefault(s, {})
-                continue
-            if current_table is not None:
-                row = TABLE_ROW.fullmatch(s)
-                if row is not None:
-                    current_table[self.row_id(row.group(1), number, text)] = row.group(2)
-                    continue
-                current_table = None
-            if s.endswith("{"):
-                computations.append(self.computation(number, s, stream))
-                continue
-            self.not_understood(number, "unexpected text between computations", s)
-
+        while True:
+            self.scan()  # the lines XLA prints, at C speed
+            if self.open is None:
+                self.scan_tables()
+            item = next(stream, None)  # then anything else, statement by statement
+            if item is None:
+                break
+            self.statement(*item)
+        if self.open is not None:
+            self.unclosed(self.open)
+        computations = self.computations
         if not computations:
             raise self.error("module has no computations", self.i, 1)
         self.check_calls(computations)
@@ -297,10 +310,223 @@ class _Parser:
             name=name,
             attributes=MappingProxyType(attributes),
             computations=tuple(computations),
-            stack_frames=MappingProxyType(self.stack_frames(tables)),
+            stack_frames=MappingProxyType(self.stack_frames(self.tables)),
             stats=ParseStats(MappingProxyType(self.unknown_opcodes), tuple(self.unparsed)),
             path=self.path,
         )
+
+    def statement(self, number: int, text: str, m: re.Match[str] | None) -> None:
+        """One statement read line by line (`statements`): a table row, a computation's
+        header, an instruction or its end."""
+        body = self.open
+        if body is None:
+            self.top_level(number, text)
+            return
+        if m is not None:
+            inst = self.fast_instruction(number, m, body.scope)
+        else:
+            if text.lstrip()[:1] == "}":
+                end = COMPUTATION_END.fullmatch(text.strip())
+                if end is not None:
+                    self.close(body, end.group(1))
+                    return
+            inst = self.instruction(number, text, body.scope)
+        body.instructions.append(inst)
+        body.scope[inst.name] = inst
+        body.names[inst.name] = inst.name
+
+    def top_level(self, number: int, text: str) -> None:
+        """A statement between computations: a table name or row, or a header."""
+        s = text.strip()
+        if s in TABLES:
+            self.table = self.tables.setdefault(s, {})
+            return
+        if self.table is not None:
+            row = TABLE_ROW.fullmatch(s)
+            if row is not None:
+                self.table[self.row_id(row.group(1), number, text)] = row.group(2)
+                return
+            self.table = None
+        if s.endswith("{"):
+            self.open_computation(number, s)
+            return
+        self.not_understood(number, "unexpected text between computations", s)
+
+    def open_computation(self, number: int, header: str) -> _Body:
+        """Start reading the computation whose header is line `number`."""
+        m = COMPUTATION.fullmatch(header)
+        if m is None:
+            raise self.error(
+                "expected a computation header '[ENTRY] name (...) -> shape {'", number, 1, header
+            )
+        self.table = None
+        body = self.open = _Body(m.group(2), m.group(1) is not None, number, header)
+        return body
+
+    def close(self, body: _Body, execution_thread: str | None) -> None:
+        """The computation being read ends here: check it and keep it."""
+        name, instructions = body.name, body.instructions
+        if not instructions:
+            raise self.error(f"computation '{name}' has no instructions", body.line, 1, body.header)
+        if len(body.scope) != len(instructions):
+            self.duplicate_name(name, instructions)
+        if self.parameters:
+            self.check_parameters(name, self.parameters)
+            self.parameters = []
+        if self.callers:
+            self.call_sites.setdefault(name, []).extend(self.callers)
+            self.callers = []
+        self.computations.append(
+            Computation._make(name, tuple(instructions), body.is_entry, execution_thread, body.line)
+        )
+        self.open = None
+
+    def unclosed(self, body: _Body) -> NoReturn:
+        """The text ended inside a computation."""
+        if self.last_joined > body.line:
+            # A statement with an unclosed bracket swallowed the closing '}'.
+            first = self.line(self.last_joined)
+            at, why = bracket_error(first) or (0, "unbalanced brackets")
+            raise self.error(
+                f"{why}: the statement runs on to the end of computation '{body.name}'",
+                self.last_joined,
+                at + 1,
+                first[at : at + 60],
+            )
+        raise self.error(
+            f"computation '{body.name}' is not closed with '}}' (truncated file?)",
+            body.line,
+            1,
+            body.header,
+        )
+
+    def scan(self) -> None:
+        """Read the text record by record (`RECORD`) from where it is, while each line
+        is one the line-by-line way would read alone: a whole instruction inside a
+        computation, a computation's header or end, a blank or comment line. Stop
+        before the first line that is not one of these.
+
+        The fast path of the parser, and most of its time: one `finditer` scan, and for
+        each instruction only what the model holds eagerly (shape, operands, metadata
+        text, called computations); its attributes stay text (`Attributes`) unless
+        they name called computations. Anything unusual (no shape, typed operands,
+        comments, a literal, get-tuple-element, an unknown opcode, an error) is left to
+        `build`, which the slow path uses too, so both give the same instruction.
+        """
+        body = self.open
+        scope: dict[str, Instruction] = body.scope if body else {}
+        names: dict[str, str] = body.names if body else {}
+        append = body.instructions.append if body else None
+        shapes = shape_cache
+        memo = self.metadata
+        known = KNOWN_OPCODES
+        new = _new_tuple
+        new_metadata = Metadata.of_text
+        # Each record is one line: enumerate numbers them. The last record of the text
+        # is always an empty "anything" match at its end, so the loop ends at a `break`.
+        line, m = self.i, None
+        for line, m in enumerate(RECORD.finditer(self.lf_text, self.at), self.i + 1):
+            (root, name, shape_text, opcode, canonical, inner, rest, raw_md, calls,
+             end, thread, header, entry, computation, blank) = m.groups()  # fmt: skip
+            if name is None:
+                if blank is not None:
+                    continue
+                if end is not None and body is not None:
+                    self.close(body, thread)
+                    body = append = None
+                    continue
+                if header is not None and body is None:
+                    body = self.open = _Body(computation, entry is not None, line, header.rstrip())
+                    self.table = None
+                    scope, names, append = body.scope, body.names, body.instructions.append
+                    continue
+                break
+            if append is None:
+                break  # an instruction outside a computation
+            shape = shapes.get(shape_text)
+            literal = ""
+            if opcode == "parameter":
+                literal = inner.strip()
+                simple = len(literal) < 19 and literal.isdigit() and literal.isascii()
+            else:
+                simple = canonical is not None or not (
+                    "[" in inner or "(" in inner or "/*" in inner
+                )
+            if shape is None or not simple or opcode in _SLOW_OPCODES or opcode not in known:
+                inst = self.fast_instruction(line, self.line_match(m), scope)
+                name = inst.name  # the object the instruction holds, for its users
+            else:
+                # Each operand name becomes the defining instruction's own string (one
+                # object per name); a name not defined before is an error (`build`).
+                operands: tuple[str, ...] = ()
+                try:
+                    if canonical:
+                        found = canonical[1:].split(", %")
+                        if len(found) == 1:
+                            operands = (names[found[0]],)
+                        elif len(found) == 2:
+                            operands = (names[found[0]], names[found[1]])
+                        else:
+                            operands = tuple([names[o] for o in found])
+                    elif inner and not literal:
+                        operands = tuple([names[o] for o in OPERAND_NAMES.findall(inner)])
+                except KeyError:
+                    self.fast_instruction(line, self.line_match(m), scope)  # raises
+                metadata = None
+                if raw_md is not None and raw_md[:1] == "{":
+                    if memo is None:
+                        metadata = new_metadata(raw_md)
+                    else:
+                        metadata = memo.get(raw_md)
+                        if metadata is None:
+                            metadata = memo[raw_md] = new_metadata(raw_md)
+                            if not len(memo) & 0x3FFF:
+                                memo = self.remember(line)
+                called: tuple[CalledComputation, ...] = ()
+                if calls is None:
+                    attributes = Attributes(rest) if rest else _EMPTY
+                else:
+                    attrs = self.shared_keys(ATTRIBUTE.findall(rest))
+                    attributes = Attributes(rest, attrs)
+                    called = called_computations(attrs)
+                inst = new(
+                    Instruction,
+                    (name, opcode, shape, operands, attributes, called, metadata, root is not None,
+                     literal, line),
+                )  # fmt: skip
+                if called:
+                    self.callers.append(inst)
+                if literal:
+                    self.parameters.append(inst)
+            append(inst)
+            scope[name] = inst
+            names[name] = name
+        assert m is not None  # the text's last record
+        self.at = m.start()
+        self.i = line - 1
+
+    def scan_tables(self) -> None:
+        """Read the stack frame tables' names and rows (and blank lines) from where the
+        text is, one regex match a line (`TABLE_LINE`), as `top_level` would; stop
+        before any other line, left to the line-by-line reader. A module of a few
+        hundred instructions may carry as many rows (a JAX module's call stacks)."""
+        text, at, line = self.lf_text, self.at, self.i
+        tables, table = self.tables, self.table
+        match = TABLE_LINE.match
+        while True:
+            m = match(text, at)
+            if m is None or m.end() == at:
+                break
+            key, value, name = m.groups()
+            if name is not None:
+                table = tables.setdefault(name, {})
+            elif key is not None:
+                if table is None:
+                    break  # a row outside a table: an error, or not understood
+                table[int(key)] = value
+            at = m.end()
+            line += 1
+        self.at, self.i, self.table = at, line, table
 
     def check_unicode(self, text: str) -> None:
         """Reject lone surrogates: text decoded with `surrogateescape`, or built by a
@@ -403,59 +629,6 @@ class _Parser:
 
     # -- computations -----------------------------------------------------------------
 
-    def computation(
-        self, number: int, header: str, stream: Iterator[tuple[int, str, re.Match[str] | None]]
-    ) -> Computation:
-        m = COMPUTATION.fullmatch(header)
-        if m is None:
-            raise self.error(
-                "expected a computation header '[ENTRY] name (...) -> shape {'", number, 1, header
-            )
-        is_entry = m.group(1) is not None
-        name = m.group(2)
-        instructions: list[Instruction] = []
-        scope: dict[str, Instruction] = {}
-        execution_thread = None
-        parse_instruction = self.instruction
-        fast = self.fast_instruction
-        for line, text, m in stream:
-            if m is not None:
-                inst = fast(line, m, scope)
-            else:
-                if text.lstrip()[:1] == "}":
-                    end = COMPUTATION_END.fullmatch(text.strip())
-                    if end is not None:
-                        execution_thread = end.group(1)
-                        break
-                inst = parse_instruction(line, text, scope)
-            instructions.append(inst)
-            scope[inst.name] = inst
-        else:
-            if self.last_joined > number:
-                # A statement with an unclosed bracket swallowed the closing '}'.
-                first = self.line(self.last_joined)
-                at, why = bracket_error(first) or (0, "unbalanced brackets")
-                raise self.error(
-                    f"{why}: the statement runs on to the end of computation '{name}'",
-                    self.last_joined,
-                    at + 1,
-                    first[at : at + 60],
-                )
-            raise self.error(
-                f"computation '{name}' is not closed with '}}' (truncated file?)", number, 1, header
-            )
-        if not instructions:
-            raise self.error(f"computation '{name}' has no instructions", number, 1, header)
-        if len(scope) != len(instructions):
-            self.duplicate_name(name, instructions)
-        if self.parameters:
-            self.check_parameters(name, self.parameters)
-            self.parameters = []
-        if self.callers:
-            self.call_sites.setdefault(name, []).extend(self.callers)
-            self.callers = []
-        return Computation(name, tuple(instructions), is_entry, execution_thread, number)
-
     def duplicate_name(self, name: str, instructions: list[Instruction]) -> None:
         """XLA: "instruction already exists". A second definition would also let operands
         form a cycle (`q = g(p)`, then `p = f(q)`)."""
@@ -491,13 +664,32 @@ class _Parser:
 
     # -- instructions -----------------------------------------------------------------
 
+    def remember(self, line: int) -> dict[str, Metadata] | None:
+        """Keep sharing identical metadata (one object per text), unless nearly every
+        instruction so far (`line` lines) had its own: then hashing and keeping each text
+        costs a tenth of the parse and saves nothing (a generated training step, with a
+        source line per op)."""
+        memo = self.metadata
+        if memo is not None and len(memo) * 10 > line * 9:
+            self.metadata = memo = None
+        return memo
+
     def fast_instruction(
         self, line: int, m: re.Match[str], scope: Mapping[str, Instruction]
     ) -> Instruction:
         """Build an instruction from a `FULL_INSTRUCTION` match (the fast path)."""
         rest = m.group(6)
         attributes = self.shared_keys(ATTRIBUTE.findall(rest)) if rest else None
-        return self.build(line, m, m.group(5), attributes, scope)
+        return self.build(line, m, m.group(5), attributes, scope, rest)
+
+    @staticmethod
+    def line_match(record: re.Match[str]) -> re.Match[str]:
+        """The `FULL_INSTRUCTION` match of a record's line alone: its columns are the
+        line's, for error messages."""
+        line = record.group(0)
+        match = FULL_INSTRUCTION.fullmatch(line[:-1] if line.endswith("\n") else line)
+        assert match is not None  # RECORD is FULL_INSTRUCTION kept to one line
+        return match
 
     def shared_keys(self, pairs: list[tuple[str, str]]) -> dict[str, str]:
         """The attributes as a dict whose keys are one object per name across the
@@ -525,7 +717,7 @@ class _Parser:
             close = self._matching_paren(text, start - 1, line)
         rest = text[close + 1 :]
         attributes = self.attributes(rest, line, close + 1) if rest and not rest.isspace() else None
-        return self.build(line, m, text[start:close], attributes, scope)
+        return self.build(line, m, text[start:close], attributes, scope, rest)
 
     def build(
         self,
@@ -534,9 +726,11 @@ class _Parser:
         inner: str,
         attrs: dict[str, str] | None,
         scope: Mapping[str, Instruction],
+        text: str = "",
     ) -> Instruction:
         """Make the Instruction from the header match (groups 1-4), operand text and
-        attributes; shared by the fast and the slow path."""
+        attributes (parsed from `text`, the attributes as printed); shared by the fast
+        and the slow path."""
         is_root, name, shape_text, opcode = m.group(1, 2, 3, 4)
         shape: Shape | None = None
         if shape_text is not None:
@@ -572,14 +766,17 @@ class _Parser:
         if attrs:
             raw_md = attrs.get("metadata")
             if raw_md is not None and raw_md[:1] == "{":
-                metadata = self.metadata.get(raw_md)
+                memo = self.metadata
+                metadata = memo.get(raw_md) if memo is not None else None
                 if metadata is None:
-                    metadata = self.metadata[raw_md] = parse_metadata(raw_md)
+                    metadata = parse_metadata(raw_md)
+                    if memo is not None:
+                        memo[raw_md] = metadata
             if not CALLED_COMPUTATION_ATTRIBUTES.isdisjoint(attrs):
                 called = called_computations(attrs)
             if "index" in attrs and opcode == "get-tuple-element":
                 self.check_integer(attrs["index"], "tuple index", line, m)
-            attributes = MappingProxyType(attrs)
+            attributes = Attributes(text, attrs)
         if opcode not in KNOWN_OPCODES:
             if self.strict:
                 raise self.error(
@@ -599,7 +796,7 @@ class _Parser:
             self.parameters.append(inst)
         return inst
 
-    def undefined_operand(self, operand: str, line: int, m: re.Match[str]) -> None:
+    def undefined_operand(self, operand: str, line: int, m: re.Match[str]) -> NoReturn:
         """XLA: "instruction does not exist". XLA also rejects an operand defined later
         in the computation, and so does hloscope: the analyses rely on text order."""
         column = m.string.find(operand, m.end(4)) + 1
@@ -680,12 +877,30 @@ class _Parser:
         return frames
 
 
+class _Body:
+    """A computation being read: its header, and its instructions so far."""
+
+    __slots__ = ("header", "instructions", "is_entry", "line", "name", "names", "scope")
+
+    def __init__(self, name: str, is_entry: bool, line: int, header: str) -> None:
+        self.name = name
+        self.is_entry = is_entry
+        self.line = line  # of the header
+        self.header = header
+        self.instructions: list[Instruction] = []
+        self.scope: dict[str, Instruction] = {}  # the instructions by name
+        self.names: dict[str, str] = {}  # each instruction's name, by itself
+
+
 _new_tuple = tuple.__new__
 
 _LITERAL_OPCODES = frozenset(
     {"constant", "parameter", "iota", "rng-get-and-update-state", "partition-id", "replica-id"}
 )
-_EMPTY: MappingProxyType[str, str] = MappingProxyType({})
+# Opcodes the fast path leaves to `build`: literals other than parameters, and
+# get-tuple-element (its index is checked).
+_SLOW_OPCODES = (_LITERAL_OPCODES - {"parameter"}) | {"get-tuple-element"}
+_EMPTY = Attributes("", {})
 
 
 def _is_header(line: str) -> bool:
@@ -694,14 +909,17 @@ def _is_header(line: str) -> bool:
     return s.endswith("{") and COMPUTATION.fullmatch(s) is not None
 
 
-def _fields(text: str) -> dict[str, str]:
-    return dict(KEY_VALUE.findall(text.strip().strip("{}")))
+@lru_cache(maxsize=1 << 14)
+def _fields(text: str) -> Mapping[str, str]:
+    # The modules of one run repeat the same stack frame rows: each read once.
+    return MappingProxyType(dict(KEY_VALUE.findall(text.strip().strip("{}"))))
 
 
 def _int(value: str | None) -> int:
     return small_int(value) or 0
 
 
+@lru_cache(maxsize=1 << 14)
 def _unquote_row(value: str) -> str:
     value = value.strip()
     return unescape(value[1:-1]) if value.startswith('"') and value.endswith('"') else value

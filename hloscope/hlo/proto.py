@@ -290,7 +290,7 @@ def with_stack_frames(module: HloModule) -> HloModule:
     computations = []
     for comp in module.computations:
         insts = tuple(
-            inst._replace(metadata=replace(inst.metadata, stack_frame_id=found))
+            inst._replace(metadata=inst.metadata.with_stack_frame_id(found))
             if inst.metadata is not None
             and inst.metadata.stack_frame_id is None
             and (found := ids.get((comp.name, inst.name)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from hloscope.hlo.model import Shape
 from hloscope.hlo.names import readable_name
@@ -251,6 +252,11 @@ def _common_suffix(a: str, b: str) -> int:
 def fmt_shape(shape: Shape, limit: int = 60) -> str:
     """`f32[64,128]` without the layout; tuples as `(f32[10], s32[10])`; dynamic
     dimensions as `<=N`."""
+    return _fmt_shape(shape, limit)
+
+
+@lru_cache(maxsize=1 << 14)  # a module's instructions share a few hundred shapes
+def _fmt_shape(shape: Shape, limit: int) -> str:
     if shape.is_tuple:
         text = "(" + ", ".join(fmt_shape(s, limit) for s in shape.tuple_shapes) + ")"
     elif shape.is_token:

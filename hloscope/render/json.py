@@ -1,12 +1,15 @@
 """Result objects -> JSON documents with stable, documented schemas (see README.md).
 
 Every document a command prints with `--json` is built here, so the schemas live in one
-place. Builders return plain dicts; `dumps` serialises them.
+place. Builders return plain dicts; `dumps` serialises them. The report's documents are
+also made as stand-ins (`report_fields`, `module_fields`: `render.json_stream`) that
+`report --json` writes as they are made, the same text without the whole document.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from hloscope.analysis.budget import Violation
@@ -19,6 +22,7 @@ from hloscope.inspection import Inspection
 from hloscope.render.compilations import compilations_doc, module_compile_doc, run_outcome_doc
 from hloscope.render.cost_json import cost_doc, memory_doc, roofline_doc
 from hloscope.render.coverage import coverage_doc
+from hloscope.render.json_stream import Fields, Items, built
 from hloscope.render.parallel import parallel_doc
 from hloscope.render.timing_json import timings_doc
 from hloscope.runs import Run
@@ -122,11 +126,43 @@ def module_doc(
 ) -> dict[str, Any]:
     """One module of `hloscope report --json` (see `report_doc`); `extra` keys (cost,
     memory, roofline) are added as given."""
-    kernels = []
+    doc: dict[str, Any] = built(module_fields(m, timing=timing, extra=extra))
+    return doc
+
+
+def module_fields(
+    m: ModuleReport, *, timing: dict[str, Any] | None = None, extra: dict[str, Any] | None = None
+) -> Fields:
+    """`module_doc` with its kernels and provenance made as they are written."""
+    placements = m.provenance.placements if m.provenance else ()
+    doc = Fields(
+        key=m.key,
+        name=m.name,
+        platform=m.platform,
+        trivial=m.trivial,
+        before=_analysis_doc(m.before, after=False),
+        after=_analysis_doc(m.after, after=True),
+        ops_per_kernel=round(m.ops_per_kernel, 3) if m.ops_per_kernel else None,
+        source_ops=m.source_ops,
+        alone=m.alone,
+        kernels=Items(lambda: _kernel_docs(m)),
+        provenance=Items(lambda: map(placement_doc, placements)),
+        kernels_by_line=dict(m.provenance.kernels_by_line) if m.provenance else {},
+        parallel=parallel_doc(m),
+        error=m.error or None,
+    )
+    if timing is not None:
+        doc["timing"] = timing
+    doc.update(extra or {})
+    return doc
+
+
+def _kernel_docs(m: ModuleReport) -> Iterator[dict[str, Any]]:
+    """The `kernels` of a module's document, one at a time."""
     if m.after is not None:
         ops = m.provenance.kernel_ops if m.provenance else {}
         inferred = m.provenance.inferred if m.provenance else {}
-        kernels = [
+        yield from (
             {
                 "name": k.name,
                 "kind": k.kind,
@@ -146,27 +182,7 @@ def module_doc(
                 ),
             }
             for k in m.after.kernels
-        ]
-    doc: dict[str, Any] = {
-        "key": m.key,
-        "name": m.name,
-        "platform": m.platform,
-        "trivial": m.trivial,
-        "before": _analysis_doc(m.before, after=False),
-        "after": _analysis_doc(m.after, after=True),
-        "ops_per_kernel": round(m.ops_per_kernel, 3) if m.ops_per_kernel else None,
-        "source_ops": m.source_ops,
-        "alone": m.alone,
-        "kernels": kernels,
-        "provenance": [placement_doc(p) for p in m.provenance.placements] if m.provenance else [],
-        "kernels_by_line": dict(m.provenance.kernels_by_line) if m.provenance else {},
-        "parallel": parallel_doc(m),
-        "error": m.error or None,
-    }
-    if timing is not None:
-        doc["timing"] = timing
-    doc.update(extra or {})
-    return doc
+        )
 
 
 def run_doc(run: Run) -> dict[str, Any]:
@@ -221,21 +237,29 @@ def report_doc(inspection: Inspection, peaks: Peaks | None = None) -> dict[str, 
         inspection: The analysed (and, when profiled, timed) run.
         peaks: The device's roofs, for `roofline` (None leaves it null).
     """
-    doc = {
-        "schema_version": SCHEMA_VERSION,
-        "run": run_doc(inspection.run),
-        "xla_coverage": coverage_doc(inspection.xla_coverage, inspection.modules),
-        "modules": [
-            module_doc(
-                m,
-                timing=_timing_doc(inspection.timing(m.key)),
-                extra=module_compile_doc(inspection.compilations, m.key)
-                | roofline_keys(inspection, m.key, peaks),
-            )
-            for m in inspection.modules
-        ],
-        "compilations": compilations_doc(inspection.compilations),
-    }
+    doc: dict[str, Any] = built(report_fields(inspection, peaks))
+    return doc
+
+
+def report_fields(inspection: Inspection, peaks: Peaks | None = None) -> Fields:
+    """`report_doc` with each module made as it is written (`render.json_stream.chunks`):
+    a run's whole document is never held."""
+
+    def module(m: ModuleReport) -> Fields:
+        return module_fields(
+            m,
+            timing=_timing_doc(inspection.timing(m.key)),
+            extra=module_compile_doc(inspection.compilations, m.key)
+            | roofline_keys(inspection, m.key, peaks),
+        )
+
+    doc = Fields(
+        schema_version=SCHEMA_VERSION,
+        run=run_doc(inspection.run),
+        xla_coverage=coverage_doc(inspection.xla_coverage, inspection.modules),
+        modules=Items(lambda: map(module, inspection.modules)),
+        compilations=compilations_doc(inspection.compilations),
+    )
     if inspection.torch_xla is not None:  # PyTorch/XLA runs only
         from hloscope.render.torch_xla import torch_xla_doc
 

@@ -73,20 +73,25 @@ def split_path(name: str) -> list[str]:
 
 
 def common_root(op_names: Iterable[str]) -> str:
-    """The scope every op name shares (`resnet50_1/`, `jit(block)/`), to leave off labels."""
-    common: list[str] | None = None
-    for name in op_names:
-        parts = split_path(name)[:-1]
-        if common is None:
-            common = parts
-        else:
-            i = 0
-            while i < min(len(common), len(parts)) and common[i] == parts[i]:
-                i += 1
-            common = common[:i]
-        if not common:
-            return ""
-    return "/".join(common) + "/" if common else ""
+    """The scope every op name shares (`resnet50_1/`, `jit(block)/`), to leave off labels.
+
+    The parts before each name's last part (`split_path`) that all names share: read
+    from the names' common prefix, whose `/`s outside brackets are at the same depth in
+    every name, so the parts it ends with a `/` are parts of every name (a string
+    comparison in C, not a split of each of a big module's names).
+    """
+    names = list(op_names)
+    if not names:
+        return ""
+    # The common prefix of all names is that of the first and the last in sort order.
+    first, last = min(names), max(names)
+    n = 0
+    for a, b in zip(first, last, strict=False):
+        if a != b:
+            break
+        n += 1
+    parts = split_path(first[:n])[:-1]  # the last part may run on in some name
+    return "/".join(parts) + "/" if parts else ""
 
 
 def strip_root(name: str, root: str) -> str:

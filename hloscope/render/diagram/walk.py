@@ -22,7 +22,7 @@ import networkx as nx
 from hloscope.analysis import kernels as K
 from hloscope.analysis.collapse import OP_NAMES, ORDER, PINNED, SCOPE, SIGNATURE, scope_of
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
-from hloscope.analysis.provenance import Provenance, source_op
+from hloscope.analysis.provenance import Provenance, SourceOp, op_name, source_op
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
 from hloscope.render.diagram.spec import CONTROL, KERNEL, OP, OUTPUT, PARAMETER
 from hloscope.render.format import fmt_shape
@@ -169,7 +169,9 @@ class BeforeSide(Side):
         return None
 
     def describe(self, comp: Computation, inst: Instruction, scope: str) -> dict[str, Any]:
-        op = source_op(self.before, inst, scope)
+        # The op's name and label only (`source_op` less the user's stack frame).
+        name = op_name(inst, scope)
+        op = SourceOp(name, inst.metadata.op_type) if name and inst.metadata else None
         kernels = tuple(self.kernels_of.get(inst.name, ()))
         if not kernels and inst.name in self.kernel_of:
             kernels = (self.kernel_of[inst.name],)
@@ -275,10 +277,16 @@ class _Walk:
             return []
         self.visited.add(comp.name)
 
+        ids: dict[str, str | None] = {}  # node_of by instruction name: asked thrice each
+
         def node_of(inst: Instruction) -> str | None:
+            name = inst.name
+            if name in ids:
+                return ids[name]
             node = self.side.unit_id(comp, inst, at.path)
             if node is None and comp is self.entry and inst.opcode == "parameter":
-                return f"{self.side.prefix}p/{inst.name}"
+                node = f"{self.side.prefix}p/{name}"
+            ids[name] = node
             return node
 
         def parameter(inst: Instruction) -> Sources:
@@ -361,6 +369,12 @@ class Flow:
         memo = self.memo.get(name)
         if memo is not None:
             return memo
+        inst = self.comp.by_name.get(name)
+        if inst is not None:
+            node = self.node_of(inst)
+            if node is not None:  # a unit (most operands): its own value, as _resolve says
+                found = self.memo[name] = [(node, inst.shape)]
+                return found
         # Resolve what it flows from first, deepest first: a chain of free instructions
         # as long as the input likes then never recurses more than one level.
         for dep in self._free_chain(name):

@@ -1,0 +1,116 @@
+"""Re-reads (issue 27, goal 4): each command on unchanged files, computed (`--no-cache`)
+against printed back from the user's output cache (`hloscope.cli.output_cache`), side
+by side in one run, each command in a fresh process.
+
+Reads the 165-module EfficientNet dump folder of `benchmarks/parallel_bench.py` (made
+once in the temp dir) and, when `benchmarks/scale_bench.py` has generated it, the
+107 MB before-optimization module of its pair (`--scale-dir`; `MB+`: `report` and
+`graph` of it read its 153 MB after-optimization partner too). The cache is a folder of
+its own in the temp dir (`HLOSCOPE_CACHE_DIR`), emptied first. For each command: the
+median wall time computed (a first call, which keeps it, then `--no-cache`), the median of the hits, the start-up of `hloscope --version` measured the same way,
+whether every output equals the computed one byte for byte (stdout and files
+written), and the goal: a hit within 0.3 s plus rendering (start-up included here;
+"rendering" is writing the output back).
+
+    python benchmarks/reread_bench.py [--repeats 3] [--scale-dir /tmp/hloscope-scale/105mb]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from parallel_bench import make_dump  # noqa: E402
+
+GOAL_S = 0.3
+
+
+def timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, bytes]:
+    """Seconds `hloscope ARGS` takes in a fresh process, and its stdout."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "hloscope", *args],
+        check=True,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start, done.stdout
+
+
+def outputs(cwd: Path, names: list[str], stdout: bytes) -> bytes:
+    """What a command made: its stdout and the files it wrote, joined."""
+    return stdout + b"".join((cwd / n).read_bytes() for n in names if (cwd / n).exists())
+
+
+def main() -> None:
+    """Time each command computed and printed back."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--scale-dir", type=Path, default=Path(tempfile.gettempdir()) / "hloscope-scale" / "105mb"
+    )
+    args = ap.parse_args()
+    tmp = Path(tempfile.gettempdir())
+    work = tmp / "hloscope-reread-bench"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HLOSCOPE_CACHE_DIR": str(work / "cache")}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "hloscope-bench-pycache")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("HLOSCOPE_CACHE_MB", None)
+    dump = make_dump(tmp)
+    cases = [
+        ("report", [str(dump)], []),
+        ("report --json", [str(dump), "--json"], []),
+        ("report --html", [str(dump), "--html", "page.html"], ["page.html"]),
+        ("ops --json", [str(dump), "--json"], []),
+        ("graph", [str(dump), "-o", "g.svg"], ["g.svg", "g.dot"]),
+    ]
+    cases = [(label, [label.split()[0], *a], files) for label, a, files in cases]
+    big = args.scale_dir / "module_0001.jit_train.before_optimizations.txt"
+    if big.exists():
+        size = big.stat().st_size / 1e6
+        cases += [
+            (f"parse {size:.0f} MB", ["parse", str(big)], []),
+            (f"report {size:.0f} MB+", ["report", str(big)], []),
+            (f"graph {size:.0f} MB+", ["graph", str(big), "-o", "b.svg"], ["b.svg", "b.dot"]),
+        ]
+    startup = statistics.median(timed(["--version"], env, work)[0] for _ in range(5))
+    modules = len(list(dump.glob("*before_optimizations.txt")))
+    print(f"EfficientNet folder {dump}: {modules} modules; hloscope --version {startup:.2f} s")
+    for label, argv, files in cases:
+        computed, hits, made = [], [], set()
+        # the first call computes and keeps; then --no-cache (not for the big module:
+        # a minute of `graph` each)
+        for i in range(args.repeats if "MB" not in label else 1):
+            seconds, out = timed(argv if i == 0 else [*argv, "--no-cache"], env, work)
+            computed.append(seconds)
+            made.add(outputs(work, files, out))
+        for _ in range(args.repeats):
+            for f in files:
+                (work / f).unlink(missing_ok=True)
+            seconds, out = timed(argv, env, work)
+            hits.append(seconds)
+            made.add(outputs(work, files, out))
+        c, h = statistics.median(computed), statistics.median(hits)
+        print(
+            f"{label:18s} computed {c:6.2f} s  printed back {h:5.2f} s (best {min(hits):.2f}; "
+            f"{c / h:5.1f}x faster)  identical: {len(made) == 1}  "
+            f"goal <= {GOAL_S} s: {'met' if h <= GOAL_S else 'not met'}"
+        )
+
+
+if __name__ == "__main__":
+    main()

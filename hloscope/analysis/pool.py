@@ -1,0 +1,388 @@
+"""Many modules on many cores: the modules of a run parsed and analysed in parallel.
+
+`analyze_dumps` is what `analyze_run` calls: its `analyze_dump` for every module, in
+worker processes (one per core, this process being one of them) when a run holds
+enough modules for it to pay, else in this process. The reports come back in the order
+of the modules given, equal to a serial run's.
+
+What a worker sends back is small: its reports with each parsed module replaced by a
+stand-in (`_SentModule`) that parses the file again if something asks for its
+instructions, and each kernel's instructions by their places in it (`_SentOps`); the
+kernels' bytes and FLOPs come along (`remember_cost`). The text and JSON reports need
+nothing else, so a report of many modules parses each once; a diagram or the HTML page
+of a module parses it again in this process, when it is drawn.
+
+Workers are forked from this process once its modules are known (nothing is imported
+again); where `fork` is not available or another thread runs (a notebook's kernel), the
+analysis stays serial. `HLOSCOPE_JOBS=1` forces a serial run, `N` at most N processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import multiprocessing
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.connection import Connection
+from types import MappingProxyType
+from typing import Any, Protocol, TypeVar, overload
+
+from hloscope.analysis.cost import ModuleCost, module_cost, remember_cost
+from hloscope.analysis.fusion import ModuleAnalysis
+from hloscope.analysis.provenance import Provenance
+from hloscope.hlo.model import HloModule, Instruction
+from hloscope.runs import ModuleDump
+
+__all__ = ["JOBS_VARIABLE", "analyze_dumps", "jobs_for"]
+
+JOBS_VARIABLE = "HLOSCOPE_JOBS"
+"""Environment variable: the most processes the analysis of a run uses (1: serial)."""
+
+# Below these, the workers cost more than they save (benchmarks/parallel_bench.py): a
+# few modules, a few hundred kB of HLO in all, or two cores. On 2 cores shared with
+# other work, the 165-module EfficientNet folder (6 MB) took 1.1-1.3x the serial time
+# in parallel: a worker's share, its pickling and its reports' unpickling here did not
+# beat this process doing it all. A serial run is the default there.
+MIN_MODULES = 8
+MIN_BYTES = 1 << 20
+MIN_CORES = 3
+
+
+class Report(Protocol):
+    """What `analyze_dumps` needs of a module's report (`analysis.report.ModuleReport`)."""
+
+    @property
+    def before_module(self) -> HloModule | None: ...
+    @property
+    def after_module(self) -> HloModule | None: ...
+    @property
+    def after(self) -> ModuleAnalysis | None: ...
+    @property
+    def provenance(self) -> Provenance | None: ...
+
+
+R = TypeVar("R", bound=Report)
+
+# What the workers run on which dumps, set before they are forked (they inherit it, so
+# only indices travel to them).
+_TODO: list[list[ModuleDump]] = []
+_ANALYZE: list[Callable[[ModuleDump], Any]] = []
+
+
+def analyze_dumps(
+    dumps: Sequence[ModuleDump], analyze: Callable[[ModuleDump], R], jobs: int | None = None
+) -> list[R]:
+    """`analyze(dump)` of every module, in parallel when it pays.
+
+    Args:
+        dumps: The modules.
+        analyze: `hloscope.analysis.report.analyze_dump`.
+        jobs: The most processes to use (this one included); default: `jobs_for`.
+
+    Returns:
+        One report per module, in the order given, as a serial run gives them.
+    """
+    sizes = [_size(d) for d in dumps]
+    n = jobs if jobs is not None else jobs_for(len(dumps), sum(sizes))
+    shares = _balance(sizes, n) if n > 1 else []
+    if len(shares) < 2:
+        return [analyze(d) for d in dumps]
+    global _TODO
+    _TODO = [[dumps[i] for i in share] for share in shares]
+    _ANALYZE[:] = [analyze]
+    context = multiprocessing.get_context("fork")
+    workers = []
+    found: dict[int, list[R]] = {}
+    try:
+        for k in range(1, len(shares)):
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_worker, args=(k, sender), daemon=True)
+            process.start()
+            sender.close()
+            workers.append((process, receiver))
+        found[0] = [analyze(d) for d in _TODO[0]]  # this process's share
+        loaders = _loaders(dumps)
+        for k, (_, receiver) in enumerate(workers, 1):
+            found[k] = _receive(receiver.recv_bytes(), loaders)
+    finally:
+        _TODO = []
+        _ANALYZE.clear()
+        for process, receiver in workers:
+            receiver.close()
+            if process.exitcode is None and len(found) < len(shares):
+                process.terminate()  # stopped by an error here: nobody reads what it sends
+            process.join()
+    reports: list[R | None] = [None] * len(dumps)
+    for k, share in enumerate(shares):
+        for i, report in zip(share, found[k], strict=True):
+            reports[i] = report
+    return [r for r in reports if r is not None]
+
+
+def jobs_for(modules: int, total_bytes: int) -> int:
+    """How many processes a run of `modules` modules of `total_bytes` of HLO is worth:
+    one per core this process may use; one when it would not pay (few or small
+    modules, fewer than `MIN_CORES` cores), when `fork` is not available, or when
+    another thread runs (forking a threaded process is unsafe). `HLOSCOPE_JOBS=N` sets
+    the most (and lifts the thresholds); 1 forces a serial run."""
+    limit = os.environ.get(JOBS_VARIABLE, "").strip()
+    cap = int(limit) if limit.isdigit() and int(limit) > 0 else None
+    if cap == 1 or modules < 2:
+        return 1
+    if cap is None and (modules < MIN_MODULES or total_bytes < MIN_BYTES):
+        return 1
+    if "fork" not in multiprocessing.get_all_start_methods() or _threaded():
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    if cap is None and cores < MIN_CORES:
+        return 1
+    return max(1, min(cores, modules, cap or cores))
+
+
+def _threaded() -> bool:
+    """Whether another thread may run: a Python one, or a framework's own (JAX,
+    TensorFlow and torch start theirs on import; forking them can deadlock)."""
+    frameworks = ("jax", "jaxlib", "tensorflow", "torch")
+    return threading.active_count() > 1 or any(name in sys.modules for name in frameworks)
+
+
+# --- in a worker ------------------------------------------------------------------------
+
+
+def _worker(k: int, sender: Connection) -> None:
+    """A forked worker: send share `k`'s reports (or the exception that stopped them),
+    then leave at once, without tearing down what it parsed."""
+    code = 0
+    try:
+        data = _analyze_share(k)
+    except BaseException as e:  # sent to the parent, raised there
+        data, code = pickle.dumps(_Failed(e)), 1
+    try:
+        sender.send_bytes(data)
+    finally:
+        os._exit(code)
+
+
+class _Failed:
+    """What a worker sends when its analysis raised."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _analyze_share(k: int) -> bytes:
+    """Analyse share `k` of `_TODO`; its reports, pickled small (`_Sender`)."""
+    reports = [_ANALYZE[0](d) for d in _TODO[k]]
+    costs: list[ModuleCost | None] = []
+    for r in reports:
+        if r.provenance is not None:
+            r.provenance.placements  # noqa: B018  # joined here, not after the trip
+        after = r.after_module
+        costs.append(module_cost(after, r.after) if after is not None and r.after else None)
+    buffer = io.BytesIO()
+    sender = _Sender(buffer, reports)
+    # the modules' headers first (by file), then the reports that refer to them
+    headers = {path: (name, attrs) for path, name, attrs in sender.modules.values()}
+    pickle.dump(headers, buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    sender.dump((reports, costs))
+    return buffer.getvalue()
+
+
+class _Sender(pickle.Pickler):
+    """Pickles reports without the parsed modules: a module as its file, a kernel's
+    instructions as their places in its module."""
+
+    def __init__(self, file: io.BytesIO, reports: list[Any]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        # a module as its file, name and header (small, and what the grouping of
+        # compilations reads: `compilations.module_shapes`)
+        self.modules: dict[int, tuple[str, str, dict[str, str]]] = {}
+        self.ops: dict[int, tuple[str, tuple[tuple[int, int], ...]]] = {}
+        for r in reports:
+            for module in (r.before_module, r.after_module):
+                if module is not None and module.path is not None:
+                    header = (module.path, module.name, dict(module.attributes))
+                    self.modules[id(module)] = header
+            after = r.after_module
+            if after is None or after.path is None or r.after is None:
+                continue
+            places = {
+                id(inst): (c, i)
+                for c, comp in enumerate(after.computations)
+                for i, inst in enumerate(comp.instructions)
+            }
+            for kernel in r.after.kernels:
+                where = tuple(places.get(id(op), (-1, -1)) for op in kernel.ops)
+                if (-1, -1) not in where:
+                    self.ops[id(kernel.ops)] = (after.path, where)
+
+    def persistent_id(self, obj: Any) -> Any:
+        key = id(obj)
+        if key in self.modules and isinstance(obj, HloModule):
+            return ("module", self.modules[key][0])
+        if key in self.ops and isinstance(obj, tuple):
+            path, where = self.ops[key]
+            return ("ops", path, where)
+        return None
+
+
+# --- back in this process ---------------------------------------------------------------
+
+
+def _loaders(dumps: Sequence[ModuleDump]) -> dict[str, Callable[[], HloModule | None]]:
+    """How this process reads each module file again: as the worker did."""
+    found: dict[str, Callable[[], HloModule | None]] = {}
+    for d in dumps:
+        if d.before is not None:
+            found[str(d.before)] = d.load_before
+        if d.after is not None:
+            found[str(d.after)] = d.load_after
+    return found
+
+
+def _receive(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -> list[Any]:
+    buffer = io.BytesIO(data)
+    headers = pickle.load(buffer)
+    if isinstance(headers, _Failed):
+        raise headers.error
+    reports, costs = _Receiver(buffer, headers, loaders).load()
+    for r, cost in zip(reports, costs, strict=True):
+        if cost is not None and r.after_module is not None and r.after is not None:
+            remember_cost(r.after_module, r.after, cost)
+    return list(reports)
+
+
+class _Receiver(pickle.Unpickler):
+    """Unpickles what `_Sender` pickled: one stand-in per module file."""
+
+    def __init__(
+        self,
+        file: io.BytesIO,
+        headers: dict[str, tuple[str, dict[str, str]]],
+        loaders: dict[str, Callable[[], HloModule | None]],
+    ) -> None:
+        super().__init__(file)
+        self.modules = {
+            path: _SentModule.of(path, name, attributes, loaders[path])
+            for path, (name, attributes) in headers.items()
+        }
+
+    def persistent_load(self, pid: Any) -> Any:
+        kind, path = pid[0], pid[1]
+        if kind == "module":
+            return self.modules[path]
+        return _SentOps(self.modules[path], pid[2])
+
+
+class _SentModule(HloModule):
+    """A module a worker parsed: its path, name and header attributes known at once,
+    the rest parsed again from the file the first time something asks (the parsed
+    module is kept)."""
+
+    @classmethod
+    def of(
+        cls,
+        path: str,
+        name: str,
+        attributes: dict[str, str],
+        load: Callable[[], HloModule | None],
+    ) -> _SentModule:
+        module = object.__new__(cls)
+        module.__dict__.update(path=path, name=name, attributes=MappingProxyType(attributes))
+        module.__dict__["_load"] = load
+        return module
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for what is not in the instance yet: its fields, before the first load.
+        if name.startswith("__") or "computations" in self.__dict__:
+            raise AttributeError(name)
+        parsed = self.__dict__["_load"]()
+        assert parsed is not None  # the file the worker parsed
+        for field in ("computations", "stack_frames", "stats"):
+            self.__dict__[field] = getattr(parsed, field)
+        return getattr(self, name)
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return HloModule.__reduce__(self)
+
+
+class _SentOps(Sequence[Instruction]):
+    """A kernel's instructions, by their places in its module: read there on first use."""
+
+    def __init__(self, module: _SentModule, where: tuple[tuple[int, int], ...]) -> None:
+        self.module = module
+        self.where = where
+        self._ops: tuple[Instruction, ...] | None = None
+
+    def _load(self) -> tuple[Instruction, ...]:
+        if self._ops is None:
+            comps = self.module.computations
+            self._ops = tuple(comps[c].instructions[i] for c, i in self.where)
+        return self._ops
+
+    @overload
+    def __getitem__(self, index: int) -> Instruction: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Instruction, ...]: ...
+    def __getitem__(self, index: int | slice) -> Instruction | tuple[Instruction, ...]:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(self._load())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _SentOps):
+            other = other._load()
+        return self._load() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._load())
+
+    def __add__(self, other: tuple[Instruction, ...]) -> tuple[Instruction, ...]:
+        return self._load() + tuple(other)
+
+    def __repr__(self) -> str:
+        return repr(self._load())
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (tuple, (self._load(),))
+
+
+# --- shares -------------------------------------------------------------------------------
+
+
+# A worker also joins its modules' placements, costs them and pickles its reports
+# (measured: a third more than the analysis); this process's share is bigger by as much.
+_WORKER_OVERHEAD = 1.35
+
+
+def _balance(sizes: list[int], n: int) -> list[list[int]]:
+    """Module indices in `n` shares (the first this process's) that take about as long:
+    biggest first, each to the share that would end first; each share in module order."""
+    shares: list[list[int]] = [[] for _ in range(n)]
+    load = [0.0] * n
+    weight = [1.0] + [_WORKER_OVERHEAD] * (n - 1)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        k = min(range(n), key=lambda k: load[k] + sizes[i] * weight[k])
+        shares[k].append(i)
+        load[k] += sizes[i] * weight[k]
+    return [sorted(s) for s in shares if s]
+
+
+def _size(dump: ModuleDump) -> int:
+    total = 0
+    for path in (dump.before, dump.after):
+        if path is not None:
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+    return total

@@ -1,0 +1,566 @@
+"""What a command printed and wrote, kept in the user's cache folder by the content of
+the files it read: a later `report`, `ops`, `graph` or `parse` of unchanged files prints
+it back instead of parsing and analysing again.
+
+`cached_command` runs a command's body with stdout and stderr passed through recorders
+(what it prints still goes out as it is made, a streamed JSON document included), keeps
+what they saw and the files the body wrote (a `graph` picture and its DOT source, a
+`--html` page) as one entry, and on a later call with the same key writes them back,
+byte for byte. The key (a SHA-256) is of everything the output depends on: the command,
+its options, the path as given and the working folder, the SHA-256 of the content of
+every file the command reads (a folder's whole tree; for one module file, it and the
+files of its module beside it), hloscope's version and source files, whether stdout is a
+terminal and its width and colour settings, Graphviz's `dot`, and the CPU roofs kept on
+this machine. Entries live in `$HLOSCOPE_CACHE_DIR/outputs` (default
+`~/.cache/hloscope/outputs`), one file each, evicted least recently used first beyond
+`$HLOSCOPE_CACHE_MB` (default 1024 MB). Keys and entries are signed with this user's
+secret (`store.entry_key`, `store.signature`), and an entry is read as untrusted input:
+a regular file under a size cap, never through a link, its signature checked before it
+is parsed, of the expected shape under the expected key, else it is computed again and
+replaced. `--no-cache` skips it both ways.
+
+Imports nothing of the pipeline: on a hit, no HLO is parsed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import stat
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from hloscope.cli.cached import code_stamps, probe_stamp
+from hloscope.files import inside, read_regular
+from hloscope.store import digest, entry_key, signature, tree_stamps, user_cache_dir
+
+__all__ = [
+    "CACHE_MB_VARIABLE",
+    "Entry",
+    "cache_limit",
+    "cached_command",
+    "input_digests",
+    "outputs_dir",
+]
+
+CACHE_MB_VARIABLE = "HLOSCOPE_CACHE_MB"
+"""Environment variable: the most megabytes the kept outputs may take (0: keep none)."""
+
+_VERSION = 1  # the shape of an entry
+_DEFAULT_MB = 1024
+# What one entry may hold: a bigger output (the 341 MB JSON document of the 107 MB
+# generated pair) is printed, not kept, and what was recorded of it is dropped.
+_MAX_ENTRY_BYTES = 128 << 20
+# The most bytes of input hashed for a key: a run folder holding GBs of profile would
+# spend longer hashing than a cache could save.
+_MAX_HASHED_BYTES = 4 << 30
+_RACY_NS = 1_000_000_000  # as `cli.cached`: a file changed this recently is not trusted
+# What rich reads from the environment to lay out and colour what it prints.
+_TERMINAL_VARIABLES = (
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "COLUMNS",
+    "LINES",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "JUPYTER_COLUMNS",
+    "JUPYTER_LINES",
+)
+_MODULE_PREFIX = "module_"
+_MAX_INDEX_BYTES = 64 << 20
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a command printed and wrote.
+
+    Attributes:
+        chunks: `(stream, text)` in the order printed; stream 1 is stdout, 2 stderr.
+        files: `(path as written, content)` of each file the command wrote.
+    """
+
+    chunks: tuple[tuple[int, str], ...]
+    files: tuple[tuple[str, bytes], ...] = ()
+
+    def to_json(self, key: str) -> dict[str, Any]:
+        """The entry as kept: `{version, key, chunks, files}` (file content in base64)."""
+        return {
+            "version": _VERSION,
+            "key": key,
+            "chunks": [list(c) for c in self.chunks],
+            "files": [[p, base64.b64encode(b).decode("ascii")] for p, b in self.files],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any, key: str) -> Entry | None:
+        """Read a kept entry; None when it is of another shape or kept under another key
+        (written by another hloscope, damaged or edited: computed again)."""
+        if not isinstance(doc, dict) or doc.get("version") != _VERSION or doc.get("key") != key:
+            return None
+        chunks, files = doc.get("chunks"), doc.get("files")
+        if not isinstance(chunks, list) or not isinstance(files, list):
+            return None
+        read_chunks = []
+        for c in chunks:
+            if not (isinstance(c, list) and len(c) == 2 and c[0] in (1, 2)):
+                return None
+            if not isinstance(c[1], str):
+                return None
+            read_chunks.append((int(c[0]), c[1]))
+        read_files = []
+        for f in files:
+            if not (isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)):
+                return None
+            try:
+                content = base64.b64decode(f[1], validate=True)
+            except ValueError:
+                return None
+            read_files.append((f[0], content))
+        return cls(tuple(read_chunks), tuple(read_files))
+
+
+def cached_command(
+    run: Path,
+    command: str,
+    options: Mapping[str, Any],
+    body: Callable[[], Sequence[Path]],
+    *,
+    enabled: bool = True,
+) -> None:
+    """Run a command's body, or print back what it printed and wrote last time.
+
+    Args:
+        run: The path the command reads (a folder, one module file, an archive).
+        command: The command's name.
+        options: Its other options (JSON values; paths as strings).
+        body: Runs the command: prints through `sys.stdout`/`sys.stderr` and returns
+            the files it wrote. Its errors propagate, and nothing is kept.
+        enabled: False for `--no-cache`: the body runs, nothing is read or kept.
+    """
+    folder = outputs_dir()
+    limit = cache_limit()
+    base = _base_key(run, command, options) if enabled and limit > 0 else None
+    if base is None:
+        body()
+        return
+    key = _with_peaks(base)
+    if key is None:  # no secret to sign with: nothing is kept
+        body()
+        return
+    path = folder / f"{key}.json"
+    found = _read(path, key)
+    if found is not None:
+        with contextlib.suppress(OSError):
+            os.utime(path)  # the most recently used
+        _replay(found)
+        return
+    started = time.time_ns()
+    stamps = _stamps(run)
+    recorder = _Recording(_MAX_ENTRY_BYTES)
+    with recorder.installed():
+        written = body()
+    if recorder.over or stamps is None:
+        return
+    with contextlib.suppress(OSError):
+        if _stamps(run) != stamps or any(s[-1] >= started - _RACY_NS for s in stamps):
+            return  # a file changed while it ran, or may change unseen: keep nothing
+        files = []
+        size = recorder.size
+        for p in written:
+            content = _read_output(p, _MAX_ENTRY_BYTES - size)
+            if content is None:
+                return
+            size += len(content)
+            files.append((str(p), content))
+        # keyed as computed: a first CPU roofline has probed and kept this machine's roofs
+        key = _with_peaks(base)
+        if key is None:
+            return
+        entry = Entry(tuple(recorder.chunks), tuple(files))
+        _keep(folder, key, entry.to_json(key), limit)
+
+
+def outputs_dir() -> Path:
+    """Where kept outputs live: `outputs/` in the user's cache folder
+    (`$HLOSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hloscope` or `~/.cache/hloscope`)."""
+    return user_cache_dir() / "outputs"
+
+
+def cache_limit() -> int:
+    """The most bytes kept outputs may take (`$HLOSCOPE_CACHE_MB`, default 1024 MB)."""
+    raw = os.environ.get(CACHE_MB_VARIABLE, "").strip()
+    mb = int(raw) if raw.isdigit() else _DEFAULT_MB
+    return mb << 20
+
+
+def input_digests(run: Path) -> list[list[Any]] | None:
+    """`[name, kind, SHA-256 of the content]` of every file the command reads: a
+    folder's whole tree (named relative to it, the store's own files left out), or one
+    file and the files of its module beside it (`module_0001.*`). None when they cannot
+    all be read or there is too much to hash (nothing is cached then).
+
+    A file's digest is taken again from the last call's (`_DigestIndex`) while its
+    inode, size, modification and change times are those it had then, as git does for
+    its index: a change of content changes the change time, which no one can set back.
+    """
+    try:
+        if run.is_dir():
+            names = [(s[0], s[1]) for s in tree_stamps(run)]
+            root = run
+        elif run.is_file():
+            root = run.parent
+            names = [(n, stat.S_IFREG) for n in _module_files(run)]
+        else:
+            return None
+        index = _DigestIndex(root)
+        out: list[list[Any]] = []
+        budget = _MAX_HASHED_BYTES
+        for name, kind in names:
+            p = root / name
+            if kind != stat.S_IFREG or (p.is_symlink() and not inside(p, root)):
+                out.append([name, kind, ""])  # never opened by a reader either
+                continue
+            st = p.stat()
+            budget -= st.st_size
+            if budget < 0:
+                return None
+            sha = index.get(name, st)
+            if sha is None:
+                sha, _ = _sha256(p, st.st_size)
+                index.put(name, st, sha)
+            out.append([name, kind, sha])
+        index.save()
+    except OSError:
+        return None
+    return out
+
+
+class _DigestIndex:
+    """The digests of a folder's files as last hashed, by name, with the stat fields
+    that say a file is unchanged: a small JSON file beside the kept outputs, signed as
+    they are, evicted with them, read as untrusted (anything unsigned or of another
+    shape is an empty index)."""
+
+    def __init__(self, root: Path) -> None:
+        where = os.path.realpath(root)
+        self.path = outputs_dir() / f"digests-{hashlib.sha256(where.encode()).hexdigest()}.json"
+        self.root = where
+        self.files: dict[str, list[Any]] = {}
+        self.seen: dict[str, list[Any]] = {}
+        self.now = time.time_ns()
+        try:
+            if cache_limit() <= 0 or self.path.is_symlink():
+                return
+            mac, _, data = read_regular(self.path, _MAX_INDEX_BYTES).partition(b"\n")
+            expected = signature(self.path.name, data)
+            if expected is None or not hmac.compare_digest(mac, expected.encode()):
+                return  # not this user's: a digest read from it could serve stale output
+            doc = json.loads(data)
+        except (OSError, ValueError, RecursionError):
+            return
+        if isinstance(doc, dict) and doc.get("version") == _VERSION and doc.get("root") == where:
+            files = doc.get("files")
+            if isinstance(files, dict):
+                self.files = files
+
+    @staticmethod
+    def _stamp(st: os.stat_result) -> list[Any]:
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+    def get(self, name: str, st: os.stat_result) -> str | None:
+        """The digest kept for `name`, if it still has the stat fields it had."""
+        found = self.files.get(name)
+        if not isinstance(found, list) or len(found) != 6 or found[:5] != self._stamp(st):
+            return None
+        sha = found[5]
+        if not (isinstance(sha, str) and len(sha) == 64 and all(c in _HEX for c in sha)):
+            return None
+        self.seen[name] = found
+        return sha
+
+    def put(self, name: str, st: os.stat_result, sha: str) -> None:
+        """Remember a digest just taken, unless the file changed so recently that a
+        change now could leave its times as they are (racy, as `cached_command` says)."""
+        if max(st.st_mtime_ns, st.st_ctime_ns) < self.now - _RACY_NS:
+            self.seen[name] = [*self._stamp(st), sha]
+
+    def save(self) -> None:
+        """Keep what was seen (only the files read this time), when it changed."""
+        if cache_limit() <= 0:
+            return
+        if self.seen == self.files:
+            with contextlib.suppress(OSError):
+                os.utime(self.path)  # used: the most recently, for eviction
+            return
+        text = json.dumps({"version": _VERSION, "root": self.root, "files": self.seen})
+        data = text.encode("utf-8", "surrogateescape")
+        mac = signature(self.path.name, data)
+        if mac is not None:
+            _write_atomic(self.path, mac.encode() + b"\n" + data)
+
+
+# --- the key --------------------------------------------------------------------------
+
+
+def _base_key(run: Path, command: str, options: Mapping[str, Any]) -> str | None:
+    """The digest of all the key holds but the CPU roofs (`_with_peaks`); None when the
+    files read cannot all be hashed."""
+    from hloscope import __version__
+
+    inputs = input_digests(run)
+    if inputs is None:
+        return None
+    try:
+        code = code_stamps()
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    return digest(
+        {
+            "version": _VERSION,
+            "hloscope": __version__,
+            "code": code,
+            "command": command,
+            "options": dict(options),
+            "run": str(run),
+            "cwd": cwd,
+            "inputs": inputs,
+            "terminal": _terminal(),
+            "dot": _dot_stamp() if command == "graph" or options.get("html") else None,
+        }
+    )
+
+
+def _with_peaks(base: str) -> str | None:
+    """The key: `base` and the CPU roofs kept on this machine (a profiled CPU run's
+    roofline reads them, and its first report measures and keeps them), keyed with this
+    user's secret; None where there is none."""
+    return entry_key([base, probe_stamp()])
+
+
+def _terminal() -> list[Any]:
+    """What the output's layout depends on: whether stdout and stderr are terminals,
+    their width as rich sees it, and the variables rich reads."""
+    from hloscope.cli.app import _stdout_is_terminal, _width
+
+    try:
+        err = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        err = False
+    env = {v: os.environ[v] for v in _TERMINAL_VARIABLES if v in os.environ}
+    return [_stdout_is_terminal(), err, _width(), env]
+
+
+def _dot_stamp() -> list[Any]:
+    """Graphviz's `dot` (its path, size and time): another version draws differently."""
+    found = shutil.which("dot")
+    if found is None:
+        return []
+    try:
+        st = os.stat(found)
+    except OSError:
+        return [found]
+    return [found, st.st_size, st.st_mtime_ns]
+
+
+def _module_files(path: Path) -> list[str]:
+    """One module file and the other files of its module in the same folder (its
+    before/after partner, its `.hlo.pb`, ...), by XLA's `module_NNNN.` prefix; the file
+    alone when its name has none."""
+    name = path.name
+    at = name.find(_MODULE_PREFIX)
+    dot = name.find(".", at) if at >= 0 else -1
+    if at < 0 or dot < 0 or not name[at + len(_MODULE_PREFIX) : dot].isdigit():
+        return [name]
+    prefix = name[: dot + 1]
+    with os.scandir(path.parent) as entries:
+        found = {e.name for e in entries if e.name.startswith(prefix) and e.is_file()}
+    return sorted(found | {name})
+
+
+def _sha256(path: Path, budget: int) -> tuple[str, int]:
+    """The SHA-256 of a regular file and its size, read in steps; opened without
+    blocking and checked to be a regular file first (a FIFO is never read).
+
+    Raises:
+        OSError: Not a regular file, unreadable, or more than `budget` bytes.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        h = hashlib.sha256()
+        size = 0
+        while chunk := f.read(1 << 20):
+            size += len(chunk)
+            if size > budget:
+                raise OSError(f"more than {_MAX_HASHED_BYTES:,} bytes to hash")
+            h.update(chunk)
+    return h.hexdigest(), size
+
+
+def _stamps(run: Path) -> list[list[Any]] | None:
+    """Names, sizes and times of what the command reads: to see a file change while
+    it runs (the output may then be of either state)."""
+    try:
+        if run.is_dir():
+            return tree_stamps(run)
+        out = []
+        for name in _module_files(run):
+            st = (run.parent / name).stat()
+            out.append([name, st.st_size, st.st_mtime_ns])
+        return out
+    except OSError:
+        return None
+
+
+# --- recording and playing back ---------------------------------------------------------
+
+
+class _Tee:
+    """A text stream that writes through to another and tells a recording what it
+    wrote (as the stream it stands for: a terminal stays one)."""
+
+    def __init__(self, stream: TextIO, number: int, recording: _Recording) -> None:
+        self._stream = stream
+        self._number = number
+        self._recording = recording
+
+    def write(self, text: str) -> int:
+        self._recording.add(self._number, text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _Recording:
+    """What stdout and stderr were given, in order, up to a size (then nothing)."""
+
+    def __init__(self, limit: int) -> None:
+        self.chunks: list[tuple[int, str]] = []
+        self.size = 0
+        self.limit = limit
+        self.over = False
+
+    def add(self, number: int, text: str) -> None:
+        if self.over or not text:
+            return
+        self.size += len(text.encode("utf-8", "surrogateescape"))
+        if self.size > self.limit:
+            self.over = True
+            self.chunks = []
+            return
+        if self.chunks and self.chunks[-1][0] == number:
+            self.chunks[-1] = (number, self.chunks[-1][1] + text)
+        else:
+            self.chunks.append((number, text))
+
+    @contextlib.contextmanager
+    def installed(self) -> Any:
+        out, err = sys.stdout, sys.stderr
+        sys.stdout = _Tee(out, 1, self)
+        sys.stderr = _Tee(err, 2, self)
+        try:
+            yield self
+        finally:
+            sys.stdout, sys.stderr = out, err
+
+
+def _replay(entry: Entry) -> None:
+    """Write an entry's files, then print what it printed, in its order."""
+    for name, content in entry.files:
+        Path(name).write_bytes(content)
+    for number, text in entry.chunks:
+        stream = sys.stdout if number == 1 else sys.stderr
+        stream.write(text)
+        if number == 2:
+            stream.flush()
+    sys.stdout.flush()
+
+
+def _read_output(path: Path, limit: int) -> bytes | None:
+    """A file the command wrote, to keep; None when it is over `limit` or unreadable."""
+    try:
+        return read_regular(path, max(limit, 0))
+    except OSError:
+        return None
+
+
+# --- the folder of entries --------------------------------------------------------------
+
+
+def _read(path: Path, key: str) -> Entry | None:
+    """The entry kept under `key`, or None (absent, a link, not a regular file, too big,
+    its signature not this user's for this key, not JSON, of another shape or key)."""
+    try:
+        if path.is_symlink():
+            return None
+        mac, _, data = read_regular(path, 2 * _MAX_ENTRY_BYTES + 65).partition(b"\n")
+        expected = signature(key, data)
+        if expected is None or not hmac.compare_digest(mac, expected.encode()):
+            return None
+        doc = json.loads(data)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return Entry.from_json(doc, key)
+
+
+def _keep(folder: Path, key: str, doc: dict[str, Any], limit: int) -> None:
+    """Write an entry atomically as its signature, a newline and its JSON, then evict
+    the least recently used beyond `limit` bytes; a folder that cannot be written keeps
+    nothing, silently."""
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    data = text.encode("utf-8", "surrogateescape")
+    mac = signature(key, data)
+    if mac is None or len(data) > min(limit, 2 * _MAX_ENTRY_BYTES):
+        return
+    if _write_atomic(folder / f"{key}.json", mac.encode() + b"\n" + data):
+        _evict(folder, limit)
+
+
+def _write_atomic(path: Path, data: bytes) -> bool:
+    """Write a file of the cache folder through a temporary file renamed over it (a
+    reader sees the old file or the new one); False when it cannot be written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        tmp.replace(path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return False
+    return True
+
+
+def _evict(folder: Path, limit: int) -> None:
+    """Remove the least recently used entries until they take at most `limit` bytes."""
+    entries = []
+    with contextlib.suppress(OSError), os.scandir(folder) as found:
+        for e in found:
+            if e.name.endswith(".json") and e.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    st = e.stat(follow_symlinks=False)
+                    entries.append((st.st_mtime_ns, st.st_size, e.path))
+    total = sum(size for _, size, _ in entries)
+    for _, size, name in sorted(entries):
+        if total <= limit:
+            break
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+            total -= size

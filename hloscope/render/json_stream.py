@@ -1,0 +1,116 @@
+"""JSON documents written as they are made, never held whole.
+
+The `report --json` document of a big run is hundreds of megabytes of text, and more as
+the dicts and lists it is made from. A streamed document is plain JSON values plus two
+stand-ins: `Items`, an array whose items are made one at a time as it is written, and
+`Fields`, an object some of whose values are stand-ins. `chunks` yields the document's
+text piece by piece, exactly the text `json.dumps(built(doc), indent=2,
+ensure_ascii=False)` gives (`render.json.dumps`); `built` makes every stand-in whole,
+for the callers that want the document itself (the HTML page, the notebook, tests).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+__all__ = ["Fields", "Items", "built", "chunks", "write_chunks"]
+
+# What `render.json.dumps` uses; one encoder for every piece.
+_ENCODER = json.JSONEncoder(indent=2, ensure_ascii=False)
+_INDENT = "  "
+
+
+class Items:
+    """A JSON array made as it is written.
+
+    Args:
+        make: Gives the array's items, each a JSON value or a stand-in; called each
+            time the array is read (so a document can be written and built alike).
+    """
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Iterable[Any]]) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.make())
+
+    def __repr__(self) -> str:
+        return f"Items({self.make!r})"
+
+
+class Fields(dict[str, Any]):
+    """A JSON object whose values may be stand-ins (`Items`, `Fields`); plain values
+    hold none."""
+
+
+def built(doc: Any) -> Any:
+    """The document with every stand-in made whole: `Items` as lists, `Fields` as dicts."""
+    if isinstance(doc, Items):
+        return [built(item) for item in doc]
+    if isinstance(doc, Fields):
+        return {key: built(value) for key, value in doc.items()}
+    return doc
+
+
+def chunks(doc: Any, level: int = 0) -> Iterator[str]:
+    """The text of a document, in pieces that join to `json.dumps(built(doc), indent=2,
+    ensure_ascii=False)`; each item of an `Items` is made as it is reached, and dropped
+    once written.
+
+    Args:
+        doc: A JSON value, stand-ins allowed.
+        level: How deep the document sits (for its indentation).
+    """
+    if isinstance(doc, Items):
+        yield from _array(doc, level)
+    elif isinstance(doc, Fields):
+        yield from _object(doc, level)
+    else:
+        text = _ENCODER.encode(doc)
+        # Newlines in JSON text are the encoder's own: strings escape theirs.
+        yield text.replace("\n", "\n" + _INDENT * level) if level and "\n" in text else text
+
+
+def _array(items: Items, level: int) -> Iterator[str]:
+    inner = "\n" + _INDENT * (level + 1)
+    opening = "[" + inner
+    for item in items:
+        yield opening
+        yield from chunks(item, level + 1)
+        opening = "," + inner
+    yield "[]" if opening.startswith("[") else "\n" + _INDENT * level + "]"
+
+
+def _object(fields: Fields, level: int) -> Iterator[str]:
+    if not fields:
+        yield "{}"
+        return
+    inner = "\n" + _INDENT * (level + 1)
+    opening = "{" + inner
+    for key, value in fields.items():
+        yield opening + _ENCODER.encode(key) + ": "
+        yield from chunks(value, level + 1)
+        opening = "," + inner
+    yield "\n" + _INDENT * level + "}"
+
+
+def write_chunks(
+    pieces: Iterable[str], write: Callable[[str], object], size: int = 1 << 20
+) -> None:
+    """Write pieces of text in writes of about `size` characters (a write per piece
+    would make millions of calls)."""
+    buffer: list[str] = []
+    held = 0
+    for piece in pieces:
+        buffer.append(piece)
+        held += len(piece)
+        if held >= size:
+            write("".join(buffer))
+            buffer.clear()
+            held = 0
+    if buffer:
+        write("".join(buffer))
