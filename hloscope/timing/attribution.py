@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from hloscope.errors import UsageError
+from hloscope.hlo.parser import paused_gc
 from hloscope.timing.devices import DeviceTally
 from hloscope.timing.executions import (
     SPLIT_MODULE_EVENT,
@@ -539,6 +540,7 @@ class _Overlap:
         return self._until(end) - self._until(start) if end > start else 0
 
 
+@paused_gc()  # millions of acyclic events: see hlo.parser.paused_gc
 def attribute(
     trace: Trace,
     *,

@@ -24,6 +24,7 @@ from typing import Any
 
 from hloscope.errors import MissingDependencyError, ProfileReadError, UsageError
 from hloscope.files import decompress_xz, expansion_limit, inside, read_regular, walk
+from hloscope.hlo.parser import paused_gc
 from hloscope.timing.devices import DeviceTally
 from hloscope.timing.executions import measured
 from hloscope.timing.intervals import NS_PER_US, ns_to_us, union_length
@@ -671,6 +672,7 @@ def _module_problems(
     return out
 
 
+@paused_gc()  # millions of acyclic events: see hlo.parser.paused_gc
 def nsys_timings(
     source: NsysArchive | Path | str,
     *,

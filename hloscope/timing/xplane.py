@@ -25,6 +25,7 @@ from typing import Any
 
 from hloscope.errors import ProfileReadError
 from hloscope.files import MAX_EXPANSION, Walk, expansion_limit, read_regular, walk
+from hloscope.hlo.parser import paused_gc
 from hloscope.timing import xspace_proto
 from hloscope.timing.trace import (  # re-exported: the trace is this stage's output
     DEVICE_PLANE_PREFIX,
@@ -297,6 +298,7 @@ def trace_from_json(doc: Mapping[str, Any], *, path: str | None = None) -> Trace
     return Trace(path, "trace.json", tuple(events), problems=tuple(problems))
 
 
+@paused_gc()  # millions of acyclic events: see hlo.parser.paused_gc
 def read_trace(path: Path | str, *, xla_only: bool = False) -> Trace:
     """Read one profile file: `*.xplane.pb` or `*.trace.json.gz` (or `*.trace.json`).
 
