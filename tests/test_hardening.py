@@ -555,3 +555,29 @@ def test_walk_stays_inside_and_needs_no_recursion(tmp_path: Path) -> None:
     assert found.links_out == [root / "out"]
     assert found.special == [root / "pipe"]
     assert found.too_deep == 1 and len(found.folders) == 1 + MAX_DEPTH  # a, and 32 levels
+
+
+def test_a_run_of_which_nothing_could_be_read_is_an_error_not_an_empty_report(
+    tmp_path: Path,
+) -> None:
+    """A malformed module file: `report` (text and JSON) and `ops` stop with XLA's kind
+    of one-line error and exit 2; a folder where one module of several is damaged still
+    reports, showing why that one could not be read."""
+    bad = tmp_path / "bad.txt"
+    bad.write_text(
+        "HloModule x\n\nENTRY e {\n  ROOT p = f32[4611686018427387904] parameter(0)\n}\n"
+    )
+    for args in (["report"], ["report", "--json"], ["ops"]):
+        done = hloscope(*args, str(bad), "--no-cache")
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == ""
+        assert done.stderr.count("\n") == 1 and "does not fit in 2^63 bytes" in done.stderr
+        assert "Traceback" not in done.stderr
+    folder = tmp_path / "dump"
+    shutil.copytree(DATA / "jax_mlp", folder)
+    damaged = next(folder.glob("module_0000.*before_optimizations.txt"))
+    damaged.write_text(bad.read_text())
+    next(folder.glob("module_0000.*after_optimizations.txt")).write_text(bad.read_text())
+    done = hloscope("report", str(folder), "--all", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    assert "could not read" in done.stdout and "jit_mlp" in done.stdout

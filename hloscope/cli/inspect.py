@@ -146,6 +146,7 @@ def _report(
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), passes=html is not None)
+    _something_read(inspection)
     for line in _warnings(inspection):
         _echo(line, err=True)
     peaks = _peaks(inspection, peak_bandwidth, peak_flops)
@@ -195,6 +196,7 @@ def _report_json(
         from hloscope.render.json import report_fields
 
         inspection = inspect_run(run, modules)
+        _something_read(inspection)
         peaks = _peaks(inspection, bandwidth_gbs, tflops)
         for line in _warnings(inspection):
             _echo(line, err=True)
@@ -206,6 +208,7 @@ def _report_json(
         from hloscope.render.json import report_doc
 
         inspection = inspect_run(run, modules)
+        _something_read(inspection)
         peaks = _peaks(inspection, bandwidth_gbs, tflops)
         return Output(_json_text(report_doc(inspection, peaks)), _warnings(inspection))
 
@@ -218,6 +221,24 @@ def _report_json(
     # A kept document is a file in a run folder, which anyone may have written: escaped
     # like all else from one (a no-op on what `_json_text` made, which holds no control).
     sys.stdout.write(printable(output.stdout))
+
+
+def _something_read(inspection: Any) -> None:
+    """Stop when no module of the run could be read at all (a malformed HLO file, a dump
+    of damaged files): a report of empty rows is no answer.
+
+    Raises:
+        UsageError: Every module failed on both sides; the first reason, one line.
+    """
+    modules = inspection.report.modules
+    if not modules or any(m.before is not None or m.after is not None for m in modules):
+        return
+    from hloscope.errors import UsageError
+
+    first = modules[0].error or "unreadable"
+    if len(modules) == 1:
+        raise UsageError(first)
+    raise UsageError(f"none of the {len(modules)} modules could be read; the first: {first}")
 
 
 def _warnings(inspection: Any) -> tuple[str, ...]:
@@ -330,6 +351,7 @@ def _ops(
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), timings=False, bench=False)
+    _something_read(inspection)
     _say_outcome(inspection)
     shown = [m for m in (inspection.modules if module else inspection.main) if m.provenance]
     if kernel is None and op is not None and _kernel_named(shown, op) and not _any_op(shown, op):
