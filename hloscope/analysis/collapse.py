@@ -57,6 +57,7 @@ DOT_LIMITS_ABOVE = 150
 _DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII, and short enough for int()
 _OPEN = "([{"
 _CLOSE = ")]}"
+_SCOPE_MARKS = re.compile(r"[()\[\]{}/]")
 
 
 @dataclass(frozen=True)
@@ -126,9 +127,14 @@ def scope_of(op_name: str | None) -> str:
     if not op_name:
         return ""
     name = op_name.split(";", 1)[0]
+    if "(" not in name and "[" not in name and "{" not in name:
+        # no brackets: the last `/` at depth 0 is the last `/`
+        cut = name.rfind("/")
+        return name[:cut] if cut > 0 else ""
     cut = -1
     depth = 0
-    for i, ch in enumerate(name):
+    for m in _SCOPE_MARKS.finditer(name):  # only the brackets and slashes
+        i, ch = m.start(), m.group()
         if ch in _OPEN:
             depth += 1
         elif ch in _CLOSE:

@@ -154,6 +154,11 @@ class BeforeSide(Side):
         self.before = before
         self.kernel_of = kernel_of
         self.kernels_of = kernels_of
+        # (scope, op name, op label) by what `op_name` reads: a big module's ops repeat
+        # a few thousand names (issue 27)
+        self.named: dict[
+            tuple[str | None, str | None, str], tuple[str, tuple[str, ...], tuple[str, ...]]
+        ] = {}
 
     def start(self, index: dict[str, list[str]]) -> None:
         # Every kernel name is known, even one whose ops are all filtered away.
@@ -170,17 +175,24 @@ class BeforeSide(Side):
 
     def describe(self, comp: Computation, inst: Instruction, scope: str) -> dict[str, Any]:
         # The op's name and label only (`source_op` less the user's stack frame).
-        name = op_name(inst, scope)
-        op = SourceOp(name, inst.metadata.op_type) if name and inst.metadata else None
+        md = inst.metadata
+        key = (md.op_name, md.op_type, scope) if md is not None else (None, None, scope)
+        named = self.named.get(key)
+        if named is None:
+            name = op_name(inst, scope)
+            op = SourceOp(name, inst.metadata.op_type) if name and inst.metadata else None
+            named = self.named[key] = (
+                (scope_of(op.name), (op.name,), (op.label,)) if op else ("", (), ())
+            )
         kernels = tuple(self.kernels_of.get(inst.name, ()))
         if not kernels and inst.name in self.kernel_of:
             kernels = (self.kernel_of[inst.name],)
         return {
             ROLE: CONTROL if K.classify(inst) == K.CONTROL else OP,
             ITEM: inst,
-            SCOPE: scope_of(op.name) if op else "",
-            OP_NAMES: (op.name,) if op else (),
-            OPS: (op.label,) if op else (),
+            SCOPE: named[0],
+            OP_NAMES: named[1],
+            OPS: named[2],
             SIGNATURE: (inst.opcode, fmt_shape(inst.shape)),
             KERNELS: kernels,
         }
