@@ -22,6 +22,7 @@ from collections import Counter, deque
 from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import networkx as nx
 
@@ -428,7 +429,7 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
     root = _Scope("", "", "", None)
     index = {"": root}
     prefixes: dict[str, list[str]] = {}  # scope_prefixes by scope: units share scopes
-    nodes = g.nodes
+    nodes = dict(g.nodes(data=True))  # a dict: NodeView's lookups cost (issue 27)
     for u in units:
         node = root
         scope = nodes[u].get(SCOPE) or ""
@@ -454,8 +455,8 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
     sigs: dict[int, Counter[Hashable]] = {}
     structs: dict[int, Counter[Hashable]] = {}
     for s in reversed(scopes):
-        sig: Counter[Hashable] = Counter(_signature(g, u) for u in s.units)
-        struct: Counter[Hashable] = Counter(_structure(g, u) for u in s.units)
+        sig: Counter[Hashable] = Counter(_signature(nodes[u], u) for u in s.units)
+        struct: Counter[Hashable] = Counter(_structure(nodes[u], u) for u in s.units)
         firsts = [order[u] for u in s.units[:1]]
         s.count = len(s.units)
         for child in s.children.values():
@@ -470,13 +471,14 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
     return root
 
 
-def _signature(g: nx.DiGraph, u: str) -> Hashable:
-    sig = g.nodes[u].get(SIGNATURE)
+def _signature(d: Mapping[str, Any], u: str) -> Hashable:
+    """The signature of unit `u`, whose attributes are `d`."""
+    sig = d.get(SIGNATURE)
     return sig if sig is not None else u
 
 
-def _structure(g: nx.DiGraph, u: str) -> Hashable:
-    d = g.nodes[u]
+def _structure(d: Mapping[str, Any], u: str) -> Hashable:
+    """The structure of unit `u`, whose attributes are `d`."""
     if d.get(STRUCTURE) is not None:
         found: Hashable = d[STRUCTURE]
         return found

@@ -495,13 +495,15 @@ def _first_scope(names: Iterable[str]) -> str:
 
 def inherit_scopes(g: nx.DiGraph) -> None:
     """Units with no scope (no metadata) take a producer's, else a consumer's."""
+    nodes = dict(g.nodes(data=True))  # a dict: NodeView's lookups cost (issue 27)
+    ordered = sorted(nodes, key=lambda x: nodes[x][ORDER])
     for _ in range(2):
-        for n in sorted(g.nodes, key=lambda x: g.nodes[x][ORDER]):
-            d = g.nodes[n]
+        for n in ordered:
+            d = nodes[n]
             if d.get(PINNED) or d.get(SCOPE):
                 continue
             for other in (*g.predecessors(n), *g.successors(n)):
-                scope = g.nodes[other].get(SCOPE)
-                if scope and not g.nodes[other].get(PINNED):
+                scope = nodes[other].get(SCOPE)
+                if scope and not nodes[other].get(PINNED):
                     d[SCOPE] = scope
                     break
