@@ -117,7 +117,7 @@ def kernel_graph(
         >>> [n.kernel for n in spec.nodes if n.role == 'kernel']
         ['MatMul.2', 'broadcast_maximum_fusion']
     """
-    g, index = unit_graph(after, AfterSide(after, analysis, provenance))
+    g, index = unit_graph(after, AfterSide(after, analysis, provenance), names=bool(around))
     notes: list[str] = depth_note(g)
     g = cut(g, index, around, depth, scope, "kernel", notes)
     opened = expanded(after, g, expand, max_nodes)
@@ -225,7 +225,7 @@ def op_graph(
     """
     kernel_of = kernel_of or {}
     kernels_of = kernels_of or {}
-    g, index = unit_graph(before, BeforeSide(before, kernel_of, kernels_of))
+    g, index = unit_graph(before, BeforeSide(before, kernel_of, kernels_of), names=bool(around))
     notes: list[str] = depth_note(g)
     g = cut(g, index, around, depth, scope, "op", notes)
     fold_parameters(g, max_nodes, notes, "ops")

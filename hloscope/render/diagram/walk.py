@@ -206,19 +206,23 @@ class BeforeSide(Side):
             index.setdefault(kernel, []).append(node)
 
 
-def unit_graph(module: HloModule, side: Side) -> tuple[nx.DiGraph, dict[str, list[str]]]:
+def unit_graph(
+    module: HloModule, side: Side, *, names: bool = True
+) -> tuple[nx.DiGraph, dict[str, list[str]]]:
     """The unit graph of one execution of `module`, as `side` sees it.
 
     Args:
         module: The module to walk.
         side: `AfterSide` or `BeforeSide`.
+        names: Build the name index (for --around); without it the index is empty,
+            which saves a list per instruction of a big module.
 
     Returns:
         The graph (nodes in program order, attribute `ORDER`) and, for --around, every
         name -> the unit ids that show it: units by their instruction's name, free
         instructions by the units that produce their value, and what `side` adds.
     """
-    return _Walk(module, side).run()
+    return _Walk(module, side, names).run()
 
 
 @dataclass(frozen=True)
@@ -245,16 +249,18 @@ class _At:
 class _Walk:
     """The state of one `unit_graph` walk."""
 
-    def __init__(self, module: HloModule, side: Side) -> None:
+    def __init__(self, module: HloModule, side: Side, names: bool = True) -> None:
         self.module = module
         self.side = side
+        self.names = names
         self.comps = module.computation_map
         self.entry = module.entry
         self.g = nx.DiGraph(name=module.name)
         self.index: dict[str, list[str]] = {}
         self.visited: set[str] = set()
         self.params = {f"{side.prefix}p/{p.name}": p for p in self.entry.parameters}
-        side.start(self.index)
+        if names:
+            side.start(self.index)
 
     def run(self) -> tuple[nx.DiGraph, dict[str, list[str]]]:
         results = self.visit(self.entry, _At(), None)
@@ -262,7 +268,8 @@ class _Walk:
         self.add(out, {ROLE: OUTPUT, ITEM: self.entry.root, PINNED: True, SCOPE: ""})
         for i, (src, shape) in enumerate(results):
             add_flow(self.g, src, out, i, shape)
-        self.side.finish(self.g, self.index)
+        if self.names:
+            self.side.finish(self.g, self.index)
         inherit_scopes(self.g)
         return self.g, self.index
 
@@ -316,7 +323,7 @@ class _Walk:
             if node is not None:
                 self.unit(comp, inst, node, flow, at)
         results = flow.sources(comp.root.name)
-        for inst in comp.instructions:
+        for inst in comp.instructions if self.names else ():
             if inst.name not in self.index:
                 found = [n for n, _ in flow.sources(inst.name)]
                 if found:
@@ -341,9 +348,11 @@ class _Walk:
             attrs = self.side.describe(comp, inst, at.scope)
             attrs[CLUSTER] = body(at.caller)
             self.add(node, attrs)
-            self.side.index_unit(comp, inst, node, self.index)
+            if self.names:
+                self.side.index_unit(comp, inst, node, self.index)
             role = attrs[ROLE]
-        self.index.setdefault(inst.name, []).insert(0, node)
+        if self.names:
+            self.index.setdefault(inst.name, []).insert(0, node)
         for i, operand in enumerate(inst.operands):
             for src, shape in flow.sources(operand):
                 if src in self.params and src not in self.g:
