@@ -124,7 +124,10 @@ def report(
     }
 
     def body() -> list[Path]:
-        return _report(run, module, json, fmt, show_all, html, peak_bandwidth, peak_flops)
+        from hloscope.hlo.parser import paused_gc
+
+        with paused_gc():  # as `graph`'s: one module's objects, acyclic, kept to the end
+            return _report(run, module, json, fmt, show_all, html, peak_bandwidth, peak_flops)
 
     _cached(run, "report", options, body, no_cache)
 
