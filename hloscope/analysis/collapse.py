@@ -22,6 +22,7 @@ from collections import Counter, deque
 from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import networkx as nx
 
@@ -57,6 +58,7 @@ DOT_LIMITS_ABOVE = 150
 _DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII, and short enough for int()
 _OPEN = "([{"
 _CLOSE = ")]}"
+_SCOPE_MARKS = re.compile(r"[()\[\]{}/]")
 
 
 @dataclass(frozen=True)
@@ -126,9 +128,14 @@ def scope_of(op_name: str | None) -> str:
     if not op_name:
         return ""
     name = op_name.split(";", 1)[0]
+    if "(" not in name and "[" not in name and "{" not in name:
+        # no brackets: the last `/` at depth 0 is the last `/`
+        cut = name.rfind("/")
+        return name[:cut] if cut > 0 else ""
     cut = -1
     depth = 0
-    for i, ch in enumerate(name):
+    for m in _SCOPE_MARKS.finditer(name):  # only the brackets and slashes
+        i, ch = m.start(), m.group()
         if ch in _OPEN:
             depth += 1
         elif ch in _CLOSE:
@@ -422,7 +429,7 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
     root = _Scope("", "", "", None)
     index = {"": root}
     prefixes: dict[str, list[str]] = {}  # scope_prefixes by scope: units share scopes
-    nodes = g.nodes
+    nodes = dict(g.nodes(data=True))  # a dict: NodeView's lookups cost (issue 27)
     for u in units:
         node = root
         scope = nodes[u].get(SCOPE) or ""
@@ -448,8 +455,8 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
     sigs: dict[int, Counter[Hashable]] = {}
     structs: dict[int, Counter[Hashable]] = {}
     for s in reversed(scopes):
-        sig: Counter[Hashable] = Counter(_signature(g, u) for u in s.units)
-        struct: Counter[Hashable] = Counter(_structure(g, u) for u in s.units)
+        sig: Counter[Hashable] = Counter(_signature(nodes[u], u) for u in s.units)
+        struct: Counter[Hashable] = Counter(_structure(nodes[u], u) for u in s.units)
         firsts = [order[u] for u in s.units[:1]]
         s.count = len(s.units)
         for child in s.children.values():
@@ -464,13 +471,14 @@ def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _S
     return root
 
 
-def _signature(g: nx.DiGraph, u: str) -> Hashable:
-    sig = g.nodes[u].get(SIGNATURE)
+def _signature(d: Mapping[str, Any], u: str) -> Hashable:
+    """The signature of unit `u`, whose attributes are `d`."""
+    sig = d.get(SIGNATURE)
     return sig if sig is not None else u
 
 
-def _structure(g: nx.DiGraph, u: str) -> Hashable:
-    d = g.nodes[u]
+def _structure(d: Mapping[str, Any], u: str) -> Hashable:
+    """The structure of unit `u`, whose attributes are `d`."""
     if d.get(STRUCTURE) is not None:
         found: Hashable = d[STRUCTURE]
         return found

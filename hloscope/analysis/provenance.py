@@ -631,10 +631,11 @@ def kernels_of_before_ops(
     by_op_code: dict[tuple[str, str], list[str]] = {}
     own: dict[str, str] = {}
     free = constant_like(after)
+    named = _op_namer()
     for k in analysis.kernels:
         own[k.name] = k.opcode
         for inst in k.ops:
-            fused_op = op_name(inst) if is_work(inst, free) else None
+            fused_op = named(inst, "") if is_work(inst, free) else None
             if fused_op is not None:
                 names = by_op_code.setdefault((fused_op, inst.opcode), [])
                 if k.name not in names:
@@ -647,12 +648,29 @@ def kernels_of_before_ops(
         found: list[str] = []
         if own.get(inst.name) == inst.opcode:
             found.append(inst.name)
-        op = op_name(inst, ex.scope)
+        op = named(inst, ex.scope)
         if op is not None:
             found.extend(by_op_code.get((op, inst.opcode)) or by_op.get(op, []))
         if found:
             out[inst.name] = tuple(dict.fromkeys(found))
     return out
+
+
+def _op_namer() -> Callable[[Instruction, str], str | None]:
+    """`op_name` without a module, remembered by what it reads (a big module's
+    instructions repeat a few thousand op names, issue 27)."""
+    names: dict[tuple[str | None, str | None, str], str | None] = {}
+
+    def named(inst: Instruction, scope: str) -> str | None:
+        md = inst.metadata
+        if md is None:
+            return None
+        key = (md.op_name, md.op_type, scope)
+        if key not in names:
+            names[key] = op_name(inst, scope)
+        return names[key]
+
+    return named
 
 
 def kernel_of_before_ops(

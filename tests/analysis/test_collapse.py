@@ -87,6 +87,31 @@ def test_scope_of_strips_the_op_and_keeps_parenthesised_paths() -> None:
     assert scope_of("jit(f)/a/add_any;jit(f)/b/broadcast_in_dim") == "jit(f)/a"
 
 
+def _scope_by_characters(name: str) -> str:
+    """scope_of as it was before its fast paths: every character walked."""
+    name = name.split(";", 1)[0]
+    cut, depth = -1, 0
+    for i, ch in enumerate(name):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == "/" and depth == 0:
+            cut = i
+    return name[:cut] if cut > 0 else ""
+
+
+def test_scope_of_agrees_with_a_walk_over_every_character() -> None:
+    # The fast paths (no brackets: the last `/`; else only brackets and slashes looked
+    # at) against the plain walk, on names with unbalanced and nested brackets too.
+    names = [
+        "a/b/c", "/a", "a/", "//", "a", "jit(f)/x", "jit(f/g)/x", "a)/b/c", "a]/(b/c",
+        "x[1/2]/y{3/4}/z", "((a/b)/c", "jit(f)/vmap(a/b", "p/q;r/s/t", "{/}/", "é/ü(ß/)/k",
+    ]  # fmt: skip
+    for name in names:
+        assert scope_of(name) == _scope_by_characters(name), name
+
+
 def test_scope_prefixes_nest_keras_layer_names_by_underscore() -> None:
     assert scope_prefixes("resnet50_1/conv2_block1") == [
         "resnet50",

@@ -225,3 +225,18 @@ def test_calls_nested_past_the_drawn_depth_are_said_not_dropped() -> None:
     assert any("nested deeper than" in note for note in spec.notes)
     shallow = G.module_diagram(_hostile_report(_nested_calls(10)), stage="before")
     assert not any("nested deeper than" in note for note in shallow.notes)
+
+
+def test_unit_graph_without_the_name_index_is_the_same_graph() -> None:
+    # The index only serves --around; the graph must not depend on whether it is built.
+    from hloscope.render.diagram.walk import AfterSide, unit_graph
+
+    m = _report("tf_dense_relu")
+    assert m.after_module is not None and m.after is not None
+    full, index = unit_graph(m.after_module, AfterSide(m.after_module, m.after, m.provenance))
+    bare, none = unit_graph(
+        m.after_module, AfterSide(m.after_module, m.after, m.provenance), names=False
+    )
+    assert index and not none
+    assert list(full.nodes(data=True)) == list(bare.nodes(data=True))
+    assert list(full.edges(data=True)) == list(bare.edges(data=True))

@@ -21,6 +21,7 @@ from hloscope.analysis.fusion import Kernel, ModuleAnalysis
 from hloscope.analysis.provenance import Provenance, kernels_of_before_ops
 from hloscope.errors import UsageError
 from hloscope.hlo.model import HloModule
+from hloscope.hlo.parser import paused_gc
 from hloscope.render.diagram.build import (
     Builder,
     count_role,
@@ -116,7 +117,7 @@ def kernel_graph(
         >>> [n.kernel for n in spec.nodes if n.role == 'kernel']
         ['MatMul.2', 'broadcast_maximum_fusion']
     """
-    g, index = unit_graph(after, AfterSide(after, analysis, provenance))
+    g, index = unit_graph(after, AfterSide(after, analysis, provenance), names=bool(around))
     notes: list[str] = depth_note(g)
     g = cut(g, index, around, depth, scope, "kernel", notes)
     opened = expanded(after, g, expand, max_nodes)
@@ -224,7 +225,7 @@ def op_graph(
     """
     kernel_of = kernel_of or {}
     kernels_of = kernels_of or {}
-    g, index = unit_graph(before, BeforeSide(before, kernel_of, kernels_of))
+    g, index = unit_graph(before, BeforeSide(before, kernel_of, kernels_of), names=bool(around))
     notes: list[str] = depth_note(g)
     g = cut(g, index, around, depth, scope, "op", notes)
     fold_parameters(g, max_nodes, notes, "ops")
@@ -388,6 +389,26 @@ def module_diagram(
     for side in ("before", "after") if both else (stage,):
         if not _has(module, side):
             raise UsageError(_missing(module, side, both))
+    # A unit per op of a big module: millions of objects and few cycles, which the
+    # collector would walk several times over (a fifth of `graph`, issue 27)
+    with paused_gc():
+        return _module_diagram(
+            module, stage, both, timings, total_us, expand, max_nodes, around, depth, scope
+        )
+
+
+def _module_diagram(
+    module: ModuleReport,
+    stage: Literal["before", "after"],
+    both: bool,
+    timings: Mapping[str, float] | None,
+    total_us: float | None,
+    expand: Sequence[str] | Literal["all"],
+    max_nodes: int,
+    around: str | None,
+    depth: int,
+    scope: str | None,
+) -> DiagramSpec:
     if both:
         kernels_of = _kernels_of(module)
         # A name from either side centres both: an op centres the after side on its kernel.
@@ -430,10 +451,11 @@ def module_diagrams(
         kernel when the after side is there), each only where the module has that side.
     """
     out: dict[str, DiagramSpec] = {}
-    if _has(module, "after"):
-        out["after"] = _after(module, timings, total_us, (), max_nodes)
-    if _has(module, "before"):
-        out["before"] = _before(module, _kernels_of(module), max_nodes=max_nodes)
+    with paused_gc():  # as in module_diagram
+        if _has(module, "after"):
+            out["after"] = _after(module, timings, total_us, (), max_nodes)
+        if _has(module, "before"):
+            out["before"] = _before(module, _kernels_of(module), max_nodes=max_nodes)
     return out
 
 

@@ -154,6 +154,11 @@ class BeforeSide(Side):
         self.before = before
         self.kernel_of = kernel_of
         self.kernels_of = kernels_of
+        # (scope, op name, op label) by what `op_name` reads: a big module's ops repeat
+        # a few thousand names (issue 27)
+        self.named: dict[
+            tuple[str | None, str | None, str], tuple[str, tuple[str, ...], tuple[str, ...]]
+        ] = {}
 
     def start(self, index: dict[str, list[str]]) -> None:
         # Every kernel name is known, even one whose ops are all filtered away.
@@ -170,17 +175,24 @@ class BeforeSide(Side):
 
     def describe(self, comp: Computation, inst: Instruction, scope: str) -> dict[str, Any]:
         # The op's name and label only (`source_op` less the user's stack frame).
-        name = op_name(inst, scope)
-        op = SourceOp(name, inst.metadata.op_type) if name and inst.metadata else None
+        md = inst.metadata
+        key = (md.op_name, md.op_type, scope) if md is not None else (None, None, scope)
+        named = self.named.get(key)
+        if named is None:
+            name = op_name(inst, scope)
+            op = SourceOp(name, inst.metadata.op_type) if name and inst.metadata else None
+            named = self.named[key] = (
+                (scope_of(op.name), (op.name,), (op.label,)) if op else ("", (), ())
+            )
         kernels = tuple(self.kernels_of.get(inst.name, ()))
         if not kernels and inst.name in self.kernel_of:
             kernels = (self.kernel_of[inst.name],)
         return {
             ROLE: CONTROL if K.classify(inst) == K.CONTROL else OP,
             ITEM: inst,
-            SCOPE: scope_of(op.name) if op else "",
-            OP_NAMES: (op.name,) if op else (),
-            OPS: (op.label,) if op else (),
+            SCOPE: named[0],
+            OP_NAMES: named[1],
+            OPS: named[2],
             SIGNATURE: (inst.opcode, fmt_shape(inst.shape)),
             KERNELS: kernels,
         }
@@ -194,19 +206,23 @@ class BeforeSide(Side):
             index.setdefault(kernel, []).append(node)
 
 
-def unit_graph(module: HloModule, side: Side) -> tuple[nx.DiGraph, dict[str, list[str]]]:
+def unit_graph(
+    module: HloModule, side: Side, *, names: bool = True
+) -> tuple[nx.DiGraph, dict[str, list[str]]]:
     """The unit graph of one execution of `module`, as `side` sees it.
 
     Args:
         module: The module to walk.
         side: `AfterSide` or `BeforeSide`.
+        names: Build the name index (for --around); without it the index is empty,
+            which saves a list per instruction of a big module.
 
     Returns:
         The graph (nodes in program order, attribute `ORDER`) and, for --around, every
         name -> the unit ids that show it: units by their instruction's name, free
         instructions by the units that produce their value, and what `side` adds.
     """
-    return _Walk(module, side).run()
+    return _Walk(module, side, names).run()
 
 
 @dataclass(frozen=True)
@@ -233,16 +249,18 @@ class _At:
 class _Walk:
     """The state of one `unit_graph` walk."""
 
-    def __init__(self, module: HloModule, side: Side) -> None:
+    def __init__(self, module: HloModule, side: Side, names: bool = True) -> None:
         self.module = module
         self.side = side
+        self.names = names
         self.comps = module.computation_map
         self.entry = module.entry
         self.g = nx.DiGraph(name=module.name)
         self.index: dict[str, list[str]] = {}
         self.visited: set[str] = set()
         self.params = {f"{side.prefix}p/{p.name}": p for p in self.entry.parameters}
-        side.start(self.index)
+        if names:
+            side.start(self.index)
 
     def run(self) -> tuple[nx.DiGraph, dict[str, list[str]]]:
         results = self.visit(self.entry, _At(), None)
@@ -250,7 +268,8 @@ class _Walk:
         self.add(out, {ROLE: OUTPUT, ITEM: self.entry.root, PINNED: True, SCOPE: ""})
         for i, (src, shape) in enumerate(results):
             add_flow(self.g, src, out, i, shape)
-        self.side.finish(self.g, self.index)
+        if self.names:
+            self.side.finish(self.g, self.index)
         inherit_scopes(self.g)
         return self.g, self.index
 
@@ -304,7 +323,7 @@ class _Walk:
             if node is not None:
                 self.unit(comp, inst, node, flow, at)
         results = flow.sources(comp.root.name)
-        for inst in comp.instructions:
+        for inst in comp.instructions if self.names else ():
             if inst.name not in self.index:
                 found = [n for n, _ in flow.sources(inst.name)]
                 if found:
@@ -329,9 +348,11 @@ class _Walk:
             attrs = self.side.describe(comp, inst, at.scope)
             attrs[CLUSTER] = body(at.caller)
             self.add(node, attrs)
-            self.side.index_unit(comp, inst, node, self.index)
+            if self.names:
+                self.side.index_unit(comp, inst, node, self.index)
             role = attrs[ROLE]
-        self.index.setdefault(inst.name, []).insert(0, node)
+        if self.names:
+            self.index.setdefault(inst.name, []).insert(0, node)
         for i, operand in enumerate(inst.operands):
             for src, shape in flow.sources(operand):
                 if src in self.params and src not in self.g:
@@ -483,13 +504,15 @@ def _first_scope(names: Iterable[str]) -> str:
 
 def inherit_scopes(g: nx.DiGraph) -> None:
     """Units with no scope (no metadata) take a producer's, else a consumer's."""
+    nodes = dict(g.nodes(data=True))  # a dict: NodeView's lookups cost (issue 27)
+    ordered = sorted(nodes, key=lambda x: nodes[x][ORDER])
     for _ in range(2):
-        for n in sorted(g.nodes, key=lambda x: g.nodes[x][ORDER]):
-            d = g.nodes[n]
+        for n in ordered:
+            d = nodes[n]
             if d.get(PINNED) or d.get(SCOPE):
                 continue
             for other in (*g.predecessors(n), *g.successors(n)):
-                scope = g.nodes[other].get(SCOPE)
-                if scope and not g.nodes[other].get(PINNED):
+                scope = nodes[other].get(SCOPE)
+                if scope and not nodes[other].get(PINNED):
                     d[SCOPE] = scope
                     break
