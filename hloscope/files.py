@@ -12,8 +12,11 @@ from __future__ import annotations
 import lzma
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = [
     "MAX_EXPANSION",
@@ -22,6 +25,7 @@ __all__ = [
     "decompress_xz",
     "expansion_limit",
     "inside",
+    "open_regular",
     "read_regular",
     "walk",
 ]
@@ -44,18 +48,12 @@ def read_regular(path: str | Path, limit: int) -> bytes:
         OSError: It is missing, not a regular file, bigger than `limit`, or unreadable;
             the message says which.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        if info.st_size > limit:
-            raise OSError(f"{path} is {info.st_size:,} bytes, more than the {limit:,} allowed")
+    with open_regular(path, limit) as (f, expected):
         # `read(n)` allocates n bytes up front: ask for the size the file has, and read
         # on in steps only if it grew since (never a buffer of `limit` bytes).
-        parts = [f.read(info.st_size + 1)]
+        parts = [f.read(expected + 1)]
         size = len(parts[0])
-        while size > info.st_size and size <= limit and parts[-1]:
+        while size > expected and size <= limit and parts[-1]:
             parts.append(f.read(min(_STEP, limit + 1 - size)))
             size += len(parts[-1])
     if size > limit:
@@ -64,6 +62,28 @@ def read_regular(path: str | Path, limit: int) -> bytes:
 
 
 _STEP = 1 << 20
+
+
+@contextmanager
+def open_regular(path: str | Path, limit: int) -> Iterator[tuple[BinaryIO, int]]:
+    """A regular file of at most `limit` bytes, open for reading, and its size now.
+
+    Opened without blocking (a FIFO does not wait for a writer) and checked to be a
+    regular file before anything is read. The file may still grow while it is read: a
+    reader that reads on counts what it gets against `limit` itself.
+
+    Raises:
+        OSError: It is missing, not a regular file, bigger than `limit`, or unreadable;
+            the message says which.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if info.st_size > limit:
+            raise OSError(f"{path} is {info.st_size:,} bytes, more than the {limit:,} allowed")
+        yield f, info.st_size
 
 
 def inside(path: str | Path, root: str | Path) -> bool:

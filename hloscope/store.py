@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hloscope.files import inside, read_regular
+from hloscope.files import inside, open_regular, read_regular
 
 __all__ = [
     "MAX_HASHED_BYTES",
@@ -144,15 +144,9 @@ def content_digest(path: Path, limit: int) -> str:
     Raises:
         OSError: Missing, not a regular file, over `limit` bytes, or unreadable.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        if info.st_size > limit:
-            raise OSError(f"{path} is {info.st_size:,} bytes, more than the {limit:,} allowed")
-        h = hashlib.sha256()
-        size = 0
+    h = hashlib.sha256()
+    size = 0
+    with open_regular(path, limit) as (f, _):
         while chunk := f.read(_CHUNK):
             size += len(chunk)
             if size > limit:

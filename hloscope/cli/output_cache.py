@@ -41,7 +41,14 @@ from typing import Any, TextIO
 
 from hloscope.cli.cached import code_stamps, probe_stamp
 from hloscope.files import inside, read_regular
-from hloscope.store import digest, entry_key, signature, tree_stamps, user_cache_dir
+from hloscope.store import (
+    content_digest,
+    digest,
+    entry_key,
+    signature,
+    tree_stamps,
+    user_cache_dir,
+)
 
 __all__ = [
     "CACHE_MB_VARIABLE",
@@ -238,7 +245,7 @@ def input_digests(run: Path) -> list[list[Any]] | None:
                 return None
             sha = index.get(name, st)
             if sha is None:
-                sha, _ = _sha256(p, st.st_size)
+                sha = content_digest(p, st.st_size)
                 index.put(name, st, sha)
             out.append([name, kind, sha])
         index.save()
@@ -388,27 +395,6 @@ def _module_files(path: Path) -> list[str]:
     with os.scandir(path.parent) as entries:
         found = {e.name for e in entries if e.name.startswith(prefix) and e.is_file()}
     return sorted(found | {name})
-
-
-def _sha256(path: Path, budget: int) -> tuple[str, int]:
-    """The SHA-256 of a regular file and its size, read in steps; opened without
-    blocking and checked to be a regular file first (a FIFO is never read).
-
-    Raises:
-        OSError: Not a regular file, unreadable, or more than `budget` bytes.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        h = hashlib.sha256()
-        size = 0
-        while chunk := f.read(1 << 20):
-            size += len(chunk)
-            if size > budget:
-                raise OSError(f"more than {_MAX_HASHED_BYTES:,} bytes to hash")
-            h.update(chunk)
-    return h.hexdigest(), size
 
 
 def _stamps(run: Path) -> list[list[Any]] | None:
