@@ -21,7 +21,7 @@ from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.passes import PassStory, pass_story
-from hloscope.analysis.report import ModuleReport, RunReport, analyze_run
+from hloscope.analysis.report import Drawn, ModuleReport, RunReport, analyze_run
 from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
 from hloscope.errors import DocumentError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
@@ -207,6 +207,7 @@ def inspect_run(
     timings: bool = True,
     bench: bool = True,
     passes: bool = False,
+    drawn: Drawn | None = None,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
 
@@ -218,6 +219,9 @@ def inspect_run(
         bench: Read the run's `bench.json`, when it has one.
         passes: Tell the pass story of each module with per-pass dumps (for the HTML
             page); a story that cannot be read is left out.
+        drawn: Only what `hloscope graph` reads to draw each module: "after" for the
+            kernel graph alone, "both" for the op graph or both sides (see
+            `hloscope.analysis.report.analyze_dump`).
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason
@@ -233,7 +237,7 @@ def inspect_run(
     """
     loaded = run if isinstance(run, Run) else load_run(run)
     patterns = list(modules)
-    report = analyze_run(loaded, patterns)
+    report = analyze_run(loaded, patterns, drawn)
     selected = [m.key for m in report.modules] if patterns else None
     profile, error = None, ""
     if timings:

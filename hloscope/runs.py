@@ -197,6 +197,8 @@ class Run:
         """
         if not self.modules:
             raise UsageError(f"{self.path} holds no modules")
+        if len(self.modules) == 1:  # no file to parse to tell whether it is trivial
+            return self.modules[0]
         candidates = [m for m in self.modules if not is_trivial(m)] or list(self.modules)
         return max(candidates, key=_dump_size)
 

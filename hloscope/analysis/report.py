@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Literal
 
 from hloscope.analysis.compilations import find_modules, run_functions
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
@@ -136,28 +138,41 @@ class RunReport:
         return tuple(m for m in self.modules if m.trivial)
 
 
-def analyze_dump(dump: ModuleDump) -> ModuleReport:
+Drawn = Literal["after", "both"]
+"""What a diagram reads of a module (`analyze_dump`'s `drawn`)."""
+
+
+def analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
     """Analyse one module of a run: both sides, and the provenance join.
 
     A side that cannot be parsed does not stop the report: its error is recorded.
+
+    Args:
+        dump: The module.
+        drawn: Only what `hloscope graph` reads to draw this side ("both": the two
+            sides and the op -> kernel join): the before side is parsed but not
+            analysed, and for "after" not even parsed; `trivial` is then left False.
+            None: the whole report.
     """
     with paused_gc():
-        return _analyze_dump(dump)
+        return _analyze_dump(dump, drawn)
 
 
-def _analyze_dump(dump: ModuleDump) -> ModuleReport:
+def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
     errors = []
     before = after = None
+    before_module = None
     try:
-        before_module = dump.load_before()
+        if drawn != "after":  # the kernel graph alone never reads the before side
+            before_module = dump.load_before()
     except HloscopeError as e:
-        before_module, errors = None, [str(e)]
+        errors = [str(e)]
     try:
         after_module = dump.load_after()
     except HloscopeError as e:
         after_module = None
         errors.append(str(e))
-    if before_module is not None:
+    if before_module is not None and drawn is None:  # no diagram reads its kernels
         before = analyze_module(before_module)
     provenance = None
     if after_module is not None:
@@ -173,7 +188,7 @@ def _analyze_dump(dump: ModuleDump) -> ModuleReport:
         name=dump.name,
         module_id=dump.module_id,
         platform=dump.platform,
-        trivial=is_trivial(dump),
+        trivial=is_trivial(dump) if drawn is None else False,
         before=before,
         after=after,
         provenance=provenance,
@@ -183,7 +198,7 @@ def _analyze_dump(dump: ModuleDump) -> ModuleReport:
     )
 
 
-def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
+def analyze_run(run: Run, modules: Iterable[str] = (), drawn: Drawn | None = None) -> RunReport:
     """Analyse a run's modules.
 
     Args:
@@ -191,6 +206,7 @@ def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
         modules: Patterns selecting modules (see `compilations.find_modules`: a key,
             name or id, a function compiled several times, or one of its compilations as
             `jit_attend#3` or `jit_attend(f32[24,32])`); all modules when empty.
+        drawn: Only what a diagram of each module reads (see `analyze_dump`).
 
     Returns:
         The report, biggest modules first, trivial ones last.
@@ -204,7 +220,8 @@ def analyze_run(run: Run, modules: Iterable[str] = ()) -> RunReport:
     patterns = list(modules)
     found = {d.key: d for p in patterns for d in find_modules(run, p)}
     dumps = list(found.values()) if patterns else list(run.modules)
-    reports = analyze_dumps(dumps, analyze_dump)  # in parallel when it pays
+    analyze = analyze_dump if drawn is None else partial(analyze_dump, drawn=drawn)
+    reports = analyze_dumps(dumps, analyze)  # in parallel when it pays
     # a function's compilations stay together, in compile order, where its biggest is
     ids = {d.key: (d.id_number is None, d.id_number or 0, d.key) for d in dumps}
     functions = run_functions(run)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -683,10 +683,18 @@ def _graph(
         raise UsageError(f"--stage {stage!r}: use before or after")
     loaded = load_run(run)
     dump = _graph_module(loaded, module)
-    inspection = inspect_run(loaded, [dump.key], bench=False)
+    given_before = run.is_file() and dump.before is not None and run == dump.before
+    # The kernel graph alone reads nothing of the before side (issue 27: its parse and
+    # analysis were a third of `graph`); an unreadable after side falls back to both,
+    # whose errors the message gives
+    only_after = not side_by_side and stage != "before" and not given_before
+    drawn: Literal["after", "both"] = "after" if only_after and dump.after else "both"
+    inspection = inspect_run(loaded, [dump.key], bench=False, drawn=drawn)
     analysed = inspection.module(dump.key)
+    if drawn == "after" and analysed.after_module is None:
+        inspection = inspect_run(loaded, [dump.key], bench=False, drawn="both")
+        analysed = inspection.module(dump.key)
     if stage is None:
-        given_before = run.is_file() and dump.before is not None and run == dump.before
         stage = "before" if given_before or analysed.after_module is None else "after"
     expand_arg: list[str] | str = list(expand or ())
     if "all" in expand_arg:
