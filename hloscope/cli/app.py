@@ -360,6 +360,9 @@ def _invocation(ctx: typer.Context) -> list[str]:
 
 def main() -> None:
     """Console-script entry point."""
+    from hloscope.cli.teardown import one_command
+
+    one_command()  # the process ends after this command: big objects are left to the OS
     try:
         app()
     except KeyboardInterrupt:

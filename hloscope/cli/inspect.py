@@ -672,6 +672,7 @@ def _graph(
     """`graph`, computed; the files it wrote (the picture and its DOT source)."""
     import re
 
+    from hloscope.cli.teardown import keep
     from hloscope.errors import UsageError
     from hloscope.inspection import inspect_run
     from hloscope.render.diagram import module_diagram
@@ -727,6 +728,7 @@ def _graph(
         _echo(f"wrote {result.dot} ({what})")
     for note in spec.notes[1:]:
         _echo(f"  {note}")
+    keep(loaded, inspection)  # millions of objects: not freed one by one at exit
     return [p for p in (result.out, result.dot) if p is not None]
 
 
