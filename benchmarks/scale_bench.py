@@ -2,9 +2,10 @@
 `--mb` MB each (benchmarks/big_module.py: one huge ENTRY computation before, one kLoop
 fusion per 12 ops after), through the real CLI, each command in its own process.
 
-`parse` and `report` of one side read a folder holding that file only; `graph FILE`
-reads the pair (a file is loaded with its partner, whose kernels colour the ops), and
-`report` of the folder reads both. Every ratio is against the text that command reads
+`parse` and `report` of one side read a folder holding that file only; `graph` of the
+before file reads the pair (a file is loaded with its partner, whose kernels colour the
+ops), `graph` of the after file reads that file only (the kernel graph needs nothing of
+the before side), and `report` of the folder reads both. Every ratio is against the text that command reads
 (for `graph`, also against the one file it draws). Prints, per command: wall seconds,
 peak resident memory (`wait4`'s ru_maxrss), and the peak over the text it reads, raw
 and less the interpreter's baseline (Python with hloscope, networkx and rich imported,
@@ -86,7 +87,7 @@ def main() -> None:
         ("parse before", [*cli, "parse", str(before)], [before], None),
         ("report before (one side)", [*cli, "report", str(alone[before])], [before], None),
         ("graph before", [*cli, "graph", str(before), "-o", str(folder / "b.svg")], pair, before),
-        ("graph after", [*cli, "graph", str(after), "-o", str(folder / "g.svg")], pair, after),
+        ("graph after", [*cli, "graph", str(after), "-o", str(folder / "g.svg")], [after], after),
         ("parse after", [*cli, "parse", str(after)], [after], None),
         ("report after (one side)", [*cli, "report", str(alone[after])], [after], None),
         ("report pair", [*cli, "report", str(folder)], pair, None),
