@@ -185,14 +185,7 @@ def _start_compile_watch(report: dict[str, Any]) -> Any:
     """The compile watch (`compile_watch.py` beside this file), watching the script's
     imports; None, with the reason in the report, when it cannot be set up."""
     try:
-        import importlib.util
-
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_watch.py")
-        spec = importlib.util.spec_from_file_location("_hloscope_compile_watch", path)
-        assert spec is not None and spec.loader is not None
-        hooks = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(hooks)
-        watch = hooks.CompileWatch()
+        watch = _load_sibling("compile_watch.py").CompileWatch()
         watch.install()
         return watch
     except Exception as e:
@@ -221,13 +214,8 @@ def _start_profiler(report: dict[str, Any]) -> Any:
     if not raw:
         return None
     try:
-        import importlib.util
-
         config = json.loads(raw)
-        spec = importlib.util.spec_from_file_location("_hloscope_profiler", config["hooks"])
-        assert spec is not None and spec.loader is not None
-        hooks = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(hooks)
+        hooks = _load_module(config["hooks"], "_hloscope_profiler")
         profiling = hooks.Profiling(
             config["logdir"],
             only=config.get("framework"),
@@ -243,10 +231,16 @@ def _start_profiler(report: dict[str, Any]) -> Any:
 
 def _load_sibling(name: str) -> Any:
     """Load a standard-library module that lies beside this file, by path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    return _load_module(path, f"_hloscope_{name[:-3]}")
+
+
+def _load_module(path: str, name: str) -> Any:
+    """Load a standard-library module from a file, by path, as `name` (this process
+    imports nothing of hloscope: the script's imports stay its own)."""
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
-    spec = importlib.util.spec_from_file_location(f"_hloscope_{name[:-3]}", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
