@@ -154,22 +154,7 @@ def _report(
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), passes=html is not None)
-    try:
-        return _show_report(inspection, json, fmt, show_all, html, peak_bandwidth, peak_flops)
-    finally:
-        keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
-
-
-def _show_report(
-    inspection: Any,
-    json: bool,
-    fmt: str,
-    show_all: bool,
-    html: Path | None,
-    peak_bandwidth: float | None,
-    peak_flops: float | None,
-) -> list[Path]:
-    """`report`'s views of an inspection; the files it wrote (the HTML page)."""
+    keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
     _something_read(inspection)
     for line in _warnings(inspection):
         _echo(line, err=True)
@@ -221,14 +206,12 @@ def _report_json(
         from hloscope.render.json import report_fields
 
         inspection = inspect_run(run, modules)
-        try:
-            _something_read(inspection)
-            peaks = _peaks(inspection, bandwidth_gbs, tflops)
-            for line in _warnings(inspection):
-                _echo(line, err=True)
-            _stream_json(report_fields(inspection, peaks))
-        finally:
-            keep(inspection)  # not freed one by one at exit
+        keep(inspection)  # not freed one by one at exit
+        _something_read(inspection)
+        peaks = _peaks(inspection, bandwidth_gbs, tflops)
+        for line in _warnings(inspection):
+            _echo(line, err=True)
+        _stream_json(report_fields(inspection, peaks))
         return
 
     def compute() -> Output:

@@ -26,7 +26,8 @@ def keep(*objects: object) -> None:
 
     They go into a list that holds itself (only the collector frees such a cycle), and
     every object is then frozen (`gc.freeze`: the collector never looks at them again,
-    the last collection at exit included). Call it once the command is done with them.
+    the last collection at exit included). They stay usable: call it as soon as they
+    are made, or once the command is done with them.
     """
     if not _one_command:
         return
