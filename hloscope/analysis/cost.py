@@ -42,16 +42,14 @@ every kernel per execution instead (a loop's body times its known trip count).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
 from hloscope.analysis.kernels import ASYNC_DONE_OPCODES
+from hloscope.analysis.memo import PerModule
 from hloscope.hlo.model import ELEMENT_BITS, Computation, HloModule, Instruction, Shape
 from hloscope.hlo.opcodes import async_wrapped_opcode
 
@@ -221,29 +219,12 @@ def module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
         module: The after-optimization module.
         analysis: Its `analyze_module` result (the kernels and their launches).
     """
-    key = (id(module), id(analysis))
-    known = _costs.get(key)
-    if known is not None and known[0]() is module and known[1]() is analysis:
-        return known[2]
-    cost = _module_cost(module, analysis)
-    remember_cost(module, analysis, cost)
-    return cost
+    return _costs(module, analysis)
 
 
 def remember_cost(module: HloModule, analysis: ModuleAnalysis, cost: ModuleCost) -> None:
     """Keep `cost` as `module_cost(module, analysis)`, while both live."""
-    key = (id(module), id(analysis))
-
-    def forget(_: object) -> None:
-        _costs.pop(key, None)
-
-    with contextlib.suppress(TypeError):  # an object that takes no weak reference
-        _costs[key] = (weakref.ref(module, forget), weakref.ref(analysis, forget), cost)
-
-
-# module_cost() by (module id, analysis id), dropped with either (weak references), so
-# that no id is ever reused for other objects.
-_costs: dict[tuple[int, int], tuple[weakref.ref[Any], weakref.ref[Any], ModuleCost]] = {}
+    _costs.remember(module, analysis, cost)
 
 
 def _module_cost(module: HloModule, analysis: ModuleAnalysis) -> ModuleCost:
@@ -779,3 +760,6 @@ def _size(shape: Shape) -> float:
 
 def _ints(text: str) -> list[int]:
     return [int(x) for x in re.findall(r"\d+", text)]
+
+
+_costs = PerModule(_module_cost)

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.kernels import COLLECTIVE
+from hloscope.analysis.memo import PerModule
 from hloscope.hlo.model import HloModule, Instruction
 
-__all__ = ["Collective", "Parallelism", "group_shape", "parallelism"]
+__all__ = ["Collective", "Parallelism", "group_shape", "parallelism", "remember_parallelism"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +71,24 @@ def parallelism(module: HloModule, analysis: ModuleAnalysis) -> Parallelism | No
     """What a module's HLO says about the devices it runs on; None for a module compiled
     for one device with no collective.
 
+    Computed once per (module, analysis) pair alive (`remember_parallelism` says one
+    made elsewhere: a worker process of `hloscope.analysis.pool`).
+
     Args:
         module: The parsed after-optimization module.
         analysis: `analyze_module(module)` (its collective kernels).
     """
+    return _found(module, analysis)
+
+
+def remember_parallelism(
+    module: HloModule, analysis: ModuleAnalysis, found: Parallelism | None
+) -> None:
+    """Keep `found` as `parallelism(module, analysis)`, while both live."""
+    _found.remember(module, analysis, found)
+
+
+def _parallelism(module: HloModule, analysis: ModuleAnalysis) -> Parallelism | None:
     replicas = _count(module.attributes.get("replica_count"))
     partitions = _count(module.attributes.get("num_partitions"))
     shardings = tuple(
@@ -154,3 +169,6 @@ def group_shape(inst: Instruction, replicas: int, partitions: int) -> tuple[int 
         return None, None
     whole = partitions if "channel_id" in inst.attributes else replicas
     return whole, 1
+
+
+_found = PerModule(_parallelism)

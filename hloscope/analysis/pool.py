@@ -8,7 +8,7 @@ of the modules given, equal to a serial run's.
 What a worker sends back is small: its reports with each parsed module replaced by a
 stand-in (`_SentModule`) that parses the file again if something asks for its
 instructions, and each kernel's instructions by their places in it (`_SentOps`); the
-kernels' bytes and FLOPs come along (`remember_cost`). The text and JSON reports need
+kernels' bytes and FLOPs and the module's devices come along (`Derived`). The text and JSON reports need
 nothing else, so a report of many modules parses each once; a diagram or the HTML page
 of a module parses it again in this process, when it is drawn.
 
@@ -20,24 +20,35 @@ analysis stays serial. `HLOSCOPE_JOBS=1` forces a serial run, `N` at most N proc
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import multiprocessing
 import os
 import pickle
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from hloscope.analysis.cost import ModuleCost, module_cost, remember_cost
-from hloscope.analysis.fusion import ModuleAnalysis
+from hloscope.analysis.fusion import Kernel, ModuleAnalysis
+from hloscope.analysis.parallel import Parallelism, parallelism, remember_parallelism
 from hloscope.analysis.provenance import Provenance
 from hloscope.hlo.model import HloModule, Instruction
 from hloscope.runs import ModuleDump
 
-__all__ = ["JOBS_VARIABLE", "analyze_dumps", "jobs_for"]
+__all__ = [
+    "JOBS_VARIABLE",
+    "Derived",
+    "Pending",
+    "analyze_dumps",
+    "beside",
+    "beside_pays",
+    "jobs_for",
+]
 
 JOBS_VARIABLE = "HLOSCOPE_JOBS"
 """Environment variable: the most processes the analysis of a run uses (1: serial)."""
@@ -50,6 +61,11 @@ JOBS_VARIABLE = "HLOSCOPE_JOBS"
 MIN_MODULES = 8
 MIN_BYTES = 1 << 20
 MIN_CORES = 3
+# One module's sides in two processes (`beside`): worth it from a few MB a side, where
+# parsing and analysing each takes seconds and what comes back is small.
+MIN_SIDE_BYTES = 8 << 20
+
+_IN_WORKER = False  # set in a worker: it splits nothing further
 
 
 class Report(Protocol):
@@ -123,6 +139,70 @@ def analyze_dumps(
     return [r for r in reports if r is not None]
 
 
+class Side(Protocol):
+    """What `beside` sends back: one module and its analysis (and what else refers to
+    them: a provenance's after side, a cost)."""
+
+    @property
+    def module(self) -> HloModule | None: ...
+    @property
+    def analysis(self) -> ModuleAnalysis | None: ...
+
+
+S = TypeVar("S", bound=Side)
+
+
+class Pending(Generic[S]):
+    """A `beside` task running in a forked worker."""
+
+    def __init__(self, task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | None]]):
+        self._loaders = loaders
+        context = multiprocessing.get_context("fork")
+        self._receiver, sender = context.Pipe(duplex=False)
+        self._process = context.Process(target=_side_worker, args=(task, sender), daemon=True)
+        self._process.start()
+        sender.close()
+
+    def result(self) -> S | None:
+        """Wait for the task's result; raise what it raised there; None when the worker
+        died without a word (killed for memory: the caller runs the task itself)."""
+        try:
+            data = self._receiver.recv_bytes()
+        except EOFError:
+            return None
+        finally:
+            self.close()
+        found: S = _unpickle(data, self._loaders)
+        return found
+
+    def close(self) -> None:
+        """Stop the worker if it still runs (nobody will read its result)."""
+        if not self._receiver.closed:
+            self._receiver.close()
+        if self._process.exitcode is None:
+            self._process.terminate()
+        self._process.join()
+
+
+def beside(task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | None]]) -> Pending[S]:
+    """Run `task()` in a forked worker while this process goes on.
+
+    Its result comes back small (`_send`): its module as a stand-in that parses the file
+    again through `loaders[path]` if something asks for its instructions, the kernels'
+    instructions as places. `beside_pays` says when it is worth it.
+    """
+    return Pending(task, loaders)
+
+
+def beside_pays(sizes: Sequence[int]) -> bool:
+    """Whether a module's two sides, of `sizes` bytes, are worth analysing in two
+    processes: both are big, two cores are free for it, and forking is safe (as for
+    `jobs_for`, whose `HLOSCOPE_JOBS=1` also keeps this serial)."""
+    if _IN_WORKER or len(sizes) < 2 or min(sizes) < MIN_SIDE_BYTES:
+        return False
+    return _cores() >= 2 and _may_fork()
+
+
 def jobs_for(modules: int, total_bytes: int) -> int:
     """How many processes a run of `modules` modules of `total_bytes` of HLO is worth:
     one per core this process may use; one when it would not pay (few or small
@@ -135,15 +215,28 @@ def jobs_for(modules: int, total_bytes: int) -> int:
         return 1
     if cap is None and (modules < MIN_MODULES or total_bytes < MIN_BYTES):
         return 1
-    if "fork" not in multiprocessing.get_all_start_methods() or _threaded():
+    if not _may_fork():
         return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
+    cores = _cores()
     if cap is None and cores < MIN_CORES:
         return 1
     return max(1, min(cores, modules, cap or cores))
+
+
+def _may_fork() -> bool:
+    """Whether this process may fork workers: `fork` is there, no other thread runs,
+    and `HLOSCOPE_JOBS` is not 1."""
+    if os.environ.get(JOBS_VARIABLE, "").strip() == "1":
+        return False
+    return "fork" in multiprocessing.get_all_start_methods() and not _threaded()
+
+
+def _cores() -> int:
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _threaded() -> bool:
@@ -159,15 +252,56 @@ def _threaded() -> bool:
 def _worker(k: int, sender: Connection) -> None:
     """A forked worker: send share `k`'s reports (or the exception that stopped them),
     then leave at once, without tearing down what it parsed."""
+    _send_and_exit(sender, lambda: _analyze_share(k))
+
+
+def _side_worker(task: Callable[[], Side], sender: Connection) -> None:
+    """A forked worker of `beside`: send `task()`, small."""
+
+    def run() -> bytes:
+        side = task()
+        return _send(side, [side.module], [(side.module, side.analysis)])
+
+    _send_and_exit(sender, run)
+
+
+def _send_and_exit(sender: Connection, make: Callable[[], bytes]) -> None:
+    """Send what `make()` returns (or the exception that stopped it), then leave at
+    once, without tearing down what the worker parsed."""
+    global _IN_WORKER
+    _IN_WORKER = True  # its modules are not split again (`beside_pays`)
     code = 0
     try:
-        data = _analyze_share(k)
+        data = make()
     except BaseException as e:  # sent to the parent, raised there
         data, code = pickle.dumps(_Failed(e)), 1
     try:
         sender.send_bytes(data)
     finally:
         os._exit(code)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What renderers compute from an after module and its analysis, computed where the
+    module was parsed: the kernels' costs and the module's devices. Kept for its
+    stand-in in this process (`keep`), which then needs its file for neither."""
+
+    cost: ModuleCost
+    parallel: Parallelism | None
+
+    @classmethod
+    def of(cls, module: HloModule | None, analysis: ModuleAnalysis | None) -> Derived | None:
+        """Both, computed; None without a module or analysis."""
+        if module is None or analysis is None:
+            return None
+        return cls(module_cost(module, analysis), parallelism(module, analysis))
+
+    def keep(self, module: HloModule | None, analysis: ModuleAnalysis | None) -> None:
+        """Remember both as computed for `module` (a stand-in) and `analysis`."""
+        if module is not None and analysis is not None:
+            remember_cost(module, analysis, self.cost)
+            remember_parallelism(module, analysis, self.parallel)
 
 
 class _Failed:
@@ -180,57 +314,113 @@ class _Failed:
 def _analyze_share(k: int) -> bytes:
     """Analyse share `k` of `_TODO`; its reports, pickled small (`_Sender`)."""
     reports = [_ANALYZE[0](d) for d in _TODO[k]]
-    costs: list[ModuleCost | None] = []
+    derived: list[Derived | None] = []
     for r in reports:
         if r.provenance is not None:
             r.provenance.placements  # noqa: B018  # joined here, not after the trip
-        after = r.after_module
-        costs.append(module_cost(after, r.after) if after is not None and r.after else None)
+        derived.append(Derived.of(r.after_module, r.after))
+    modules = [m for r in reports for m in (r.before_module, r.after_module)]
+    return _send((reports, derived), modules, [(r.after_module, r.after) for r in reports])
+
+
+def _send(
+    obj: object,
+    modules: Iterable[HloModule | None],
+    analysed: Iterable[tuple[HloModule | None, ModuleAnalysis | None]],
+) -> bytes:
+    """`obj` pickled small (`_Sender`): each of `modules` as its file, the kernels of
+    each (module, analysis) in `analysed` as places in the module."""
     buffer = io.BytesIO()
-    sender = _Sender(buffer, reports)
-    # the modules' headers first (by file), then the reports that refer to them
+    sender = _Sender(buffer, modules, analysed)
+    # the modules' headers first (by file), then what refers to them
     headers = {path: (name, attrs) for path, name, attrs in sender.modules.values()}
     pickle.dump(headers, buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    sender.dump((reports, costs))
+    sender.dump(obj)
     return buffer.getvalue()
 
 
 class _Sender(pickle.Pickler):
     """Pickles reports without the parsed modules: a module as its file, a kernel's
-    instructions as their places in its module."""
+    instructions as their places in its module.
 
-    def __init__(self, file: io.BytesIO, reports: list[Any]) -> None:
+    It works through `reducer_override`, which pickle calls for objects other than
+    plain strings, numbers, tuples, lists and dicts: millions of those go by at C
+    speed (a `persistent_id` is called for every object: 8 million calls, two thirds
+    of the time, for the 153 MB module of `benchmarks/scale_bench.py`).
+    """
+
+    def __init__(
+        self,
+        file: io.BytesIO,
+        modules: Iterable[HloModule | None],
+        analysed: Iterable[tuple[HloModule | None, ModuleAnalysis | None]],
+    ) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         # a module as its file, name and header (small, and what the grouping of
         # compilations reads: `compilations.module_shapes`)
         self.modules: dict[int, tuple[str, str, dict[str, str]]] = {}
         self.ops: dict[int, tuple[str, tuple[tuple[int, int], ...]]] = {}
-        for r in reports:
-            for module in (r.before_module, r.after_module):
-                if module is not None and module.path is not None:
-                    header = (module.path, module.name, dict(module.attributes))
-                    self.modules[id(module)] = header
-            after = r.after_module
-            if after is None or after.path is None or r.after is None:
+        for module in modules:
+            if module is not None and module.path is not None:
+                header = (module.path, module.name, dict(module.attributes))
+                self.modules[id(module)] = header
+        for module, analysis in analysed:
+            if module is None or module.path is None or analysis is None:
                 continue
             places = {
                 id(inst): (c, i)
-                for c, comp in enumerate(after.computations)
+                for c, comp in enumerate(module.computations)
                 for i, inst in enumerate(comp.instructions)
             }
-            for kernel in r.after.kernels:
+            for kernel in analysis.kernels:
                 where = tuple(places.get(id(op), (-1, -1)) for op in kernel.ops)
                 if (-1, -1) not in where:
-                    self.ops[id(kernel.ops)] = (after.path, where)
+                    self.ops[id(kernel.ops)] = (module.path, where)
 
-    def persistent_id(self, obj: Any) -> Any:
+    def reducer_override(self, obj: Any) -> Any:
         key = id(obj)
         if key in self.modules and isinstance(obj, HloModule):
-            return ("module", self.modules[key][0])
-        if key in self.ops and isinstance(obj, tuple):
-            path, where = self.ops[key]
-            return ("ops", path, where)
-        return None
+            return (_sent_module, (self.modules[key][0],))
+        fields = _slots_fields(type(obj))
+        if fields is None:
+            return NotImplemented
+        values = tuple(getattr(obj, f) for f in fields)
+        if isinstance(obj, Kernel) and id(obj.ops) in self.ops:
+            path, where = self.ops[id(obj.ops)]
+            values = tuple(
+                _OpsAt(path, where) if f == "ops" else v
+                for f, v in zip(fields, values, strict=True)
+            )
+        return (type(obj), values)
+
+
+def _slots_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields of a slotted dataclass that takes them all, in order, as arguments
+    (pickled as a call: pickle's default for slots reads them one by one in Python),
+    else None."""
+    if cls not in _FIELDS:
+        fields = None
+        if dataclasses.is_dataclass(cls) and "__slots__" in cls.__dict__:
+            found = dataclasses.fields(cls)
+            if all(f.init and f.kw_only is False for f in found):
+                fields = tuple(f.name for f in found)
+        _FIELDS[cls] = fields
+    return _FIELDS[cls]
+
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+class _OpsAt:
+    """A kernel's instructions as their places in a module file: `_SentOps` when
+    unpickled."""
+
+    def __init__(self, path: str, where: tuple[tuple[int, int], ...]) -> None:
+        self.path = path
+        self.where = where
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (_sent_ops, (self.path, self.where))
 
 
 # --- back in this process ---------------------------------------------------------------
@@ -248,37 +438,39 @@ def _loaders(dumps: Sequence[ModuleDump]) -> dict[str, Callable[[], HloModule | 
 
 
 def _receive(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -> list[Any]:
+    reports, derived = _unpickle(data, loaders)
+    for r, found in zip(reports, derived, strict=True):
+        if found is not None:
+            found.keep(r.after_module, r.after)
+    return list(reports)
+
+
+def _unpickle(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -> Any:
+    """What `_send` pickled (or the exception the worker raised, raised here)."""
     buffer = io.BytesIO(data)
     headers = pickle.load(buffer)
     if isinstance(headers, _Failed):
         raise headers.error
-    reports, costs = _Receiver(buffer, headers, loaders).load()
-    for r, cost in zip(reports, costs, strict=True):
-        if cost is not None and r.after_module is not None and r.after is not None:
-            remember_cost(r.after_module, r.after, cost)
-    return list(reports)
+    _RECEIVING.update(
+        (path, _SentModule.of(path, name, attributes, loaders[path]))
+        for path, (name, attributes) in headers.items()
+    )
+    try:
+        return pickle.load(buffer)
+    finally:
+        _RECEIVING.clear()
 
 
-class _Receiver(pickle.Unpickler):
-    """Unpickles what `_Sender` pickled: one stand-in per module file."""
+# One stand-in per module file, while what refers to them is unpickled.
+_RECEIVING: dict[str, _SentModule] = {}
 
-    def __init__(
-        self,
-        file: io.BytesIO,
-        headers: dict[str, tuple[str, dict[str, str]]],
-        loaders: dict[str, Callable[[], HloModule | None]],
-    ) -> None:
-        super().__init__(file)
-        self.modules = {
-            path: _SentModule.of(path, name, attributes, loaders[path])
-            for path, (name, attributes) in headers.items()
-        }
 
-    def persistent_load(self, pid: Any) -> Any:
-        kind, path = pid[0], pid[1]
-        if kind == "module":
-            return self.modules[path]
-        return _SentOps(self.modules[path], pid[2])
+def _sent_module(path: str) -> _SentModule:
+    return _RECEIVING[path]
+
+
+def _sent_ops(path: str, where: tuple[tuple[int, int], ...]) -> _SentOps:
+    return _SentOps(_RECEIVING[path], where)
 
 
 class _SentModule(HloModule):

@@ -44,11 +44,17 @@ __all__ = [
     "FUSED",
     "MERGED",
     "REMOVED",
+    "AfterOps",
+    "BeforeFacts",
     "Inferred",
+    "KernelIndex",
     "Placement",
     "Provenance",
     "SourceOp",
+    "before_facts",
     "is_framework_file",
+    "join",
+    "kernel_index",
     "kernel_of_before_ops",
     "kernels_of_before_ops",
     "source_op",
@@ -181,11 +187,13 @@ class Provenance:
         kernel_ops: Mapping[str, tuple[SourceOp, ...]],
         kernels_by_line: Mapping[str, int],
         inferred: Mapping[str, Inferred] | None = None,
+        index: KernelIndex | None = None,
     ) -> None:
         self._placements = placements  # or the function that joins them
         self.kernel_ops = kernel_ops
         self.kernels_by_line = kernels_by_line
         self.inferred: Mapping[str, Inferred] = inferred if inferred is not None else {}
+        self.index = index  # kernel_index(), once found
 
     @property
     def placements(self) -> tuple[Placement, ...]:
@@ -209,7 +217,8 @@ class Provenance:
         return f"Provenance({len(self.placements)} placements, {len(self.kernel_ops)} kernels)"
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        return (Provenance, self._key())  # joined, to travel without its modules
+        # joined, to travel without its modules
+        return (Provenance, (*self._key(), self.index))
 
     def unfused(self) -> list[Placement]:
         """Source ops that run alone, biggest memory traffic first."""
@@ -285,49 +294,129 @@ def trace(
     Returns:
         The provenance of every source op.
     """
-    kernel_ops, ops, after_count = _kernel_ops(after, analysis)
-    inferred = infer_kernel_ops(
-        after,
-        analysis.kernels,
-        {k: tuple(o.name for o in v) for k, v in kernel_ops.items()},
-        lambda inst: op_name(inst, module=after),
-    )
+    return join(AfterOps.of(after, analysis), analysis, before, decisions)
+
+
+class AfterOps:
+    """What the join reads of the after module: its source ops, by kernel and in all.
+
+    It is `trace`'s first half, which needs only the after module. `join` is the
+    second: it adds the before module. A worker process can compute this half and send
+    it (`hloscope.analysis.pool.beside`); the after module then travels as its file.
+
+    Attributes:
+        kernel_ops: Kernel -> the source ops whose work it does.
+        ops: Every such op, first seen first.
+        count: How many working instructions each op has.
+        inferred: Ops inferred for kernels doing no op's work (`evidence.infer_kernel_ops`).
+    """
+
+    def __init__(
+        self,
+        after: HloModule,
+        analysis: ModuleAnalysis,
+        kernel_ops: dict[str, tuple[SourceOp, ...]],
+        ops: dict[str, SourceOp],
+        count: Counter[str],
+        inferred: dict[str, Inferred],
+        free: tuple[dict[str, list[str]], dict[str, SourceOp]] | None = None,
+    ) -> None:
+        self.after = after
+        self.analysis = analysis
+        self.kernel_ops = kernel_ops
+        self.ops = ops
+        self.count = count
+        self.inferred = inferred
+        self._free = free
+
+    @classmethod
+    def of(cls, after: HloModule, analysis: ModuleAnalysis) -> AfterOps:
+        """The after side of `after`, whose `analyze_module` is `analysis`."""
+        kernel_ops, ops, count = _kernel_ops(after, analysis)
+        inferred = infer_kernel_ops(
+            after,
+            analysis.kernels,
+            {k: tuple(o.name for o in v) for k, v in kernel_ops.items()},
+            lambda inst: op_name(inst, module=after),
+        )
+        return cls(after, analysis, kernel_ops, ops, count, inferred)
+
+    @property
+    def free(self) -> tuple[dict[str, list[str]], dict[str, SourceOp]]:
+        """Ops left only as instructions doing no work (with the kernels holding one),
+        and those of them not in `ops`, first seen first: found on first use (the
+        placements need them, a diagram does not)."""
+        if self._free is None:
+            ops = dict(self.ops)
+            op_kernels = _op_kernels(self.analysis, self.kernel_ops)
+            free = _free_after(self.after, self.analysis, op_kernels, ops)
+            self._free = (free, {k: v for k, v in ops.items() if k not in self.ops})
+        return self._free
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        fields = (self.kernel_ops, self.ops, self.count, self.inferred, self._free)
+        return (AfterOps, (self.after, self.analysis, *fields))
+
+
+def join(
+    side: AfterOps,
+    analysis: ModuleAnalysis,
+    before: HloModule | None = None,
+    decisions: FusionDecisions | None = None,
+    facts: BeforeFacts | None = None,
+) -> Provenance:
+    """`trace`'s second half: the after side's source ops joined with the before module.
+
+    Args:
+        side: `AfterOps.of(after, analysis)`, here or from a worker process.
+        analysis: `analyze_module(after)`.
+        before: As for `trace`.
+        decisions: As for `trace`.
+        facts: `before_facts(before)`, when already found.
+    """
 
     def placements() -> tuple[Placement, ...]:
-        return _placements(
-            after, analysis, before, decisions, kernel_ops, ops, after_count, inferred
-        )
+        known = facts if facts is not None or before is None else before_facts(before)
+        return _placements(side, analysis, before, known, decisions)
 
-    return Provenance(placements, kernel_ops, _kernels_by_line(analysis, kernel_ops), inferred)
+    kernel_ops = side.kernel_ops
+    return Provenance(placements, kernel_ops, _kernels_by_line(analysis, kernel_ops), side.inferred)
 
 
-def _placements(
-    after: HloModule,
-    analysis: ModuleAnalysis,
-    before: HloModule | None,
-    decisions: FusionDecisions | None,
-    kernel_ops: Mapping[str, tuple[SourceOp, ...]],
-    ops: dict[str, SourceOp],
-    after_count: Counter[str],
-    inferred: Mapping[str, Inferred],
-) -> tuple[Placement, ...]:
-    """Where every source op went (`trace`'s placements)."""
+def _op_kernels(
+    analysis: ModuleAnalysis, kernel_ops: Mapping[str, tuple[SourceOp, ...]]
+) -> dict[str, list[Kernel]]:
+    """Source op -> the kernels doing its work, in kernel order."""
     op_kernels: dict[str, list[Kernel]] = {}
     for kernel in analysis.kernels:
         for op in kernel_ops[kernel.name]:
             op_kernels.setdefault(op.name, []).append(kernel)
+    return op_kernels
+
+
+def _placements(
+    side: AfterOps,
+    analysis: ModuleAnalysis,
+    before: HloModule | None,
+    facts: BeforeFacts | None,
+    decisions: FusionDecisions | None,
+) -> tuple[Placement, ...]:
+    """Where every source op went (`trace`'s placements)."""
+    kernel_ops, inferred, after_count = side.kernel_ops, side.inferred, side.count
+    op_kernels = _op_kernels(analysis, kernel_ops)
     by_inferred: dict[str, list[tuple[str, str]]] = {}
     for kernel_name, found in inferred.items():
         for name in found.ops:
             by_inferred.setdefault(name, []).append((kernel_name, found.how))
-    free_after = _free_after(after, analysis, op_kernels, ops)
+    free_after, free_ops = side.free
+    ops = {**side.ops, **free_ops}
     for name in by_inferred:
         ops.setdefault(name, SourceOp(name))
 
     before_ops: dict[str, list[Instruction]] = {}
     evidence: dict[str, tuple[str, str, str]] = {}
-    if before is not None:
-        before_ops, evidence = _before_evidence(before, op_kernels)
+    if before is not None and facts is not None:
+        before_ops, evidence = _before_evidence(facts, op_kernels)
         for name, insts in before_ops.items():
             if name not in ops:
                 first = source_op(before, insts[0])
@@ -447,7 +536,10 @@ def _kernels_by_line(
 ) -> dict[str, int]:
     by_line: Counter[str] = Counter()
     for kernel in analysis.kernels:
-        lines = {str(o.location) for o in kernel_ops[kernel.name] if o.location and o.user_frame}
+        # first seen first (a set would order ties by string hash, which varies by process)
+        lines = dict.fromkeys(
+            str(o.location) for o in kernel_ops[kernel.name] if o.location and o.user_frame
+        )
         for line in lines:
             by_line[line] += 1
     return dict(by_line.most_common())
@@ -497,11 +589,29 @@ def _kind_fact(k: Kernel) -> tuple[str, str] | None:
     return None
 
 
-def _before_evidence(
-    before: HloModule, op_kernels: Mapping[str, list[Kernel]]
-) -> tuple[dict[str, list[Instruction]], dict[str, tuple[str, str, str]]]:
-    """Source ops of the before module and, for those gone, FOLDED/DEAD/MERGED/REMOVED
-    evidence where the module shows it: (status, why, op merged with)."""
+@dataclass(frozen=True)
+class BeforeFacts:
+    """What the join reads of the before module, whatever the after side holds: each
+    source op's instructions, and which instructions are constant, live, or identical to
+    an earlier one (`_before_facts`).
+
+    Attributes:
+        by_op: Source op -> (computation, instruction) of each of its instructions.
+        names: (computation, instruction name) -> its source op.
+        constant: Instructions computed from constants only.
+        live: Instructions the root of their computation uses.
+        twins: Instructions identical to an earlier one (`evidence.cse_twins`).
+    """
+
+    by_op: dict[str, list[tuple[str, Instruction]]]
+    names: dict[tuple[str, str], str]
+    constant: set[tuple[str, str]]
+    live: set[tuple[str, str]]
+    twins: Mapping[tuple[str, str], Twin]
+
+
+def before_facts(before: HloModule) -> BeforeFacts:
+    """The before module's side of the join (`join` finds it when not given)."""
     by_op: dict[str, list[tuple[str, Instruction]]] = {}
     names: dict[tuple[str, str], str] = {}
     constant: set[tuple[str, str]] = set()
@@ -531,7 +641,16 @@ def _before_evidence(
                 continue
             live.add((comp_name, name))
             stack.extend(index[name].operands)
-    twins = cse_twins(before)
+    return BeforeFacts(by_op, names, constant, live, cse_twins(before))
+
+
+def _before_evidence(
+    facts: BeforeFacts, op_kernels: Mapping[str, list[Kernel]]
+) -> tuple[dict[str, list[Instruction]], dict[str, tuple[str, str, str]]]:
+    """Source ops of the before module and, for those gone, FOLDED/DEAD/MERGED/REMOVED
+    evidence where the module shows it: (status, why, op merged with)."""
+    constant, live, twins, names = facts.constant, facts.live, facts.twins, facts.names
+    by_op = facts.by_op
     evidence: dict[str, tuple[str, str, str]] = {}
     for name, places in by_op.items():
         if name in op_kernels:
@@ -598,6 +717,52 @@ def _executed_by_computation(
 # --- op -> kernel, for each instruction before optimization ------------------------------
 
 
+@dataclass(frozen=True)
+class KernelIndex:
+    """The after side of `kernels_of_before_ops`: kernels by what they hold.
+
+    Attributes:
+        by_op: Source op -> the kernels doing its work, in kernel order.
+        by_op_code: (source op, opcode) -> the kernels holding such an instruction.
+        own: Kernel -> its opcode.
+    """
+
+    by_op: dict[str, list[str]]
+    by_op_code: dict[tuple[str, str], list[str]]
+    own: dict[str, str]
+
+
+def kernel_index(
+    after: HloModule, provenance: Provenance, analysis: ModuleAnalysis | None = None
+) -> KernelIndex:
+    """`kernels_of_before_ops`'s after side, found once per provenance (a worker process
+    of `hloscope.analysis.pool` finds it and sends it with the provenance)."""
+    if provenance.index is not None:
+        return provenance.index
+    if analysis is None:
+        from hloscope.analysis.fusion import analyze_module
+
+        analysis = analyze_module(after)
+    by_op: dict[str, list[str]] = {}
+    for kernel_name, ops in provenance.kernel_ops.items():
+        for sop in ops:
+            by_op.setdefault(sop.name, []).append(kernel_name)
+    by_op_code: dict[tuple[str, str], list[str]] = {}
+    own: dict[str, str] = {}
+    free = constant_like(after)
+    named = _op_namer()
+    for k in analysis.kernels:
+        own[k.name] = k.opcode
+        for inst in k.ops:
+            fused_op = named(inst, "") if is_work(inst, free) else None
+            if fused_op is not None:
+                names = by_op_code.setdefault((fused_op, inst.opcode), [])
+                if k.name not in names:
+                    names.append(k.name)
+    provenance.index = KernelIndex(by_op, by_op_code, own)
+    return provenance.index
+
+
 def kernels_of_before_ops(
     before: HloModule,
     after: HloModule,
@@ -620,26 +785,9 @@ def kernels_of_before_ops(
     Returns:
         The kernels of every op that reached one, the op's own kernel first.
     """
-    if analysis is None:
-        from hloscope.analysis.fusion import analyze_module
-
-        analysis = analyze_module(after)
-    by_op: dict[str, list[str]] = {}
-    for kernel_name, ops in provenance.kernel_ops.items():
-        for sop in ops:
-            by_op.setdefault(sop.name, []).append(kernel_name)
-    by_op_code: dict[tuple[str, str], list[str]] = {}
-    own: dict[str, str] = {}
-    free = constant_like(after)
+    index = kernel_index(after, provenance, analysis)
+    by_op, by_op_code, own = index.by_op, index.by_op_code, index.own
     named = _op_namer()
-    for k in analysis.kernels:
-        own[k.name] = k.opcode
-        for inst in k.ops:
-            fused_op = named(inst, "") if is_work(inst, free) else None
-            if fused_op is not None:
-                names = by_op_code.setdefault((fused_op, inst.opcode), [])
-                if k.name not in names:
-                    names.append(k.name)
     out: dict[str, tuple[str, ...]] = {}
     for ex in walk(before):
         inst = ex.instruction

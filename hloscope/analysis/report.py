@@ -8,18 +8,32 @@ both with `analyze_module`, and joins them with `trace`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from hloscope.analysis.compilations import find_modules, run_functions
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
-from hloscope.analysis.provenance import ALONE, Placement, Provenance, trace
+from hloscope.analysis.provenance import (
+    ALONE,
+    AfterOps,
+    KernelIndex,
+    Placement,
+    Provenance,
+    before_facts,
+    join,
+    kernel_index,
+)
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import paused_gc
 from hloscope.runs import ModuleDump, Run, is_trivial
+
+if TYPE_CHECKING:
+    from hloscope.analysis.pool import Derived
 
 
 @dataclass(frozen=True)
@@ -159,30 +173,44 @@ def analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
 
 
 def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
-    errors = []
-    before = after = None
-    before_module = None
+    from hloscope.analysis.pool import beside, beside_pays  # it runs this function
+
+    # Two big sides are read at once: the after side in a worker process, the before
+    # side here (a diagram of it is drawn here).
+    pending = None
+    if drawn != "after" and beside_pays([_size(dump.before), _size(dump.after)]):
+        loaders = {str(dump.after): dump.load_after}
+        pending = beside(partial(_after_side, dump, drawn, sent=True), loaders)
     try:
-        if drawn != "after":  # the kernel graph alone never reads the before side
-            before_module = dump.load_before()
-    except HloscopeError as e:
-        errors = [str(e)]
-    try:
-        after_module = dump.load_after()
-    except HloscopeError as e:
-        after_module = None
-        errors.append(str(e))
-    if before_module is not None and drawn is None:  # no diagram reads its kernels
-        before = analyze_module(before_module)
-    provenance = None
-    if after_module is not None:
-        after = analyze_module(after_module)
+        errors = []
+        before = before_module = facts = None
+        try:
+            if drawn != "after":  # the kernel graph alone never reads the before side
+                before_module = dump.load_before()
+        except HloscopeError as e:
+            errors = [str(e)]
+        if before_module is not None and drawn is None:  # no diagram reads its kernels
+            before = analyze_module(before_module)
+            if pending is not None:  # joined below, once the after side is back
+                facts = before_facts(before_module)
+        side = pending.result() if pending is not None else None
+    finally:
+        if pending is not None:
+            pending.close()
+    if side is None:
+        side = _after_side(dump, drawn)
+    errors.extend(side.errors)
+    after_module, after, provenance = side.module, side.analysis, None
+    if after_module is not None and after is not None and side.ops is not None:
+        if side.derived is not None:
+            side.derived.keep(after_module, after)
         decisions = None
         try:
             decisions = dump.load_fusion_decisions()
         except HloscopeError as e:
             errors.append(str(e))
-        provenance = trace(after_module, after, before_module, decisions)
+        provenance = join(side.ops, after, before_module, decisions, facts)
+        provenance.index = side.index
     return ModuleReport(
         key=dump.key,
         name=dump.name,
@@ -196,6 +224,54 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
         before_module=before_module,
         after_module=after_module,
     )
+
+
+@dataclass
+class _AfterSide:
+    """A module's after side, analysed: what `_analyze_dump` joins with the before side
+    (here, or sent back by a worker process, `pool.beside`)."""
+
+    module: HloModule | None
+    analysis: ModuleAnalysis | None
+    ops: AfterOps | None
+    errors: list[str]
+    derived: Derived | None = None  # with a worker: the report's costs and devices
+    index: KernelIndex | None = None  # with a worker drawing: the before ops' kernels
+
+
+def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _AfterSide:
+    """Parse and analyse the after side of `dump`.
+
+    Args:
+        dump: The module.
+        drawn: As for `analyze_dump`.
+        sent: In a worker process: also find what the other process will need of the
+            after module (which it has only as its file), for the report or the drawing.
+    """
+    try:
+        module = dump.load_after()
+    except HloscopeError as e:
+        return _AfterSide(None, None, None, [str(e)])
+    if module is None:
+        return _AfterSide(None, None, None, [])
+    analysis = analyze_module(module)
+    ops = AfterOps.of(module, analysis)
+    side = _AfterSide(module, analysis, ops, [])
+    if sent and drawn is None:
+        ops.free  # noqa: B018  # the placements' after side, found here
+        from hloscope.analysis.pool import Derived  # the process that sends it
+
+        side.derived = Derived.of(module, analysis)
+    elif sent:
+        side.index = kernel_index(module, join(ops, analysis), analysis)
+    return side
+
+
+def _size(path: Path | None) -> int:
+    """The size of a dump file, 0 when there is none."""
+    with contextlib.suppress(OSError):
+        return path.stat().st_size if path is not None else 0
+    return 0
 
 
 def analyze_run(run: Run, modules: Iterable[str] = (), drawn: Drawn | None = None) -> RunReport:

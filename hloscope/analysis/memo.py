@@ -1,0 +1,49 @@
+"""What is computed once per parsed module and its analysis, while both live.
+
+A module's kernel costs (`cost.module_cost`) and devices (`parallel.parallelism`) are
+read by several renderers; each is computed once per (module, analysis) pair. A worker
+process (`hloscope.analysis.pool`) computes them where the module is parsed and sends
+them back with the analysis: `remember` keeps them for the module's stand-in here, which
+then never parses its file again for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from hloscope.analysis.fusion import ModuleAnalysis
+from hloscope.hlo.model import HloModule
+
+__all__ = ["PerModule"]
+
+T = TypeVar("T")
+
+
+class PerModule(Generic[T]):
+    """`compute(module, analysis)`, kept by (module, analysis) while both are alive
+    (weak references: an id is never reused for other objects while kept)."""
+
+    def __init__(self, compute: Callable[[HloModule, ModuleAnalysis], T]) -> None:
+        self._compute = compute
+        self._kept: dict[tuple[int, int], tuple[weakref.ref[Any], weakref.ref[Any], T]] = {}
+
+    def __call__(self, module: HloModule, analysis: ModuleAnalysis) -> T:
+        known = self._kept.get((id(module), id(analysis)))
+        if known is not None and known[0]() is module and known[1]() is analysis:
+            return known[2]
+        value = self._compute(module, analysis)
+        self.remember(module, analysis, value)
+        return value
+
+    def remember(self, module: HloModule, analysis: ModuleAnalysis, value: T) -> None:
+        """Keep `value` as what `compute(module, analysis)` gives (one made elsewhere)."""
+        key = (id(module), id(analysis))
+
+        def forget(_: object) -> None:
+            self._kept.pop(key, None)
+
+        with contextlib.suppress(TypeError):  # an object that takes no weak reference
+            self._kept[key] = (weakref.ref(module, forget), weakref.ref(analysis, forget), value)
