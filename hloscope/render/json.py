@@ -8,7 +8,6 @@ also made as stand-ins (`report_fields`, `module_fields`: `render.json_stream`) 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +21,7 @@ from hloscope.inspection import Inspection
 from hloscope.render.compilations import compilations_doc, module_compile_doc, run_outcome_doc
 from hloscope.render.cost_json import cost_doc, memory_doc, roofline_doc
 from hloscope.render.coverage import coverage_doc
-from hloscope.render.json_stream import Fields, Items, built
+from hloscope.render.json_stream import Fields, Items, built, indented
 from hloscope.render.parallel import parallel_doc
 from hloscope.render.timing_json import timings_doc
 from hloscope.runs import Run
@@ -33,8 +32,9 @@ SCHEMA_VERSION = 1
 
 
 def dumps(doc: Any) -> str:
-    """Serialise a document the way every hloscope command prints JSON."""
-    return json.dumps(doc, indent=2, ensure_ascii=False)
+    """Serialise a document the way every hloscope command prints JSON: the text of
+    `json.dumps(doc, indent=2, ensure_ascii=False)` (`json_stream.indented`)."""
+    return indented(doc)
 
 
 def parse_doc(stats: ModuleStats) -> dict[str, Any]:

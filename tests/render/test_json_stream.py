@@ -74,7 +74,32 @@ VALUES = [
 
 @pytest.mark.parametrize("doc", VALUES, ids=range(len(VALUES)))
 def test_stand_ins_write_as_json_dumps_does(doc: object) -> None:
-    assert "".join(chunks(doc)) == dumps(built(doc))
+    assert "".join(chunks(doc)) == json.dumps(built(doc), indent=2, ensure_ascii=False)
+
+
+class _Three(int):
+    """An int subclass (as an IntEnum is): encoded as json.dumps encodes it."""
+
+
+PLAIN = [
+    {},
+    [],
+    (1, (2, ())),
+    {1: "int key", 2.5: "float key", True: "bool key", None: "null key", "": [{}]},
+    [math.nan, math.inf, -math.inf, -0.0, 1e-320, 10**40, _Three(3), {"n": math.nan}],
+    {"s": "\x00\x1f\x7f\u2028\ud800 😀 \\ \"", "nested": [[[[]]], {"a": {"b": []}}]},
+]
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=range(len(PLAIN)))
+def test_dumps_is_json_dumps(value: object) -> None:
+    assert dumps(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("name", RUNS[:4])
+def test_dumps_of_a_report_is_json_dumps(name: str) -> None:
+    doc = report_doc(inspect_run(DATA / name))
+    assert dumps(doc) == json.dumps(doc, indent=2, ensure_ascii=False)
 
 
 def test_items_are_made_as_they_are_written() -> None:
