@@ -196,9 +196,13 @@ def beside(task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | No
 
 def beside_pays(sizes: Sequence[int]) -> bool:
     """Whether a module's two sides, of `sizes` bytes, are worth analysing in two
-    processes: both are big, two cores are free for it, and forking is safe (as for
-    `jobs_for`, whose `HLOSCOPE_JOBS=1` also keeps this serial)."""
-    if _IN_WORKER or len(sizes) < 2 or min(sizes) < MIN_SIDE_BYTES:
+    processes: both are big (`MIN_SIDE_BYTES`, unless `HLOSCOPE_JOBS=N` lifts it, as
+    for `jobs_for`), two cores are there for it, and forking is safe; never in a worker,
+    nor with `HLOSCOPE_JOBS=1`."""
+    if _IN_WORKER or len(sizes) < 2 or not all(sizes):
+        return False
+    limit = os.environ.get(JOBS_VARIABLE, "").strip()
+    if not (limit.isdigit() and int(limit) > 1) and min(sizes) < MIN_SIDE_BYTES:
         return False
     return _cores() >= 2 and _may_fork()
 

@@ -125,3 +125,137 @@ def test_shares_take_about_as_long() -> None:
     assert all(s == sorted(s) for s in shares)
     # this process (share 0) takes more: a worker also pickles what it sends
     assert sum([100, 90, 10, 10, 5, 1][i] for i in shares[0]) >= 100
+
+
+# --- one module's two sides at once (`pool.beside`) --------------------------------------
+
+
+@pytest.fixture
+def sides_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Split every module with two sides, however small, as a big one on 2 cores is."""
+    monkeypatch.delenv(pool.JOBS_VARIABLE, raising=False)
+    monkeypatch.setattr(pool, "MIN_SIDE_BYTES", 0)
+    monkeypatch.setattr(pool, "_threaded", lambda: False)
+    monkeypatch.setattr(pool, "_cores", lambda: 2)
+
+
+def _serial(dump: object, monkeypatch: pytest.MonkeyPatch, **kw: object) -> ModuleReport:
+    with monkeypatch.context() as m:
+        m.setenv(pool.JOBS_VARIABLE, "1")
+        return analyze_dump(dump, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", [*RUNS, "tf_dense_relu", "torch_mlp"])
+def test_two_sides_read_at_once_equal_a_serial_read(
+    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    both = [d for d in _dumps(name) if d.before is not None and d.after is not None]
+    assert both
+    for dump in both:
+        serial = _serial(dump, monkeypatch)
+        split = analyze_dump(dump)
+        after = split.after_module
+        assert isinstance(after, pool._SentModule)  # the after side came from a worker
+        assert split.provenance is not None and serial.provenance is not None
+        assert split.provenance.placements == serial.provenance.placements
+        assert split.provenance.kernels_by_line == serial.provenance.kernels_by_line
+        assert split.after is not None and serial.after is not None
+        assert module_cost(after, split.after) == module_cost(serial.after_module, serial.after)  # type: ignore[arg-type]
+        assert "computations" not in vars(after)  # none of that needed its file again
+        assert split == serial  # analyses too (their kernels' instructions: read now)
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_a_drawing_of_the_before_side_reads_the_after_side_once(
+    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hloscope.analysis.provenance import kernels_of_before_ops
+
+    for dump in [d for d in _dumps(name) if d.before is not None and d.after is not None]:
+        serial = _serial(dump, monkeypatch, drawn="both")
+        split = analyze_dump(dump, drawn="both")
+        assert split.provenance is not None and split.provenance.index is not None
+        found = [
+            kernels_of_before_ops(r.before_module, r.after_module, r.provenance, r.after)  # type: ignore[arg-type]
+            for r in (serial, split)
+        ]
+        assert found[1] == found[0]
+        assert "computations" not in vars(split.after_module)
+
+
+def test_a_side_worker_that_dies_is_done_here(
+    sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dump = next(d for d in _dumps("jax_mlp") if d.before is not None and d.after is not None)
+    serial = _serial(dump, monkeypatch)
+    monkeypatch.setattr(pool, "_side_worker", lambda task, sender: os._exit(9))
+    again = analyze_dump(dump)
+    assert again == serial
+    assert not isinstance(again.after_module, pool._SentModule)
+
+
+def test_an_error_in_a_side_worker_is_raised_here(
+    sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hloscope.analysis import report
+
+    dump = next(d for d in _dumps("jax_mlp") if d.before is not None and d.after is not None)
+
+    def broken(*args: object, **kw: object) -> None:
+        raise RuntimeError("made to fail in the worker")
+
+    monkeypatch.setattr(report, "_after_side", broken)
+    with pytest.raises(RuntimeError, match="made to fail in the worker"):
+        analyze_dump(dump)
+
+
+def test_a_module_splits_only_where_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(pool.JOBS_VARIABLE, raising=False)
+    monkeypatch.setattr(pool, "_threaded", lambda: False)
+    monkeypatch.setattr(pool, "_cores", lambda: 2)
+    big = pool.MIN_SIDE_BYTES
+    assert pool.beside_pays([big, big])
+    assert not pool.beside_pays([big, big - 1])  # a small side: not worth a process
+    assert not pool.beside_pays([big, 0])  # one side only
+    monkeypatch.setenv(pool.JOBS_VARIABLE, "2")
+    assert pool.beside_pays([10, 10])  # asked for: any size
+    monkeypatch.setenv(pool.JOBS_VARIABLE, "1")
+    assert not pool.beside_pays([big, big])
+    monkeypatch.delenv(pool.JOBS_VARIABLE)
+    monkeypatch.setattr(pool, "_cores", lambda: 1)
+    assert not pool.beside_pays([big, big])
+    monkeypatch.setattr(pool, "_cores", lambda: 2)
+    monkeypatch.setattr(pool, "_threaded", lambda: True)
+    assert not pool.beside_pays([big, big])
+
+
+def test_the_cli_prints_the_same_with_both_sides_at_once(tmp_path: Path) -> None:
+    """A fresh process, as a user runs it; the one module with `HLOSCOPE_JOBS=2` (which
+    lifts the size threshold) is read in two processes."""
+    root = Path(__file__).resolve().parents[2]
+    before = next(
+        d.before for d in _dumps("jax_mlp") if d.key == "0030.jit_mlp" and d.before is not None
+    )
+    outputs = []
+    for jobs in ("1", "2"):
+        env = {**os.environ, "PYTHONPATH": str(root), pool.JOBS_VARIABLE: jobs}
+        (tmp_path / jobs).mkdir()
+        commands = [
+            ["report", str(DATA / "jax_mlp"), "--module", "jit_mlp", "--all"],
+            ["report", str(DATA / "jax_mlp"), "--module", "jit_mlp", "--json"],
+            ["ops", str(DATA / "jax_mlp"), "--module", "jit_mlp"],
+            ["graph", str(before), "-o", "before.dot"],
+        ]
+        for command in commands:
+            done = subprocess.run(
+                [sys.executable, "-m", "hloscope", *command, "--no-cache"],
+                env=env,
+                capture_output=True,
+                check=True,
+                cwd=tmp_path / jobs,
+            )
+            outputs.append(done.stdout)
+        outputs.append((tmp_path / jobs / "before.dot").read_bytes())
+    half = len(outputs) // 2
+    assert outputs[:half] == outputs[half:]
+    assert b"jit_mlp" in outputs[0] and b"digraph" in outputs[half - 1]

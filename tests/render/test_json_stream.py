@@ -85,9 +85,9 @@ PLAIN = [
     {},
     [],
     (1, (2, ())),
-    {1: "int key", 2.5: "float key", True: "bool key", None: "null key", "": [{}]},
+    {1: "int key", 2.5: "float key", False: "bool key", None: "null key", "": [{}]},
     [math.nan, math.inf, -math.inf, -0.0, 1e-320, 10**40, _Three(3), {"n": math.nan}],
-    {"s": "\x00\x1f\x7f\u2028\ud800 😀 \\ \"", "nested": [[[[]]], {"a": {"b": []}}]},
+    {"s": '\x00\x1f\x7f\u2028\ud800 😀 \\ "', "nested": [[[[]]], {"a": {"b": []}}]},
 ]
 
 
