@@ -187,13 +187,12 @@ class Provenance:
         kernel_ops: Mapping[str, tuple[SourceOp, ...]],
         kernels_by_line: Mapping[str, int],
         inferred: Mapping[str, Inferred] | None = None,
-        index: KernelIndex | None = None,
     ) -> None:
         self._placements = placements  # or the function that joins them
         self.kernel_ops = kernel_ops
         self.kernels_by_line = kernels_by_line
         self.inferred: Mapping[str, Inferred] = inferred if inferred is not None else {}
-        self.index = index  # kernel_index(), once found
+        self._index: KernelIndex | None = None  # kernel_index(), once found
 
     @property
     def placements(self) -> tuple[Placement, ...]:
@@ -218,7 +217,7 @@ class Provenance:
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # joined, to travel without its modules
-        return (Provenance, (*self._key(), self.index))
+        return (_rebuilt, (*self._key(), self._index))
 
     def unfused(self) -> list[Placement]:
         """Source ops that run alone, biggest memory traffic first."""
@@ -243,6 +242,19 @@ class Provenance:
             or (p.op.type and needle in p.op.type.lower())
             or (p.op.location and needle in str(p.op.location).lower())
         ]
+
+
+def _rebuilt(
+    placements: tuple[Placement, ...],
+    kernel_ops: Mapping[str, tuple[SourceOp, ...]],
+    kernels_by_line: Mapping[str, int],
+    inferred: Mapping[str, Inferred],
+    index: KernelIndex | None,
+) -> Provenance:
+    """A pickled provenance, as it was."""
+    found = Provenance(placements, kernel_ops, kernels_by_line, inferred)
+    found._index = index
+    return found
 
 
 def source_op(module: HloModule, inst: Instruction, scope: str = "") -> SourceOp | None:
@@ -364,6 +376,7 @@ def join(
     before: HloModule | None = None,
     decisions: FusionDecisions | None = None,
     facts: BeforeFacts | None = None,
+    index: KernelIndex | None = None,
 ) -> Provenance:
     """`trace`'s second half: the after side's source ops joined with the before module.
 
@@ -373,6 +386,8 @@ def join(
         before: As for `trace`.
         decisions: As for `trace`.
         facts: `before_facts(before)`, when already found.
+        index: `kernel_index` of the after module, when already found (a worker
+            process found it: the after module is not here).
     """
 
     def placements() -> tuple[Placement, ...]:
@@ -380,7 +395,11 @@ def join(
         return _placements(side, analysis, before, known, decisions)
 
     kernel_ops = side.kernel_ops
-    return Provenance(placements, kernel_ops, _kernels_by_line(analysis, kernel_ops), side.inferred)
+    found = Provenance(
+        placements, kernel_ops, _kernels_by_line(analysis, kernel_ops), side.inferred
+    )
+    found._index = index
+    return found
 
 
 def _op_kernels(
@@ -737,8 +756,8 @@ def kernel_index(
 ) -> KernelIndex:
     """`kernels_of_before_ops`'s after side, found once per provenance (a worker process
     of `hloscope.analysis.pool` finds it and sends it with the provenance)."""
-    if provenance.index is not None:
-        return provenance.index
+    if provenance._index is not None:
+        return provenance._index
     if analysis is None:
         from hloscope.analysis.fusion import analyze_module
 
@@ -759,8 +778,8 @@ def kernel_index(
                 names = by_op_code.setdefault((fused_op, inst.opcode), [])
                 if k.name not in names:
                     names.append(k.name)
-    provenance.index = KernelIndex(by_op, by_op_code, own)
-    return provenance.index
+    provenance._index = KernelIndex(by_op, by_op_code, own)
+    return provenance._index
 
 
 def kernels_of_before_ops(

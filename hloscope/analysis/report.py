@@ -209,8 +209,7 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
             decisions = dump.load_fusion_decisions()
         except HloscopeError as e:
             errors.append(str(e))
-        provenance = join(side.ops, after, before_module, decisions, facts)
-        provenance.index = side.index
+        provenance = join(side.ops, after, before_module, decisions, facts, side.index)
     return ModuleReport(
         key=dump.key,
         name=dump.name,

@@ -174,7 +174,7 @@ def test_a_drawing_of_the_before_side_reads_the_after_side_once(
     for dump in [d for d in _dumps(name) if d.before is not None and d.after is not None]:
         serial = _serial(dump, monkeypatch, drawn="both")
         split = analyze_dump(dump, drawn="both")
-        assert split.provenance is not None and split.provenance.index is not None
+        assert split.provenance is not None and split.provenance._index is not None
         found = [
             kernels_of_before_ops(r.before_module, r.after_module, r.provenance, r.after)  # type: ignore[arg-type]
             for r in (serial, split)
