@@ -332,6 +332,7 @@ class AfterOps:
         count: Counter[str],
         inferred: dict[str, Inferred],
         free: tuple[dict[str, list[str]], dict[str, SourceOp]] | None = None,
+        idle: list[tuple[str, Instruction]] | None = None,
     ) -> None:
         self.after = after
         self.analysis = analysis
@@ -340,18 +341,19 @@ class AfterOps:
         self.count = count
         self.inferred = inferred
         self._free = free
+        self._idle = idle  # until `free` is found: `_kernel_ops`' idle instructions
 
     @classmethod
     def of(cls, after: HloModule, analysis: ModuleAnalysis) -> AfterOps:
         """The after side of `after`, whose `analyze_module` is `analysis`."""
-        kernel_ops, ops, count = _kernel_ops(after, analysis)
+        kernel_ops, ops, count, idle = _kernel_ops(after, analysis)
         inferred = infer_kernel_ops(
             after,
             analysis.kernels,
             {k: tuple(o.name for o in v) for k, v in kernel_ops.items()},
             lambda inst: op_name(inst, module=after),
         )
-        return cls(after, analysis, kernel_ops, ops, count, inferred)
+        return cls(after, analysis, kernel_ops, ops, count, inferred, idle=idle)
 
     @property
     def free(self) -> tuple[dict[str, list[str]], dict[str, SourceOp]]:
@@ -359,11 +361,15 @@ class AfterOps:
         and those of them not in `ops`, first seen first: found on first use (the
         placements need them, a diagram does not)."""
         if self._free is None:
+            idle = self._idle
+            if idle is None:  # sent from a worker before it was found: found again
+                idle = _kernel_ops(self.after, self.analysis)[3]
             ops = dict(self.ops)
-            op_kernels = _op_kernels(self.analysis, self.kernel_ops)
-            free = _free_after(self.after, self.analysis, op_kernels, ops)
+            free = _free_after(self.after, idle, self.ops, ops)
             self._free = (free, {k: v for k, v in ops.items() if k not in self.ops})
+            self._idle = None
         return self._free
+
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         fields = (self.kernel_ops, self.ops, self.count, self.inferred, self._free)
@@ -465,42 +471,58 @@ def _placements(
 
 def _free_after(
     after: HloModule,
-    analysis: ModuleAnalysis,
-    op_kernels: Mapping[str, list[Kernel]],
+    idle: Iterable[tuple[str, Instruction]],
+    op_kernels: Mapping[str, object],
     ops: dict[str, SourceOp],
 ) -> dict[str, list[str]]:
     """Ops still in the after module only as instructions doing no work, each with the
-    kernels holding such an instruction (a constant copied in); adds them to `ops`."""
+    kernels holding such an instruction (a constant copied in); adds them to `ops`.
+
+    Args:
+        after: The module after optimization.
+        idle: (kernel, instruction) of each instruction in a kernel that does no work,
+            in kernel order (`_kernel_ops`): only those can name an op no kernel does.
+        op_kernels: The ops some kernel does the work of.
+        ops: Every op found so far, first seen first.
+    """
     out: dict[str, list[str]] = {}
     for ex in walk(after):
+        if ex.cls != K.FREE or ex.instruction.opcode == "parameter":
+            continue
         op = source_op(after, ex.instruction, ex.scope)
-        if op is not None and ex.cls == K.FREE and ex.instruction.opcode != "parameter":
+        if op is not None:
             out.setdefault(op.name, [])
             ops.setdefault(op.name, op)
-    for kernel in analysis.kernels:
-        for inst in kernel.ops:
-            name = op_name(inst, module=after)
-            if name is not None and name not in op_kernels:
-                out.setdefault(name, []).append(kernel.name)
-                ops.setdefault(name, source_op(after, inst) or SourceOp(name))
+    for kernel_name, inst in idle:
+        name = op_name(inst, module=after)
+        if name is not None and name not in op_kernels:
+            out.setdefault(name, []).append(kernel_name)
+            ops.setdefault(name, source_op(after, inst) or SourceOp(name))
     return out
 
 
 def _kernel_ops(
     after: HloModule, analysis: ModuleAnalysis
-) -> tuple[dict[str, tuple[SourceOp, ...]], dict[str, SourceOp], Counter[str]]:
-    """Kernel -> ops of the instructions in it that do work; every such op; and how
-    many working instructions each op has."""
+) -> tuple[
+    dict[str, tuple[SourceOp, ...]],
+    dict[str, SourceOp],
+    Counter[str],
+    list[tuple[str, Instruction]],
+]:
+    """Kernel -> ops of the instructions in it that do work; every such op; how many
+    working instructions each op has; and (kernel, instruction) of those that do none."""
     free = constant_like(after)
     kernel_ops: dict[str, tuple[SourceOp, ...]] = {}
     ops: dict[str, SourceOp] = {}
     count: Counter[str] = Counter()
+    idle: list[tuple[str, Instruction]] = []
     # Instructions with the same metadata have the same source op: one object for them.
     seen: dict[int, SourceOp | None] = {}
     for kernel in analysis.kernels:
         found: dict[str, SourceOp] = {}
         for inst in kernel.ops:
             if not is_work(inst, free):
+                idle.append((kernel.name, inst))
                 continue
             key = id(inst.metadata)
             if key in seen:
@@ -513,7 +535,7 @@ def _kernel_ops(
         kernel_ops[kernel.name] = tuple(found.values())
         for name, op in found.items():
             ops.setdefault(name, op)
-    return kernel_ops, ops, count
+    return kernel_ops, ops, count, idle
 
 
 def _placed(
