@@ -45,13 +45,18 @@ def indented(value: Any, newline: str = "\n") -> str:
         if not value:
             return "{}"
         inner = newline + _INDENT
-        parts = [_key(k) + ": " + indented(v, inner) for k, v in value.items()]
+        # strings inline: most values are, and a call each is most of the time
+        parts = [
+            (_KEYS.get(k) or _key(k)) + (_STRING(v) if type(v) is str else indented(v, inner))
+            for k, v in value.items()
+        ]
         return "{" + inner + ("," + inner).join(parts) + newline + "}"
     if kind is list or kind is tuple:
         if not value:
             return "[]"
         inner = newline + _INDENT
-        return "[" + inner + ("," + inner).join([indented(v, inner) for v in value]) + newline + "]"
+        items = [_STRING(v) if type(v) is str else indented(v, inner) for v in value]
+        return "[" + inner + ("," + inner).join(items) + newline + "]"
     if kind is int:
         return int.__repr__(value)
     if kind is float and value == value and value not in (_INF, -_INF):
@@ -67,11 +72,18 @@ _INF = float("inf")
 
 
 def _key(key: Any) -> str:
-    """A dict key as `json.dumps` writes it (it turns numbers, booleans and None into
-    strings)."""
+    """A dict key as `json.dumps` writes it, with its `": "` (it turns numbers, booleans
+    and None into strings); the first few thousand strings kept (a document's field
+    names repeat in every object)."""
     if type(key) is str:
-        return _STRING(key)
-    return _ENCODER.encode({key: 0})[4:].split(": ", 1)[0]
+        text = _STRING(key) + ": "
+        if len(_KEYS) < 4096:
+            _KEYS[key] = text
+        return text
+    return _ENCODER.encode({key: 0})[4:].split(": ", 1)[0] + ": "
+
+
+_KEYS: dict[str, str] = {}
 
 
 class Items:
@@ -142,7 +154,7 @@ def _object(fields: Fields, level: int) -> Iterator[str]:
     inner = "\n" + _INDENT * (level + 1)
     opening = "{" + inner
     for key, value in fields.items():
-        yield opening + _key(key) + ": "
+        yield opening + _key(key)
         yield from chunks(value, level + 1)
         opening = "," + inner
     yield "\n" + _INDENT * level + "}"
