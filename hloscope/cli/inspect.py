@@ -202,11 +202,13 @@ def _report_json(
 
     if no_cache or not keeps_output(run):
         from hloscope.cli.teardown import keep
+        from hloscope.hlo.parser import paused_gc
         from hloscope.inspection import inspect_run
         from hloscope.render.json import report_fields
 
-        inspection = inspect_run(run, modules)
-        keep(inspection)  # not freed one by one at exit
+        with paused_gc():  # and frozen by `keep` before the collector runs again
+            inspection = inspect_run(run, modules)
+            keep(inspection)  # not freed one by one at exit, nor walked by the collector
         _something_read(inspection)
         peaks = _peaks(inspection, bandwidth_gbs, tflops)
         for line in _warnings(inspection):
