@@ -370,7 +370,6 @@ class AfterOps:
             self._idle = None
         return self._free
 
-
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         fields = (self.kernel_ops, self.ops, self.count, self.inferred, self._free)
         return (AfterOps, (self.after, self.analysis, *fields))

@@ -9,7 +9,7 @@ both with `analyze_module`, and joins them with `trace`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -20,6 +20,7 @@ from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
 from hloscope.analysis.provenance import (
     ALONE,
     AfterOps,
+    BeforeFacts,
     KernelIndex,
     Placement,
     Provenance,
@@ -182,13 +183,25 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
         loaders = {str(dump.after): dump.load_after}
         pending = beside(partial(_after_side, dump, drawn, sent=True), loaders)
     try:
-        errors = []
+        errors: list[str] = []
         before = before_module = facts = None
         try:
             if drawn != "after":  # the kernel graph alone never reads the before side
                 before_module = dump.load_before()
         except HloscopeError as e:
             errors = [str(e)]
+        if pending is not None and drawn == "both" and before_module is not None:
+            # the picture of the before side is drawn while the worker runs
+            waiting, pending = pending, None
+
+            def finish() -> ModuleReport:
+                try:
+                    side = waiting.result()
+                finally:
+                    waiting.close()
+                return _joined(dump, drawn, None, before_module, None, errors, side)
+
+            return _Awaited.of(dump, before_module, finish)
         if before_module is not None and drawn is None:  # no diagram reads its kernels
             before = analyze_module(before_module)
             if pending is not None:  # joined below, once the after side is back
@@ -197,9 +210,23 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
     finally:
         if pending is not None:
             pending.close()
+    return _joined(dump, drawn, before, before_module, facts, errors, side)
+
+
+def _joined(
+    dump: ModuleDump,
+    drawn: Drawn | None,
+    before: ModuleAnalysis | None,
+    before_module: HloModule | None,
+    facts: BeforeFacts | None,
+    errors: list[str],
+    side: _AfterSide | None,
+) -> ModuleReport:
+    """The report of `dump`: its before side (read here) joined with its after side
+    (`side`, from a worker process; read here when None)."""
     if side is None:
         side = _after_side(dump, drawn)
-    errors.extend(side.errors)
+    errors = errors + side.errors
     after_module, after, provenance = side.module, side.analysis, None
     if after_module is not None and after is not None and side.ops is not None:
         if side.derived is not None:
@@ -223,6 +250,53 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
         before_module=before_module,
         after_module=after_module,
     )
+
+
+class _Awaited(ModuleReport):
+    """A module's report for a drawing of its before side, whose after side a worker
+    process still analyses: waited for the first time something reads it. `hloscope
+    graph` walks and folds the before module meanwhile, and reads the kernels (the
+    colours) last."""
+
+    @classmethod
+    def of(
+        cls, dump: ModuleDump, before_module: HloModule, finish: Callable[[], ModuleReport]
+    ) -> _Awaited:
+        report = object.__new__(cls)
+        fields = {
+            "key": dump.key,
+            "name": dump.name,
+            "module_id": dump.module_id,
+            "platform": dump.platform,
+            "trivial": False,
+            "before": None,
+            "before_module": before_module,
+        }
+        report.__dict__.update(fields, _finish=finish)
+        return report
+
+    def _done(self) -> ModuleReport:
+        kept = self.__dict__
+        if "_report" not in kept:
+            kept["_report"] = kept.pop("_finish")()
+        done: ModuleReport = kept["_report"]
+        return done
+
+    @property
+    def after(self) -> ModuleAnalysis | None:
+        return self._done().after
+
+    @property
+    def after_module(self) -> HloModule | None:
+        return self._done().after_module
+
+    @property
+    def provenance(self) -> Provenance | None:
+        return self._done().provenance
+
+    @property
+    def error(self) -> str:
+        return self._done().error
 
 
 @dataclass
