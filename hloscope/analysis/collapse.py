@@ -567,13 +567,32 @@ def collapse_rows(
     while True:
         col, group_of = _assemble(rows, _cut(root, budget, order), order, len(units), edges, ends)
         if budget <= 2 or _fits(col.graph, col.collapsed, max_edges, max_cost, max_size):
-            found = {r: gid for r, gid in enumerate(group_of) if gid is not None}
-            return replace(col, group_of=found)
+            _untie(root)
+            return replace(col, group_of=_RowGroups(group_of))
         # Edges grow with the nodes; the cost, with long edges, about with their cube.
         n_edges, widths = col.graph.number_of_edges(), rank_widths(col.graph)
         cost, size = sum(w * w for w in widths), sum(widths)
         scale = min(0.9, max_edges / n_edges, (max_cost / cost) ** (1 / 3), max_size / size)
         budget = max(2, int(budget * scale))
+
+
+class _RowGroups(Mapping[int, str]):
+    """Row -> group id, read from `_assemble`'s list (a dict would hold every row)."""
+
+    def __init__(self, of: list[str | None]) -> None:
+        self._of = of
+
+    def __getitem__(self, row: int) -> str:
+        gid = self._of[row] if 0 <= row < len(self._of) else None
+        if gid is None:
+            raise KeyError(row)
+        return gid
+
+    def __iter__(self) -> Iterator[int]:
+        return (r for r, gid in enumerate(self._of) if gid is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for gid in self._of if gid is not None)
 
 
 # --- the scope tree ---------------------------------------------------------------------
@@ -589,7 +608,6 @@ class _Scope:
     units: list[int] = field(default_factory=list)
     count: int = 0
     first: int = 0
-    signature: Hashable = None
     structure: Hashable = None
 
 
@@ -610,24 +628,33 @@ def _build_tree(rows: Rows, units: list[int], order: Sequence[int]) -> _Scope:
     tree = [root]
     for s in tree:
         tree.extend(s.children.values())
-    sigs: dict[int, Counter[Hashable]] = {}
     structs: dict[int, Counter[Hashable]] = {}
-    signatures, structures = rows.signatures, rows.structures
+    structures = rows.structures
+    alike: dict[frozenset[tuple[Hashable, int]], frozenset[tuple[Hashable, int]]] = {}
     for s in reversed(tree):
-        sig: Counter[Hashable] = Counter(map(signatures.__getitem__, s.units))
         struct: Counter[Hashable] = Counter(map(structures.__getitem__, s.units))
         firsts = [order[u] for u in s.units[:1]]
         s.count = len(s.units)
         for child in s.children.values():
-            sig.update(sigs.pop(id(child)))
             struct.update(structs.pop(id(child)))
             s.count += child.count
             firsts.append(child.first)
         s.first = min(firsts) if firsts else 0
-        s.signature = frozenset(sig.items())
-        s.structure = frozenset(struct.items())
-        sigs[id(s)], structs[id(s)] = sig, struct
+        # one set for the scopes alike: a big module repeats its blocks thousands of times
+        found = frozenset(struct.items())
+        s.structure = alike.setdefault(found, found)
+        structs[id(s)] = struct
     return root
+
+
+def _untie(root: _Scope) -> None:
+    """Break the tree's parent links: its cycles would outlive `collapse` while the
+    collector is paused (`hloscope.hlo.parser.paused_gc`), as it is for a big module."""
+    stack = [root]
+    while stack:
+        s = stack.pop()
+        stack.extend(s.children.values())
+        s.parent = None
 
 
 def _leaf(root: _Scope, index: dict[str, _Scope], scope: str) -> _Scope:

@@ -641,18 +641,28 @@ def kernels_of_before_ops(
                 if k.name not in names:
                     names.append(k.name)
     out: dict[str, tuple[str, ...]] = {}
+    # The kernels of the ops alike in metadata, scope and opcode, one tuple for them all:
+    # a big module's instructions share a few hundred thousand of these (issue 27).
+    shared: dict[tuple[str | None, str | None, str, str], tuple[str, ...]] = {}
+    skip = (K.FREE, K.CONTROL)
     for ex in walk(before):
         inst = ex.instruction
-        if ex.cls in (K.FREE, K.CONTROL) or inst.name in out:
+        if ex.cls in skip or inst.name in out:
             continue
-        found: list[str] = []
+        md = inst.metadata
+        found: tuple[str, ...] = ()
+        if md is not None:
+            key = (md.op_name, md.op_type, ex.scope, inst.opcode)
+            alike = shared.get(key)
+            if alike is None:
+                op = named(inst, ex.scope)
+                kernels = by_op_code.get((op, inst.opcode)) or by_op.get(op, []) if op else []
+                alike = shared[key] = tuple(dict.fromkeys(kernels))
+            found = alike
         if own.get(inst.name) == inst.opcode:
-            found.append(inst.name)
-        op = named(inst, ex.scope)
-        if op is not None:
-            found.extend(by_op_code.get((op, inst.opcode)) or by_op.get(op, []))
+            found = tuple(dict.fromkeys((inst.name, *found)))
         if found:
-            out[inst.name] = tuple(dict.fromkeys(found))
+            out[inst.name] = found
     return out
 
 

@@ -148,7 +148,7 @@ class _RowSink(Sink):
 
     def rows(self) -> Rows:
         """The rows, scopes inherited (`inherit_scopes`)."""
-        self.edge = {}
+        self.edge, self.row = {}, {}  # the walk is done
         _inherit_row_scopes(self.scopes, self.pinned, self.src, self.dst)
         orders: list[int | None] = list(range(len(self.ids)))
         for r, attrs in self.fixed.items():

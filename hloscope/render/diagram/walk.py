@@ -167,6 +167,7 @@ class BeforeSide(Side):
         # a few thousand names (issue 27)
         self.named: dict[tuple[str | None, str | None, str], Named] = {}
         self.signatures: dict[tuple[str, str], tuple[str, str]] = {}
+        self.scopes: dict[str, str] = {}
 
     def start(self, index: dict[str, list[str]]) -> None:
         # Every kernel name is known, even one whose ops are all filtered away.
@@ -192,9 +193,13 @@ class BeforeSide(Side):
         named = self.named.get(key)
         if named is None:
             name = op_name(inst, scope)
-            named = self.named[key] = (
-                (scope_of(name), (name,), md.op_type) if name and md else ("", (), None)
-            )
+            if name and md:
+                found = scope_of(name)
+                found = self.scopes.setdefault(found, found)  # one string per scope
+                named = (found, (name,), md.op_type)
+            else:
+                named = ("", (), None)
+            self.named[key] = named
         return named
 
     def signature(self, inst: Instruction) -> tuple[str, str]:
@@ -491,9 +496,9 @@ class Flow:
         inst = self.comp.by_name.get(name)
         if inst is not None:
             node = self.node_of(inst)
-            if node is not None:  # a unit (most operands): its own value, as _resolve says
-                found = self.memo[name] = [(node, inst.shape)]
-                return found
+            if node is not None:  # a unit (most operands): its own value, as _resolve says;
+                # not remembered: a list per instruction of a big module (issue 27)
+                return [(node, inst.shape)]
         # Resolve what it flows from first, deepest first: a chain of free instructions
         # as long as the input likes then never recurses more than one level.
         for dep in self._free_chain(name):
