@@ -56,10 +56,6 @@ def rows_of(g: nx.DiGraph) -> Rows:
     return rows
 
 
-_Operands = tuple[int, Shape] | list[tuple[int, Shape]]
-"""An edge's (operand index, shape) pairs: one tuple for most edges, a list for more."""
-
-
 class _RowSink(Sink):
     """Rows (`Rows`) of the ops before optimization: lists, one entry per unit."""
 
@@ -77,7 +73,11 @@ class _RowSink(Sink):
         self.edge: dict[int, int] = {}  # (src row << 32 | dst row) -> edge number
         self.src: list[int] = []
         self.dst: list[int] = []
-        self.operands: list[_Operands] = []
+        # Each edge's first (operand index, shape), in two lists (no tuple per edge); the
+        # rest, for the few edges that feed several operands, by edge.
+        self.index: list[int] = []
+        self.shape: list[Shape] = []
+        self.more: dict[int, list[tuple[int, Shape]]] = {}
         self.backs: set[int] = set()
 
     def __contains__(self, node: str) -> bool:
@@ -135,13 +135,10 @@ class _RowSink(Sink):
             self.edge[key] = len(self.src)
             self.src.append(u)
             self.dst.append(v)
-            self.operands.append((index, shape))
+            self.index.append(index)
+            self.shape.append(shape)
             return
-        ops = self.operands[e]
-        if isinstance(ops, tuple):
-            self.operands[e] = [ops, (index, shape)]
-        else:
-            ops.append((index, shape))
+        self.more.setdefault(e, []).append((index, shape))
 
     def back(self, src: str, dst: str) -> None:
         self.backs.add(self.edge[self.row[src] << 32 | self.row[dst]])
@@ -182,8 +179,7 @@ class _RowSink(Sink):
 
     def edge_attrs(self, e: int) -> dict[str, Any]:
         """Edge `e`'s attributes, as `unit_graph` gives them."""
-        ops = self.operands[e]
-        out: dict[str, Any] = {OPERANDS: [ops] if isinstance(ops, tuple) else list(ops)}
+        out: dict[str, Any] = {OPERANDS: [(self.index[e], self.shape[e]), *self.more.get(e, ())]}
         if e in self.backs:
             out[BACK] = True
         return out
