@@ -632,14 +632,25 @@ def kernels_of_before_ops(
     own: dict[str, str] = {}
     free = constant_like(after)
     named = _op_namer()
+    fused_ops: dict[tuple[str | None, str | None], str | None] = {}  # op_name by metadata
     for k in analysis.kernels:
-        own[k.name] = k.opcode
+        kernel = k.name
+        own[kernel] = k.opcode
         for inst in k.ops:
-            fused_op = named(inst, "") if is_work(inst, free) else None
-            if fused_op is not None:
-                names = by_op_code.setdefault((fused_op, inst.opcode), [])
-                if k.name not in names:
-                    names.append(k.name)
+            md = inst.metadata
+            if md is None or not is_work(inst, free):
+                continue
+            named_by = (md.op_name, md.op_type)
+            fused_op = fused_ops.get(named_by, "")  # "": not asked yet (no op is named "")
+            if fused_op == "":
+                fused_op = fused_ops[named_by] = op_name(inst)
+            if fused_op is None:
+                continue
+            names = by_op_code.get((fused_op, inst.opcode))
+            if names is None:
+                by_op_code[(fused_op, inst.opcode)] = [kernel]
+            elif names[-1] != kernel:  # kernels come in order: a kernel seen is the last
+                names.append(kernel)
     out: dict[str, tuple[str, ...]] = {}
     # The kernels of the ops alike in metadata, scope and opcode, one tuple for them all:
     # a big module's instructions share a few hundred thousand of these (issue 27).
