@@ -19,8 +19,8 @@ import heapq
 import itertools
 import re
 from collections import Counter, deque
-from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -79,7 +79,7 @@ class Group:
 
     id: str
     scope: str
-    members: tuple[str, ...]
+    members: tuple[Any, ...]
     instances: tuple[str, ...] = ()
     numbers: str = ""
     part: str = ""
@@ -110,13 +110,122 @@ class Collapsed:
 
     graph: nx.DiGraph
     groups: Mapping[str, Group] = field(default_factory=dict)
-    group_of: Mapping[str, str] = field(default_factory=dict)
+    group_of: Mapping[Any, str] = field(default_factory=dict)
     units: int = 0
 
     @property
     def collapsed(self) -> bool:
         """Whether any unit was folded into a group."""
         return bool(self.groups)
+
+
+@dataclass(eq=False)
+class Rows:
+    """A unit graph as columns, one row per node in node order: what `collapse` reads.
+
+    A big module's op graph is walked straight into rows (`hloscope.render.diagram.walk`):
+    a networkx node with an attribute dict per op cost seconds and a gigabyte at 500k
+    ops (issue 27), and all but the few dozen nodes drawn end up in groups. Only a node
+    drawn on its own gets its attributes, from `attrs`.
+
+    Attributes:
+        ids: Node ids.
+        orders: The nodes' `ORDER`, None where a node has none.
+        scopes: Their `SCOPE` ("" when unknown).
+        signatures: Their `SIGNATURE`, the id where a node has none.
+        structures: Their `STRUCTURE` (see `STRUCTURE` for the default).
+        pinned: Whether each is `PINNED`.
+        src: Source row of each edge, edges in the order they were added.
+        dst: Destination row of each edge.
+        attrs: Row -> the node's attribute dict.
+        edge_attrs: Edge -> the edge's attribute dict.
+        info: What the renderer keeps per row (not read here).
+        graph: The graph's attributes (`name`, ...).
+    """
+
+    ids: list[str]
+    orders: list[int | None]
+    scopes: list[str]
+    signatures: list[Hashable]
+    structures: list[Hashable]
+    pinned: list[bool]
+    src: list[int]
+    dst: list[int]
+    attrs: Callable[[int], dict[str, Any]]
+    edge_attrs: Callable[[int], dict[str, Any]]
+    info: list[Any] = field(default_factory=list)
+    graph: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_graph(cls, g: nx.DiGraph) -> Rows:
+        """The rows of a networkx unit graph (attributes read from its dicts)."""
+        ids = list(g.nodes)
+        datas = [g.nodes[n] for n in ids]
+        sigs = [_signature(d, u) for u, d in zip(ids, datas, strict=True)]
+        row = {n: i for i, n in enumerate(ids)}
+        edges = list(g.edges(data=True))
+        return cls(
+            ids,
+            [d.get(ORDER) for d in datas],
+            [d.get(SCOPE) or "" for d in datas],
+            sigs,
+            [_structure(d, u) for u, d in zip(ids, datas, strict=True)],
+            [bool(d.get(PINNED)) for d in datas],
+            [row[u] for u, _, _ in edges],
+            [row[v] for _, v, _ in edges],
+            datas.__getitem__,
+            lambda e: edges[e][2],
+            graph=dict(g.graph),
+        )
+
+    def to_graph(self) -> nx.DiGraph:
+        """The networkx unit graph these rows stand for."""
+        g = nx.DiGraph()
+        g.graph.update(self.graph)
+        g.add_nodes_from((n, self.attrs(i)) for i, n in enumerate(self.ids))
+        ids = self.ids
+        g.add_edges_from(
+            (ids[u], ids[v], self.edge_attrs(e))
+            for e, (u, v) in enumerate(zip(self.src, self.dst, strict=True))
+        )
+        return g
+
+    def keep(self, rows: Sequence[int]) -> Rows:
+        """These rows alone (in order), with the edges between them."""
+        new = [-1] * len(self.ids)
+        for i, r in enumerate(rows):
+            new[r] = i
+        edges = [
+            e
+            for e, (u, v) in enumerate(zip(self.src, self.dst, strict=True))
+            if new[u] >= 0 <= new[v]
+        ]
+        old_attrs, old_edge_attrs = self.attrs, self.edge_attrs
+        return Rows(
+            [self.ids[r] for r in rows],
+            [self.orders[r] for r in rows],
+            [self.scopes[r] for r in rows],
+            [self.signatures[r] for r in rows],
+            [self.structures[r] for r in rows],
+            [self.pinned[r] for r in rows],
+            [new[self.src[e]] for e in edges],
+            [new[self.dst[e]] for e in edges],
+            lambda i: old_attrs(rows[i]),
+            lambda e: old_edge_attrs(edges[e]),
+            [self.info[r] for r in rows] if self.info else [],
+            dict(self.graph),
+        )
+
+    def edge_order(self) -> list[int]:
+        """The edges in the order networkx iterates them: by source node, then as added."""
+        return sorted(range(len(self.src)), key=self.src.__getitem__)
+
+    def order_of(self) -> list[int]:
+        """Each row's `ORDER`, or its position where it has none (as `collapse` reads it)."""
+        return [i if o is None else o for i, o in enumerate(self.orders)]
 
 
 @lru_cache(maxsize=1 << 16)  # a module's ops share their names' scopes
@@ -128,10 +237,16 @@ def scope_of(op_name: str | None) -> str:
     if not op_name:
         return ""
     name = op_name.split(";", 1)[0]
+    cut = name.rfind("/")
+    if cut <= 0:
+        return ""
     if "(" not in name and "[" not in name and "{" not in name:
-        # no brackets: the last `/` at depth 0 is the last `/`
-        cut = name.rfind("/")
-        return name[:cut] if cut > 0 else ""
+        return name[:cut]  # no brackets: the last `/` at depth 0 is the last `/`
+    tail = name[cut + 1 :]
+    if "(" not in tail and "[" not in tail and "{" not in tail and _ends_at_depth_0(name[:cut]):
+        # the last `/` is at depth 0: a big module's names share a few thousand scopes,
+        # each name its own last part (`jit(f)/layer_3/add`)
+        return name[:cut]
     cut = -1
     depth = 0
     for m in _SCOPE_MARKS.finditer(name):  # only the brackets and slashes
@@ -143,6 +258,19 @@ def scope_of(op_name: str | None) -> str:
         elif ch == "/" and depth == 0:
             cut = i
     return name[:cut] if cut > 0 else ""
+
+
+@lru_cache(maxsize=1 << 14)
+def _ends_at_depth_0(text: str) -> bool:
+    """Whether every bracket `text` opens is closed (as `scope_of` counts)."""
+    depth = 0
+    for m in _SCOPE_MARKS.finditer(text):
+        ch = m.group()
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+    return depth == 0
 
 
 def scope_prefixes(scope: str) -> list[str]:
@@ -389,23 +517,82 @@ def collapse(
     Returns:
         The collapsed graph; `g` itself, with no groups, when it already fits.
     """
-    units = [n for n, d in g.nodes(data=True) if not d.get(PINNED)]
-    pinned = g.number_of_nodes() - len(units)
+    units = sum(1 for _, d in g.nodes(data=True) if not d.get(PINNED))
     if g.number_of_nodes() <= max_nodes and _fits(g, False, max_edges, max_cost, max_size):
-        return Collapsed(g, {}, {}, len(units))
-    order = {n: g.nodes[n].get(ORDER, i) for i, n in enumerate(g.nodes)}
+        return Collapsed(g, {}, {}, units)
+    rows = Rows.from_graph(g)
+    col = collapse_rows(rows, max_nodes, max_edges=max_edges, max_cost=max_cost, max_size=max_size)
+    ids = rows.ids
+    h = col.graph
+    for _, _, d in h.edges(data=True):
+        d[MERGED] = [(ids[rows.src[e]], ids[rows.dst[e]]) for e in d[MERGED]]
+    groups = {
+        gid: replace(group, members=tuple(ids[m] for m in group.members))
+        for gid, group in col.groups.items()
+    }
+    for n in h.nodes:
+        group = h.nodes[n].get(GROUP)
+        if group is not None:
+            h.nodes[n][GROUP] = groups[group.id]
+    return Collapsed(h, groups, {ids[r]: gid for r, gid in col.group_of.items()}, units)
+
+
+def collapse_rows(
+    rows: Rows,
+    max_nodes: int,
+    *,
+    max_edges: int = MAX_EDGES,
+    max_cost: int = MAX_LAYOUT_COST,
+    max_size: int = MAX_LAYOUT_SIZE,
+) -> Collapsed:
+    """`collapse` over rows: the work beyond one pass over the rows and edges scales with
+    what is drawn, and only a node drawn on its own gets its attributes (`Rows.attrs`).
+
+    The result is `collapse`'s, but its groups' members and `group_of`'s keys are rows,
+    and a merged edge (`MERGED`) lists edge numbers (positions in `Rows.src`), not id
+    pairs. When everything fits, it is the whole unit graph, with its own edges.
+    """
+    units = [i for i, p in enumerate(rows.pinned) if not p]
+    pinned = len(rows) - len(units)
+    if len(rows) <= max_nodes:
+        g = rows.to_graph()
+        if _fits(g, False, max_edges, max_cost, max_size):
+            return Collapsed(g, {}, {}, len(units))
+    order = rows.order_of()
     units.sort(key=order.__getitem__)
-    root = _build_tree(g, units, order)
-    budget = max(1, min(max_nodes, g.number_of_nodes()) - pinned)
+    root = _build_tree(rows, units, order)
+    budget = max(1, min(max_nodes, len(rows)) - pinned)
+    edges = rows.edge_order()
+    ends = ([rows.src[e] for e in edges], [rows.dst[e] for e in edges])
     while True:
-        col = _assemble(g, _cut(root, budget, order), order, len(units))
+        col, group_of = _assemble(rows, _cut(root, budget, order), order, len(units), edges, ends)
         if budget <= 2 or _fits(col.graph, col.collapsed, max_edges, max_cost, max_size):
-            return col
+            _untie(root)
+            return replace(col, group_of=_RowGroups(group_of))
         # Edges grow with the nodes; the cost, with long edges, about with their cube.
-        edges, widths = col.graph.number_of_edges(), rank_widths(col.graph)
+        n_edges, widths = col.graph.number_of_edges(), rank_widths(col.graph)
         cost, size = sum(w * w for w in widths), sum(widths)
-        scale = min(0.9, max_edges / edges, (max_cost / cost) ** (1 / 3), max_size / size)
+        scale = min(0.9, max_edges / n_edges, (max_cost / cost) ** (1 / 3), max_size / size)
         budget = max(2, int(budget * scale))
+
+
+class _RowGroups(Mapping[int, str]):
+    """Row -> group id, read from `_assemble`'s list (a dict would hold every row)."""
+
+    def __init__(self, of: list[str | None]) -> None:
+        self._of = of
+
+    def __getitem__(self, row: int) -> str:
+        gid = self._of[row] if 0 <= row < len(self._of) else None
+        if gid is None:
+            raise KeyError(row)
+        return gid
+
+    def __iter__(self) -> Iterator[int]:
+        return (r for r, gid in enumerate(self._of) if gid is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for gid in self._of if gid is not None)
 
 
 # --- the scope tree ---------------------------------------------------------------------
@@ -418,57 +605,71 @@ class _Scope:
     sep: str  # the separator before `token` ("" at the top)
     parent: _Scope | None
     children: dict[str, _Scope] = field(default_factory=dict)
-    units: list[str] = field(default_factory=list)
+    units: list[int] = field(default_factory=list)
     count: int = 0
     first: int = 0
-    signature: Hashable = None
     structure: Hashable = None
 
 
-def _build_tree(g: nx.DiGraph, units: list[str], order: Mapping[str, int]) -> _Scope:
+def _build_tree(rows: Rows, units: list[int], order: Sequence[int]) -> _Scope:
     root = _Scope("", "", "", None)
     index = {"": root}
-    prefixes: dict[str, list[str]] = {}  # scope_prefixes by scope: units share scopes
-    nodes = dict(g.nodes(data=True))  # a dict: NodeView's lookups cost (issue 27)
+    leaves: dict[str, _Scope] = {"": root}  # by scope: a big module's units share few
+    scopes = rows.scopes
     for u in units:
-        node = root
-        scope = nodes[u].get(SCOPE) or ""
-        path = prefixes.get(scope)
-        if path is None:
-            path = prefixes[scope] = scope_prefixes(scope)
-        for prefix in path:
-            child = index.get(prefix)
-            if child is None:
-                start = len(node.prefix)
-                sep = prefix[start] if start and prefix[start] in "/_" else ""
-                child = _Scope(prefix, prefix[start + len(sep) :], sep, node)
-                node.children[prefix] = child
-                index[prefix] = child
-            node = child
-        node.units.append(u)
+        scope = scopes[u]
+        leaf = leaves.get(scope)
+        if leaf is None:
+            leaf = leaves[scope] = _leaf(root, index, scope)
+        leaf.units.append(u)
 
     # Children before parents, without recursion: scopes nest as deep as an op_name
     # has `/`s, which the input decides (issue 14).
-    scopes = [root]
-    for s in scopes:
-        scopes.extend(s.children.values())
-    sigs: dict[int, Counter[Hashable]] = {}
+    tree = [root]
+    for s in tree:
+        tree.extend(s.children.values())
     structs: dict[int, Counter[Hashable]] = {}
-    for s in reversed(scopes):
-        sig: Counter[Hashable] = Counter(_signature(nodes[u], u) for u in s.units)
-        struct: Counter[Hashable] = Counter(_structure(nodes[u], u) for u in s.units)
+    structures = rows.structures
+    alike: dict[frozenset[tuple[Hashable, int]], frozenset[tuple[Hashable, int]]] = {}
+    for s in reversed(tree):
+        struct: Counter[Hashable] = Counter(map(structures.__getitem__, s.units))
         firsts = [order[u] for u in s.units[:1]]
         s.count = len(s.units)
         for child in s.children.values():
-            sig.update(sigs.pop(id(child)))
             struct.update(structs.pop(id(child)))
             s.count += child.count
             firsts.append(child.first)
         s.first = min(firsts) if firsts else 0
-        s.signature = frozenset(sig.items())
-        s.structure = frozenset(struct.items())
-        sigs[id(s)], structs[id(s)] = sig, struct
+        # one set for the scopes alike: a big module repeats its blocks thousands of times
+        found = frozenset(struct.items())
+        s.structure = alike.setdefault(found, found)
+        structs[id(s)] = struct
     return root
+
+
+def _untie(root: _Scope) -> None:
+    """Break the tree's parent links: its cycles would outlive `collapse` while the
+    collector is paused (`hloscope.hlo.parser.paused_gc`), as it is for a big module."""
+    stack = [root]
+    while stack:
+        s = stack.pop()
+        stack.extend(s.children.values())
+        s.parent = None
+
+
+def _leaf(root: _Scope, index: dict[str, _Scope], scope: str) -> _Scope:
+    """The tree node of `scope`, made with its parents where missing."""
+    node = root
+    for prefix in scope_prefixes(scope):
+        child = index.get(prefix)
+        if child is None:
+            start = len(node.prefix)
+            sep = prefix[start] if start and prefix[start] in "/_" else ""
+            child = _Scope(prefix, prefix[start + len(sep) :], sep, node)
+            node.children[prefix] = child
+            index[prefix] = child
+        node = child
+    return node
 
 
 def _signature(d: Mapping[str, Any], u: str) -> Hashable:
@@ -489,7 +690,7 @@ def _structure(d: Mapping[str, Any], u: str) -> Hashable:
     return sig if sig is not None else u
 
 
-def _units_of(s: _Scope) -> Iterable[str]:
+def _units_of(s: _Scope) -> Iterable[int]:
     stack = [s]  # depth first, in the recursive order, without recursion
     while stack:
         scope = stack.pop()
@@ -506,7 +707,7 @@ _UNIT, _GROUP, _REPEAT, _SLICE = "unit", "group", "repeat", "slice"
 class _Elem:
     kind: str
     scopes: list[_Scope]
-    units: list[str]
+    units: list[int]
     first: int
     peeled: bool = False
     parent: _Scope | None = None  # for a slice: the scope it slices
@@ -530,7 +731,7 @@ def _make(s: _Scope) -> _Elem:
     return _Elem(_GROUP, [s], [], s.first)
 
 
-def _children(e: _Elem, order: Mapping[str, int]) -> list[_Elem]:
+def _children(e: _Elem, order: Sequence[int]) -> list[_Elem]:
     if e.kind == _REPEAT:
         first, rest = e.scopes[0], e.scopes[1:]
         out = [_make(first)]
@@ -563,7 +764,7 @@ def _natural_key(s: _Scope) -> tuple[int, ...]:
     return tuple(int(d) for d in _DIGITS.findall(s.token))
 
 
-def _cut(root: _Scope, budget: int, order: Mapping[str, int]) -> list[_Elem]:
+def _cut(root: _Scope, budget: int, order: Sequence[int]) -> list[_Elem]:
     start = _make(root)
     current: dict[int, _Elem] = {id(start): start}
     # Biggest first; ties in program order. The serial keeps heap entries comparable.
@@ -621,9 +822,16 @@ def _slices(parent: _Scope, kids: list[_Elem], slots: int) -> list[_Elem]:
 # --- the collapsed graph ----------------------------------------------------------------
 
 
-def _assemble(g: nx.DiGraph, elems: list[_Elem], order: Mapping[str, int], units: int) -> Collapsed:
+def _assemble(
+    rows: Rows,
+    elems: list[_Elem],
+    order: Sequence[int],
+    units: int,
+    edges: list[int],
+    ends: tuple[list[int], list[int]],
+) -> tuple[Collapsed, list[str | None]]:
     groups: dict[str, Group] = {}
-    group_of: dict[str, str] = {}
+    group_of: list[str | None] = [None] * len(rows)
     for e in elems:
         if e.kind == _UNIT:
             continue
@@ -635,26 +843,31 @@ def _assemble(g: nx.DiGraph, elems: list[_Elem], order: Mapping[str, int], units
         for u in members:
             group_of[u] = group.id
 
-    h = nx.DiGraph(name=g.graph.get("name", ""))
-    for n in sorted(g.nodes, key=order.__getitem__):
-        gid = group_of.get(n)
+    ids = rows.ids
+    h = nx.DiGraph(name=rows.graph.get("name", ""))
+    for r in sorted(range(len(rows)), key=order.__getitem__):
+        gid = group_of[r]
         if gid is None:
-            h.add_node(n, **g.nodes[n])
+            h.add_node(ids[r], **rows.attrs(r))
         elif gid not in h:
             group = groups[gid]
             h.add_node(gid, **{GROUP: group, ORDER: order[group.members[0]]})
-    for u, v in g.edges:
-        a, b = group_of.get(u, u), group_of.get(v, v)
+    node = [ids[r] if gid is None else gid for r, gid in enumerate(group_of)]
+    merged: dict[tuple[str, str], list[int]] = {}
+    for edge, u, v in zip(edges, *ends, strict=True):
+        a, b = node[u], node[v]
         if a == b:
             continue
-        if h.has_edge(a, b):
-            h[a][b][MERGED].append((u, v))
+        found = merged.get((a, b))
+        if found is None:
+            merged[(a, b)] = [edge]
         else:
-            h.add_edge(a, b, **{MERGED: [(u, v)]})
-    return Collapsed(h, groups, group_of, units)
+            found.append(edge)
+    h.add_edges_from((a, b, {MERGED: pairs}) for (a, b), pairs in merged.items())
+    return Collapsed(h, groups, {}, units), group_of
 
 
-def _group(e: _Elem, members: list[str], taken: Mapping[str, Group]) -> Group:
+def _group(e: _Elem, members: list[int], taken: Mapping[str, Group]) -> Group:
     if e.kind == _REPEAT:
         first = e.scopes[0]
         parent = first.parent.prefix if first.parent else ""

@@ -94,6 +94,26 @@ def constant_like(module: HloModule) -> frozenset[int]:
     change (callees print before callers). Ids are of the module's own `Instruction`
     objects (which are not hashable) and hold while the module lives.
     """
+    key = id(module)
+    known = _constant_like.get(key)
+    if known is not None and known[0]() is module:
+        return known[1]
+    found = _find_constant_like(module)
+
+    def forget(ref: weakref.ref[HloModule]) -> None:
+        if _constant_like.get(key, (None,))[0] is ref:
+            del _constant_like[key]
+
+    _constant_like[key] = (weakref.ref(module, forget), found)
+    return found
+
+
+# constant_like() by module id, dropped with the module (a weak reference): provenance
+# and the op graph's colours both ask, a pass or more over a big module each (issue 27).
+_constant_like: dict[int, tuple[weakref.ref[HloModule], frozenset[int]]] = {}
+
+
+def _find_constant_like(module: HloModule) -> frozenset[int]:
     out: set[int] = set()
     comps = module.computation_map
     while True:

@@ -790,15 +790,25 @@ def kernel_index(
     by_op_code: dict[tuple[str, str], list[str]] = {}
     own: dict[str, str] = {}
     free = constant_like(after)
-    named = _op_namer()
+    fused_ops: dict[tuple[str | None, str | None], str | None] = {}  # op_name by metadata
     for k in analysis.kernels:
-        own[k.name] = k.opcode
+        kernel = k.name
+        own[kernel] = k.opcode
         for inst in k.ops:
-            fused_op = named(inst, "") if is_work(inst, free) else None
-            if fused_op is not None:
-                names = by_op_code.setdefault((fused_op, inst.opcode), [])
-                if k.name not in names:
-                    names.append(k.name)
+            md = inst.metadata
+            if md is None or not is_work(inst, free):
+                continue
+            named_by = (md.op_name, md.op_type)
+            fused_op = fused_ops.get(named_by, "")  # "": not asked yet (no op is named "")
+            if fused_op == "":
+                fused_op = fused_ops[named_by] = op_name(inst)
+            if fused_op is None:
+                continue
+            names = by_op_code.get((fused_op, inst.opcode))
+            if names is None:
+                by_op_code[(fused_op, inst.opcode)] = [kernel]
+            elif names[-1] != kernel:  # kernels come in order: a kernel seen is the last
+                names.append(kernel)
     provenance._index = KernelIndex(by_op, by_op_code, own)
     return provenance._index
 
@@ -829,18 +839,28 @@ def kernels_of_before_ops(
     by_op, by_op_code, own = index.by_op, index.by_op_code, index.own
     named = _op_namer()
     out: dict[str, tuple[str, ...]] = {}
+    # The kernels of the ops alike in metadata, scope and opcode, one tuple for them all:
+    # a big module's instructions share a few hundred thousand of these (issue 27).
+    shared: dict[tuple[str | None, str | None, str, str], tuple[str, ...]] = {}
+    skip = (K.FREE, K.CONTROL)
     for ex in walk(before):
         inst = ex.instruction
-        if ex.cls in (K.FREE, K.CONTROL) or inst.name in out:
+        if ex.cls in skip or inst.name in out:
             continue
-        found: list[str] = []
+        md = inst.metadata
+        found: tuple[str, ...] = ()
+        if md is not None:
+            key = (md.op_name, md.op_type, ex.scope, inst.opcode)
+            alike = shared.get(key)
+            if alike is None:
+                op = named(inst, ex.scope)
+                kernels = by_op_code.get((op, inst.opcode)) or by_op.get(op, []) if op else []
+                alike = shared[key] = tuple(dict.fromkeys(kernels))
+            found = alike
         if own.get(inst.name) == inst.opcode:
-            found.append(inst.name)
-        op = named(inst, ex.scope)
-        if op is not None:
-            found.extend(by_op_code.get((op, inst.opcode)) or by_op.get(op, []))
+            found = tuple(dict.fromkeys((inst.name, *found)))
         if found:
-            out[inst.name] = tuple(dict.fromkeys(found))
+            out[inst.name] = found
     return out
 
 

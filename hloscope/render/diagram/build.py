@@ -22,6 +22,7 @@ from hloscope.analysis.collapse import (
     ORDER,
     Collapsed,
     Group,
+    Rows,
     filter_scope,
     layout_size,
     neighbourhood,
@@ -46,8 +47,10 @@ _EDGE_LABELS_UP_TO = 80  # nodes; bigger graphs carry shapes in edge tooltips on
 _LABELLED_SIZE = 1_000  # `layout_size`; past it, edge labels cost dot seconds (issue 14)
 
 
-def count_role(g: nx.DiGraph, role: str) -> int:
+def count_role(g: nx.DiGraph | Rows, role: str) -> int:
     """Units of one role in a unit graph."""
+    if isinstance(g, Rows):
+        return sum(1 for info in g.info if info[1] == role)
     return sum(1 for _, d in g.nodes(data=True) if d.get(ROLE) == role)
 
 
@@ -58,7 +61,11 @@ def count_units(g: nx.DiGraph) -> int:
 
 def unit_name(d: Mapping[str, object]) -> str | None:
     """The name of the kernel or instruction a unit is."""
-    item = d.get(ITEM)
+    return item_name(d.get(ITEM))
+
+
+def item_name(item: object) -> str | None:
+    """The name of a unit's `ITEM` (a kernel or an instruction)."""
     if isinstance(item, (Kernel, Instruction)):
         return item.name
     return None
@@ -66,7 +73,11 @@ def unit_name(d: Mapping[str, object]) -> str | None:
 
 def unit_kind(d: Mapping[str, object]) -> str:
     """A kernel's kind, an instruction's opcode."""
-    item = d.get(ITEM)
+    return item_kind(d.get(ITEM))
+
+
+def item_kind(item: object) -> str:
+    """The kind of a unit's `ITEM`: a kernel's kind, an instruction's opcode."""
     if isinstance(item, Kernel):
         return item.kind
     if isinstance(item, Instruction):
@@ -179,6 +190,39 @@ def fold_parameters(g: nx.DiGraph, max_nodes: int, notes: list[str], what: str) 
     )
 
 
+def fold_parameter_rows(rows: Rows, max_nodes: int, notes: list[str], what: str) -> Rows:
+    """`fold_parameters` over rows: the rows left, the folded parameters' (name, shape)
+    in the `INPUTS` of the units they feed."""
+    params = [r for r, info in enumerate(rows.info) if info[1] == PARAMETER]
+    if not params or len(rows) <= max_nodes:
+        return rows
+    users: dict[int, list[int]] = {p: [] for p in params}
+    for u, v in zip(rows.src, rows.dst, strict=True):  # as added: networkx's order
+        if u in users:
+            users[u].append(v)
+    inputs: dict[int, list[tuple[str, Shape]]] = {}
+    for p in params:
+        inst: Instruction = rows.info[p][0]
+        for user in users[p]:
+            inputs.setdefault(user, []).append((inst.name, inst.shape))
+    folded = set(params)
+    kept = [r for r in range(len(rows)) if r not in folded]
+    attrs = rows.attrs
+
+    def with_inputs(r: int) -> dict[str, Any]:
+        d = attrs(r)
+        if r in inputs:
+            d.setdefault(INPUTS, []).extend(inputs[r])
+        return d
+
+    rows.attrs = with_inputs
+    notes.append(
+        f"{counted(len(params), 'parameter')} not drawn (listed in the tooltips of the {what} "
+        "they feed)"
+    )
+    return rows.keep(kept)
+
+
 # --- spec nodes and edges ---------------------------------------------------------------
 
 
@@ -193,14 +237,17 @@ class Builder:
         root: The name scope every unit shares, left off labels.
     """
 
-    def __init__(self, col: Collapsed, units: nx.DiGraph, unit: str, prefix: str) -> None:
+    def __init__(self, col: Collapsed, units: nx.DiGraph | Rows, unit: str, prefix: str) -> None:
         self.col = col
         self.units = units
         self.unit = unit
         self.prefix = prefix
-        self.root = common_root(
-            name for _, d in units.nodes(data=True) for name in d.get(OP_NAMES, ())
-        )
+        if isinstance(units, Rows):
+            # a set: a big module's ops share a few thousand names
+            names: Iterable[str] = {name for info in units.info for name in info[3]}
+        else:
+            names = (name for _, d in units.nodes(data=True) for name in d.get(OP_NAMES, ()))
+        self.root = common_root(names)
         self.times: dict[str, float] = {}
         self.total = 0.0
 
@@ -238,23 +285,24 @@ class Builder:
                     where.setdefault(name, n)
             else:
                 node = self.group_node(group)
-                for m in group.members:
-                    name = unit_name(self.units.nodes[m])
-                    if name:
-                        where.setdefault(name, node.id)
+                for name in node.members:  # every member's name, in order
+                    where.setdefault(name, node.id)
             out.append(node)
         return emphasise(out), where
 
     def group_node(self, group: Group) -> Node:
         """One node standing for a group of units (a scope, or a repeated block ×N)."""
-        members = [self.units.nodes[m] for m in group.members]
-        names = [unit_name(d) or "" for d in members]
-        kinds = Counter(kind_short(unit_kind(d)) for d in members)
+        members = self._members(group)
+        names = [item_name(item) or "" for item, _, _ in members]
+        kinds: Counter[str] = Counter()
+        # by kind first: a group of a big module holds thousands of units of a few kinds
+        for kind, n in Counter(item_kind(item) for item, _, _ in members).items():
+            kinds[kind_short(kind)] += n
         kernels = [n for n in names if n] if self.unit == "kernel" else []
         t, share = self.time_of(kernels)
         scope = strip_root(group.scope, self.root) or group.scope or "(top level)"
         # Control instructions (loops) are units too, but not kernels or ops.
-        count = sum(1 for d in members if d.get(ROLE) in (KERNEL, OP))
+        count = sum(1 for _, role, _ in members if role in (KERNEL, OP))
         what = f"{count} {self.unit}s"
         if group.repeat > 1:
             title = f"{left_ellipsis(scope, LINE - 6)} ×{group.repeat}"
@@ -271,7 +319,7 @@ class Builder:
             role = GROUP_NODE
         if t is not None:
             lines.append(time_line(t, share))
-        clusters = {d.get(CLUSTER) for d in members}
+        clusters = {cluster for _, _, cluster in members}
         return Node(
             id=self.prefix + group.id,
             role=role,
@@ -286,6 +334,17 @@ class Builder:
             share=share,
             members=tuple(n for n in names if n),
         )
+
+    def _members(self, group: Group) -> list[tuple[Any, str | None, str | None]]:
+        """(item, role, cluster) of each unit of a group."""
+        if isinstance(self.units, Rows):
+            info = self.units.info
+            return [info[m][:3] for m in group.members]
+        nodes = self.units.nodes
+        return [
+            (d.get(ITEM), d.get(ROLE), d.get(CLUSTER))
+            for d in map(nodes.__getitem__, group.members)
+        ]
 
     def _group_tooltip(
         self,
@@ -320,12 +379,20 @@ class Builder:
         # edges (a collapsed training step, 75 nodes) they took dot from 0.4 s to 7.6 s.
         small = h.number_of_nodes() <= _EDGE_LABELS_UP_TO and layout_size(h) <= _LABELLED_SIZE
         out: list[Edge] = []
+        rows, graph = (self.units, None) if isinstance(self.units, Rows) else (None, self.units)
         for a, b, d in h.edges(data=True):
-            pairs = d.get(MERGED) or [(a, b)]
+            merged = d.get(MERGED)
+            pairs = merged or [(a, b)]
             shapes: list[Shape] = []
             back = False
-            for u, v in pairs:
-                data = self.units.edges[u, v]
+            for pair in pairs:
+                if not merged:  # h is the unit graph itself
+                    data = d
+                elif rows is not None:  # merged rows' edges are edge numbers
+                    data = rows.edge_attrs(pair)
+                else:
+                    assert graph is not None
+                    data = graph.edges[pair]
                 shapes.extend(s for _, s in data.get(OPERANDS, ()))
                 back = back or bool(data.get(BACK))
             nbytes = sum(s.byte_size for s in shapes)

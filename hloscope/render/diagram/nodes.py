@@ -7,13 +7,13 @@ is drawn on its own, groups are drawn by `Builder.group_node`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import networkx as nx
 
-from hloscope.analysis.collapse import OP_NAMES, ORDER
+from hloscope.analysis.collapse import OP_NAMES, ORDER, Rows
 from hloscope.analysis.fusion import Kernel
 from hloscope.hlo.model import HloModule, Instruction, Shape
 from hloscope.render.diagram.build import Builder
@@ -196,6 +196,7 @@ def expansion(
     after: HloModule, kernel: Kernel, node: str, b: Builder
 ) -> tuple[Cluster, list[Node], list[Edge]]:
     """A fusion drawn as a box of its fused computation's instructions."""
+    assert isinstance(b.units, nx.DiGraph)  # the kernel graph is never in rows
     d = b.units.nodes[node]
     t, share = b.time_of([kernel.name])
     comp = after.computation_map[kernel.fused_computation or ""]
@@ -284,36 +285,43 @@ def _root_op(after: HloModule, kernel: Kernel, node: str) -> str:
 # --- loop boxes -------------------------------------------------------------------------
 
 
-def control_clusters(g: nx.DiGraph, nodes: Sequence[Node]) -> list[Cluster]:
+def control_clusters(g: nx.DiGraph | Rows, nodes: Sequence[Node]) -> list[Cluster]:
     """One box per loop, conditional or async call, around the kernels it runs."""
     used = {n.cluster for n in nodes if n.cluster and n.cluster.endswith("/body")}
+    if not used:
+        return []
+    attrs = _attrs_of(g)
     # Enclosing boxes of nested loops are needed even when they hold no node themselves.
     todo = list(used)
     while todo:
-        control = todo.pop().removesuffix("/body")
-        parent = g.nodes[control].get(CLUSTER) if control in g else None
+        control = attrs(todo.pop().removesuffix("/body"))
+        parent = control.get(CLUSTER) if control is not None else None
         if parent and parent not in used:
             used.add(parent)
             todo.append(parent)
     out = []
     # --around can leave out the loop whose body a kernel runs in: no box for that body.
-    shown = sorted(
-        (body for body in used if body.removesuffix("/body") in g),
-        key=lambda body: g.nodes[body.removesuffix("/body")].get(ORDER, 0),
-    )
-    for body in shown:
-        control = body.removesuffix("/body")
-        inst: Instruction = g.nodes[control][ITEM]
+    shown = {body: d for body in used if (d := attrs(body.removesuffix("/body"))) is not None}
+    for body, d in sorted(shown.items(), key=lambda bd: bd[1].get(ORDER, 0)):
+        inst: Instruction = d[ITEM]
         out.append(
             Cluster(
                 id=body,
                 lines=(f"inside {inst.name}{trip_text(inst)}",),
                 tooltip=f"what {inst.opcode} {inst.name} runs: {', '.join(inst.calls())}",
                 fill=BODY_COLOR,
-                parent=g.nodes[control].get(CLUSTER),
+                parent=d.get(CLUSTER),
             )
         )
     return _parents_first(out)
+
+
+def _attrs_of(g: nx.DiGraph | Rows) -> Callable[[str], Mapping[str, Any] | None]:
+    """Node id -> its attributes, None when it is not in `g`."""
+    if isinstance(g, nx.DiGraph):
+        return lambda n: g.nodes[n] if n in g else None
+    row = {n: i for i, n in enumerate(g.ids)}
+    return lambda n: g.attrs(row[n]) if n in row else None
 
 
 def fit_clusters(

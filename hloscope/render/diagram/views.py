@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import networkx as nx
-
-from hloscope.analysis.collapse import ORDER, PINNED, collapse
+from hloscope.analysis.collapse import PINNED, collapse, collapse_rows
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
 from hloscope.analysis.provenance import Provenance, kernels_of_before_ops
 from hloscope.errors import UsageError
@@ -27,6 +25,7 @@ from hloscope.render.diagram.build import (
     count_role,
     cut,
     expanded,
+    fold_parameter_rows,
     fold_parameters,
     fused_body,
 )
@@ -38,6 +37,7 @@ from hloscope.render.diagram.nodes import (
     expansion,
     fit_clusters,
 )
+from hloscope.render.diagram.rows import rows_of, unit_rows
 from hloscope.render.diagram.spec import KERNEL, OP, Cluster, DiagramSpec, Edge, LegendEntry, Node
 from hloscope.render.diagram.style import (
     KERNEL_PALETTE,
@@ -118,7 +118,7 @@ def kernel_graph(
         ['MatMul.2', 'broadcast_maximum_fusion']
     """
     g, index = unit_graph(after, AfterSide(after, analysis, provenance), names=bool(around))
-    notes: list[str] = depth_note(g)
+    notes: list[str] = depth_note(g.graph)
     g = cut(g, index, around, depth, scope, "kernel", notes)
     opened = expanded(after, g, expand, max_nodes)
     extra = sum(len(fused_body(after, g.nodes[n][ITEM])) - 1 for n in opened)
@@ -225,20 +225,22 @@ def op_graph(
     """
     kernel_of = kernel_of or {}
     kernels_of = kernels_of or {}
-    g, index = unit_graph(before, BeforeSide(before, kernel_of, kernels_of), names=bool(around))
-    notes: list[str] = depth_note(g)
-    g = cut(g, index, around, depth, scope, "op", notes)
-    fold_parameters(g, max_nodes, notes, "ops")
-    col = collapse(g, max_nodes)
+    # Rows, not a networkx graph: a big module has hundreds of thousands of ops, and all
+    # but the few dozen drawn on their own end up in groups (issue 27).
+    rows, index = unit_rows(before, BeforeSide(before, kernel_of, kernels_of), names=bool(around))
+    notes: list[str] = depth_note(rows.graph)
+    if around or scope:
+        rows = rows_of(cut(rows.to_graph(), index, around, depth, scope, "op", notes))
+    rows = fold_parameter_rows(rows, max_nodes, notes, "ops")
+    col = collapse_rows(rows, max_nodes)
+    # Rows are in program order (`ORDER`).
     colors = kernel_colors(
-        kernel_of[d[ITEM].name]
-        for _, d in sorted(g.nodes(data=True), key=lambda nd: nd[1].get(ORDER, 0))
-        if d.get(ROLE) == OP and d[ITEM].name in kernel_of
+        kernel_of[info[0].name] for info in rows.info if info[1] == OP and info[0].name in kernel_of
     )
-    builder = Builder(col, g, "op", prefix="b/")
+    builder = Builder(col, rows, "op", prefix="b/")
     spec_nodes, where = builder.nodes(lambda n, d: before_node(before, n, d, colors))
-    spec_nodes, clusters = fit_clusters(spec_nodes, control_clusters(g, spec_nodes))
-    ops = count_role(g, OP)
+    spec_nodes, clusters = fit_clusters(spec_nodes, control_clusters(rows, spec_nodes))
+    ops = count_role(rows, OP)
     if col.collapsed:
         notes.append(
             f"collapsed {ops} ops into {col.graph.number_of_nodes()} nodes by name scope "
@@ -527,8 +529,9 @@ def _before(
     )
 
 
-def depth_note(g: nx.DiGraph) -> list[str]:
-    """A note when the walk left out calls nested too deep to draw."""
-    if not g.graph.get(TRUNCATED):
+def depth_note(graph: Mapping[str, Any]) -> list[str]:
+    """A note when the walk (whose graph attributes are `graph`) left out calls nested
+    too deep to draw."""
+    if not graph.get(TRUNCATED):
         return []
     return [f"calls nested deeper than {MAX_CALL_DEPTH} levels are not drawn"]

@@ -20,7 +20,14 @@ from typing import Any
 import networkx as nx
 
 from hloscope.analysis import kernels as K
-from hloscope.analysis.collapse import OP_NAMES, ORDER, PINNED, SCOPE, SIGNATURE, scope_of
+from hloscope.analysis.collapse import (
+    OP_NAMES,
+    ORDER,
+    PINNED,
+    SCOPE,
+    SIGNATURE,
+    scope_of,
+)
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
 from hloscope.analysis.provenance import Provenance, SourceOp, op_name, source_op
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
@@ -38,6 +45,8 @@ KERNELS = "kernels"  # before optimization: every kernel the op went to
 OPERANDS = "operands"
 BACK = "back"
 
+Named = tuple[str, tuple[str, ...], str | None]
+"""An op's scope, its name (none or one) and its op type, as `BeforeSide.name_of` reads."""
 Sources = list[tuple[str, Shape]]
 """(unit id, shape seen) pairs that produce a value."""
 
@@ -78,8 +87,8 @@ class Side:
     ) -> None:
         """Extra names that find this unit with --around (besides its own name)."""
 
-    def finish(self, g: nx.DiGraph, index: dict[str, list[str]]) -> None:
-        """Last touches once the walk is done."""
+    def finish(self, index: dict[str, list[str]]) -> None:
+        """Last touches to the name index once the walk is done."""
 
 
 class AfterSide(Side):
@@ -131,7 +140,7 @@ class AfterSide(Side):
         for fused in kernel.ops if kernel else ():
             index.setdefault(fused.name, []).append(node)
 
-    def finish(self, g: nx.DiGraph, index: dict[str, list[str]]) -> None:
+    def finish(self, index: dict[str, list[str]]) -> None:
         # Fused computations' instructions resolve to the fusion that calls them.
         for k in self.analysis.kernels:
             if k.fused_computation:
@@ -156,9 +165,9 @@ class BeforeSide(Side):
         self.kernels_of = kernels_of
         # (scope, op name, op label) by what `op_name` reads: a big module's ops repeat
         # a few thousand names (issue 27)
-        self.named: dict[
-            tuple[str | None, str | None, str], tuple[str, tuple[str, ...], tuple[str, ...]]
-        ] = {}
+        self.named: dict[tuple[str | None, str | None, str], Named] = {}
+        self.signatures: dict[tuple[str, str], tuple[str, str]] = {}
+        self.scopes: dict[str, str] = {}
 
     def start(self, index: dict[str, list[str]]) -> None:
         # Every kernel name is known, even one whose ops are all filtered away.
@@ -174,26 +183,51 @@ class BeforeSide(Side):
         return None
 
     def describe(self, comp: Computation, inst: Instruction, scope: str) -> dict[str, Any]:
-        # The op's name and label only (`source_op` less the user's stack frame).
+        named = self.name_of(inst, scope)
+        return self.attrs(inst, named, named[0], self.signature(inst))
+
+    def name_of(self, inst: Instruction, scope: str) -> Named:
+        """The op's scope, name and type (`source_op` less the user's stack frame)."""
         md = inst.metadata
         key = (md.op_name, md.op_type, scope) if md is not None else (None, None, scope)
         named = self.named.get(key)
         if named is None:
             name = op_name(inst, scope)
-            op = SourceOp(name, inst.metadata.op_type) if name and inst.metadata else None
-            named = self.named[key] = (
-                (scope_of(op.name), (op.name,), (op.label,)) if op else ("", (), ())
-            )
+            if name and md:
+                found = scope_of(name)
+                found = self.scopes.setdefault(found, found)  # one string per scope
+                named = (found, (name,), md.op_type)
+            else:
+                named = ("", (), None)
+            self.named[key] = named
+        return named
+
+    def signature(self, inst: Instruction) -> tuple[str, str]:
+        """(opcode, shape): what makes two ops alike, one tuple per kind of op."""
+        key = (inst.opcode, inst.shape.text)
+        found = self.signatures.get(key)
+        if found is None:
+            found = self.signatures[key] = (inst.opcode, fmt_shape(inst.shape))
+        return found
+
+    def attrs(
+        self,
+        inst: Instruction,
+        named: Named,
+        scope: str,
+        signature: tuple[str, str],
+    ) -> dict[str, Any]:
+        """The attributes of op `inst`, named `named`, in `scope` (inherited, maybe)."""
         kernels = tuple(self.kernels_of.get(inst.name, ()))
         if not kernels and inst.name in self.kernel_of:
             kernels = (self.kernel_of[inst.name],)
         return {
             ROLE: CONTROL if K.classify(inst) == K.CONTROL else OP,
             ITEM: inst,
-            SCOPE: named[0],
+            SCOPE: scope,
             OP_NAMES: named[1],
-            OPS: named[2],
-            SIGNATURE: (inst.opcode, fmt_shape(inst.shape)),
+            OPS: tuple(SourceOp(name, named[2]).label for name in named[1]),
+            SIGNATURE: signature,
             KERNELS: kernels,
         }
 
@@ -222,7 +256,21 @@ def unit_graph(
         name -> the unit ids that show it: units by their instruction's name, free
         instructions by the units that produce their value, and what `side` adds.
     """
-    return _Walk(module, side, names).run()
+    sink = _GraphSink(module.name, side)
+    index = walk(module, side, sink, names=names)
+    inherit_scopes(sink.g)
+    return sink.g, index
+
+
+def walk(module: HloModule, side: Side, sink: Sink, *, names: bool = True) -> dict[str, list[str]]:
+    """Walk what `module` executes as `side` sees it, putting units and edges in `sink`.
+
+    Returns:
+        The name index for --around (see `unit_graph`); empty without `names`.
+    """
+    w = _Walk(module, side, sink, names)
+    w.run()
+    return w.index
 
 
 @dataclass(frozen=True)
@@ -249,36 +297,31 @@ class _At:
 class _Walk:
     """The state of one `unit_graph` walk."""
 
-    def __init__(self, module: HloModule, side: Side, names: bool = True) -> None:
+    def __init__(self, module: HloModule, side: Side, sink: Sink, names: bool = True) -> None:
         self.module = module
         self.side = side
+        self.sink = sink
         self.names = names
         self.comps = module.computation_map
         self.entry = module.entry
-        self.g = nx.DiGraph(name=module.name)
         self.index: dict[str, list[str]] = {}
         self.visited: set[str] = set()
         self.params = {f"{side.prefix}p/{p.name}": p for p in self.entry.parameters}
         if names:
             side.start(self.index)
 
-    def run(self) -> tuple[nx.DiGraph, dict[str, list[str]]]:
+    def run(self) -> None:
         results = self.visit(self.entry, _At(), None)
         out = f"{self.side.prefix}out"
-        self.add(out, {ROLE: OUTPUT, ITEM: self.entry.root, PINNED: True, SCOPE: ""})
+        self.sink.add(out, {ROLE: OUTPUT, ITEM: self.entry.root, PINNED: True, SCOPE: ""})
         for i, (src, shape) in enumerate(results):
-            add_flow(self.g, src, out, i, shape)
+            self.sink.flow(src, out, i, shape)
         if self.names:
-            self.side.finish(self.g, self.index)
-        inherit_scopes(self.g)
-        return self.g, self.index
-
-    def add(self, node: str, attrs: Mapping[str, Any]) -> None:
-        if node not in self.g:
-            self.g.add_node(node, **{ORDER: self.g.number_of_nodes()}, **attrs)
+            self.side.finish(self.index)
 
     def add_parameter(self, node: str) -> None:
-        self.add(node, {ROLE: PARAMETER, ITEM: self.params[node], PINNED: True, SCOPE: ""})
+        param = self.params[node]
+        self.sink.add(node, {ROLE: PARAMETER, ITEM: param, PINNED: True, SCOPE: ""})
 
     def visit(self, comp: Computation, at: _At, args: list[Sources] | None) -> Sources:
         """Walk `comp`; return the sources of what it returns.
@@ -290,7 +333,7 @@ class _Walk:
         """
         if at.depth > MAX_CALL_DEPTH:
             # said on the diagram (views.depth_note), never silently left out
-            self.g.graph[TRUNCATED] = True
+            self.sink.graph[TRUNCATED] = True
             return []
         if self.side.once and comp.name in self.visited:
             return []
@@ -341,23 +384,21 @@ class _Walk:
 
     def unit(self, comp: Computation, inst: Instruction, node: str, flow: Flow, at: _At) -> None:
         """Add one unit, the edges into it, and for a control unit what it runs."""
+        sink = self.sink
         if node in self.params:
             self.add_parameter(node)
             role = PARAMETER
         else:
-            attrs = self.side.describe(comp, inst, at.scope)
-            attrs[CLUSTER] = body(at.caller)
-            self.add(node, attrs)
+            role = sink.unit(node, comp, inst, at.scope, body(at.caller))
             if self.names:
                 self.side.index_unit(comp, inst, node, self.index)
-            role = attrs[ROLE]
         if self.names:
             self.index.setdefault(inst.name, []).insert(0, node)
         for i, operand in enumerate(inst.operands):
             for src, shape in flow.sources(operand):
-                if src in self.params and src not in self.g:
+                if src in self.params and src not in sink:
                     self.add_parameter(src)
-                add_flow(self.g, src, node, i, shape)
+                sink.flow(src, node, i, shape)
         if role != CONTROL:
             return
         for callee in inst.calls():
@@ -367,8 +408,70 @@ class _Walk:
             # What the callee returns flows back into its caller (a loop's back edge).
             for i, (src, shape) in enumerate(results):
                 if src != node:
-                    add_flow(self.g, src, node, i, shape)
-                    self.g.edges[src, node][BACK] = True
+                    sink.flow(src, node, i, shape)
+                    sink.back(src, node)
+
+
+class Sink:
+    """Where a walk puts its units and edges.
+
+    Attributes:
+        graph: The graph's attributes.
+    """
+
+    graph: dict[str, Any]
+
+    def __contains__(self, node: str) -> bool:
+        raise NotImplementedError
+
+    def add(self, node: str, attrs: Mapping[str, Any]) -> None:
+        """Add a pinned node (a parameter, the output) unless it is there."""
+        raise NotImplementedError
+
+    def unit(
+        self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
+    ) -> str:
+        """Add the unit `inst` is (unless `node` is there); return its role."""
+        raise NotImplementedError
+
+    def flow(self, src: str, dst: str, index: int, shape: Shape) -> None:
+        """Record that `src` feeds operand `index` of `dst` with a value of `shape`."""
+        raise NotImplementedError
+
+    def back(self, src: str, dst: str) -> None:
+        """Mark the edge `src` -> `dst` as a loop's back edge."""
+        raise NotImplementedError
+
+
+class _GraphSink(Sink):
+    """A networkx unit graph: a node with an attribute dict per unit."""
+
+    def __init__(self, name: str, side: Side) -> None:
+        self.g = nx.DiGraph(name=name)
+        self.graph = self.g.graph
+        self.side = side
+
+    def __contains__(self, node: str) -> bool:
+        return node in self.g
+
+    def add(self, node: str, attrs: Mapping[str, Any]) -> None:
+        if node not in self.g:
+            self.g.add_node(node, **{ORDER: self.g.number_of_nodes()}, **attrs)
+
+    def unit(
+        self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
+    ) -> str:
+        attrs = self.side.describe(comp, inst, scope)
+        attrs[CLUSTER] = cluster
+        self.add(node, attrs)
+        role: str = attrs[ROLE]
+        return role
+
+    def flow(self, src: str, dst: str, index: int, shape: Shape) -> None:
+        add_flow(self.g, src, dst, index, shape)
+
+    def back(self, src: str, dst: str) -> None:
+        self.g.edges[src, dst][BACK] = True
 
 
 class Flow:
@@ -393,9 +496,9 @@ class Flow:
         inst = self.comp.by_name.get(name)
         if inst is not None:
             node = self.node_of(inst)
-            if node is not None:  # a unit (most operands): its own value, as _resolve says
-                found = self.memo[name] = [(node, inst.shape)]
-                return found
+            if node is not None:  # a unit (most operands): its own value, as _resolve says;
+                # not remembered: a list per instruction of a big module (issue 27)
+                return [(node, inst.shape)]
         # Resolve what it flows from first, deepest first: a chain of free instructions
         # as long as the input likes then never recurses more than one level.
         for dep in self._free_chain(name):
