@@ -371,6 +371,8 @@ def analyze_run(run: Run, modules: Iterable[str] = (), drawn: Drawn | None = Non
     dumps = list(found.values()) if patterns else list(run.modules)
     analyze = analyze_dump if drawn is None else partial(analyze_dump, drawn=drawn)
     reports = analyze_dumps(dumps, analyze)  # in parallel when it pays
+    if len(reports) == 1:  # nothing to order (a drawing's report is not waited for)
+        return RunReport(run, tuple(reports))
     # a function's compilations stay together, in compile order, where its biggest is
     ids = {d.key: (d.id_number is None, d.id_number or 0, d.key) for d in dumps}
     functions = run_functions(run)

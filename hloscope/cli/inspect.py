@@ -682,6 +682,7 @@ def _graph(
     """`graph`, computed; the files it wrote (the picture and its DOT source)."""
     import re
 
+    from hloscope.analysis.report import analyze_run
     from hloscope.cli.teardown import keep
     from hloscope.errors import UsageError
     from hloscope.inspection import inspect_run
@@ -700,11 +701,18 @@ def _graph(
     # whose errors the message gives
     only_after = not side_by_side and stage != "before" and not given_before
     drawn: Literal["after", "both"] = "after" if only_after and dump.after else "both"
-    inspection = inspect_run(loaded, [dump.key], bench=False, drawn=drawn)
-    analysed = inspection.module(dump.key)
-    if drawn == "after" and analysed.after_module is None:
-        inspection = inspect_run(loaded, [dump.key], bench=False, drawn="both")
+    if drawn == "both" and not side_by_side and (stage == "before" or given_before):
+        # The op graph alone: no kernel times to read, and the after side, analysed in
+        # a worker process when big (`pool.beside`), is waited for only for the
+        # colours, once the before side is walked and folded
+        inspection, analysed = None, analyze_run(loaded, [dump.key], drawn).modules[0]
+        stage = "before"
+    else:
+        inspection = inspect_run(loaded, [dump.key], bench=False, drawn=drawn)
         analysed = inspection.module(dump.key)
+        if drawn == "after" and analysed.after_module is None:
+            inspection = inspect_run(loaded, [dump.key], bench=False, drawn="both")
+            analysed = inspection.module(dump.key)
     if stage is None:
         stage = "before" if given_before or analysed.after_module is None else "after"
     expand_arg: list[str] | str = list(expand or ())
@@ -714,7 +722,7 @@ def _graph(
         analysed,
         stage="before" if stage == "before" else "after",
         both=side_by_side,
-        timings=inspection.kernel_times(dump.key),
+        timings=inspection.kernel_times(dump.key) if inspection is not None else None,
         expand=expand_arg,
         **({"max_nodes": max_nodes} if max_nodes is not None else {}),
         around=around,
@@ -738,7 +746,7 @@ def _graph(
         _echo(f"wrote {result.dot} ({what})")
     for note in spec.notes[1:]:
         _echo(f"  {note}")
-    keep(loaded, inspection)  # millions of objects: not freed one by one at exit
+    keep(loaded, inspection, analysed)  # millions of objects: not freed one by one at exit
     return [p for p in (result.out, result.dot) if p is not None]
 
 

@@ -10,9 +10,9 @@ Nothing here parses, analyses or reads a file.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from hloscope.analysis.collapse import PINNED, collapse, collapse_rows
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
@@ -223,8 +223,8 @@ def op_graph(
         >>> len(spec.nodes) > 0
         True
     """
-    kernel_of = kernel_of or {}
-    kernels_of = kernels_of or {}
+    kernel_of = kernel_of if kernel_of is not None else {}  # not read yet: see _kernels_of
+    kernels_of = kernels_of if kernels_of is not None else {}
     # Rows, not a networkx graph: a big module has hundreds of thousands of ops, and all
     # but the few dozen drawn on their own end up in groups (issue 27).
     rows, index = unit_rows(before, BeforeSide(before, kernel_of, kernels_of), names=bool(around))
@@ -474,12 +474,44 @@ def _missing(module: ModuleReport, side: str, both: bool) -> str:
     return f"no {side}-optimization module was dumped for {module.key}{why}{hint}"
 
 
-def _kernels_of(module: ModuleReport) -> dict[str, tuple[str, ...]]:
-    """Before-optimization op -> the kernels it went to, when both sides are there."""
-    before, after = module.before_module, module.after_module
-    if before is None or after is None or module.after is None or module.provenance is None:
-        return {}
-    return kernels_of_before_ops(before, after, module.provenance, module.after)
+def _kernels_of(module: ModuleReport) -> Mapping[str, tuple[str, ...]]:
+    """Before-optimization op -> the kernels it went to, when both sides are there;
+    found the first time it is read (the after side may still be analysed in a worker
+    process while the before side is walked: `analysis.report.analyze_dump`)."""
+
+    def found() -> dict[str, tuple[str, ...]]:
+        before, after = module.before_module, module.after_module
+        if before is None or after is None or module.after is None or module.provenance is None:
+            return {}
+        return kernels_of_before_ops(before, after, module.provenance, module.after)
+
+    return _Later(found)
+
+
+K_ = TypeVar("K_")
+V_ = TypeVar("V_")
+
+
+class _Later(Mapping[K_, V_]):
+    """A mapping made the first time it is read."""
+
+    def __init__(self, make: Callable[[], Mapping[K_, V_]]) -> None:
+        self._make: Callable[[], Mapping[K_, V_]] | None = make
+        self._found: Mapping[K_, V_] = {}
+
+    def _made(self) -> Mapping[K_, V_]:
+        if self._make is not None:
+            self._found, self._make = self._make(), None
+        return self._found
+
+    def __getitem__(self, key: K_) -> V_:
+        return self._made()[key]
+
+    def __iter__(self) -> Iterator[K_]:
+        return iter(self._made())
+
+    def __len__(self) -> int:
+        return len(self._made())
 
 
 def _after(
@@ -520,7 +552,7 @@ def _before(
     assert module.before_module is not None
     return op_graph(
         module.before_module,
-        {op: ks[0] for op, ks in kernels_of.items()} or None,
+        _Later(lambda: {op: ks[0] for op, ks in kernels_of.items()}),
         kernels_of=kernels_of,
         max_nodes=max_nodes,
         around=around,
