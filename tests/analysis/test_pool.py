@@ -259,3 +259,20 @@ def test_the_cli_prints_the_same_with_both_sides_at_once(tmp_path: Path) -> None
     half = len(outputs) // 2
     assert outputs[:half] == outputs[half:]
     assert b"jit_mlp" in outputs[0] and b"digraph" in outputs[half - 1]
+
+
+def test_a_drawing_reads_the_after_side_only_when_it_needs_its_kernels(
+    sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hloscope.render.diagram import views
+
+    dump = next(d for d in _dumps("jax_mlp") if d.key == "0030.jit_mlp")
+    serial = _serial(dump, monkeypatch, drawn="both")
+    split = analyze_dump(dump, drawn="both")
+    assert "_finish" in vars(split)  # the worker's result not taken yet
+    kernels = views._kernels_of(split)
+    spec = views.op_graph(split.before_module, None, kernels_of=None)  # type: ignore[arg-type]
+    assert spec.nodes and "_finish" in vars(split)  # drawn uncoloured: still not taken
+    assert dict(kernels) == dict(views._kernels_of(serial))  # read: taken now
+    assert "_finish" not in vars(split)
+    assert (split.after, split.provenance, split.error) == (serial.after, serial.provenance, "")
