@@ -447,6 +447,7 @@ def _placements(
                 ops[name] = replace(first, name=name) if first else SourceOp(name)
 
     placements = []
+    held: dict[str, tuple[str, ...]] = {}
     for name, op in ops.items():
         kernels = op_kernels.get(name, [])
         guessed = tuple(dict.fromkeys(by_inferred.get(name, ())))
@@ -454,7 +455,7 @@ def _placements(
         if kernels or guessed:
             counts = (n_before, after_count[name])
             placements.append(
-                _placed(op, kernels, guessed, kernel_ops, analysis, decisions, counts)
+                _placed(op, kernels, guessed, kernel_ops, analysis, decisions, counts, held)
             )
         elif name in evidence:
             status, why, twin = evidence[name]
@@ -545,10 +546,19 @@ def _placed(
     analysis: ModuleAnalysis,
     decisions: FusionDecisions | None,
     counts: tuple[int, int],
+    sorted_ops: dict[str, tuple[str, ...]],
 ) -> Placement:
-    """The placement of an op some kernel holds (or, failing that, was inferred for)."""
+    """The placement of an op some kernel holds (or, failing that, was inferred for);
+    `sorted_ops` keeps each kernel's op names, sorted, for the next op it holds."""
     counted = kernels or [k for k in analysis.kernels if k.name in dict(inferred)]
-    others = sorted({o.name for k in kernels for o in kernel_ops[k.name]} - {op.name})
+    if len(kernels) == 1:  # most ops: the kernel's other ops (its names are distinct)
+        kernel = kernels[0].name
+        held = sorted_ops.get(kernel)
+        if held is None:  # once per kernel, not once per op it holds
+            held = sorted_ops[kernel] = tuple(sorted(o.name for o in kernel_ops[kernel]))
+        others = [n for n in held if n != op.name]
+    else:
+        others = sorted({o.name for k in kernels for o in kernel_ops[k.name]} - {op.name})
     status = FUSED if others else ALONE
     why = _why_alone(counted, decisions) if status == ALONE else ""
     if not kernels:
