@@ -141,8 +141,11 @@ def _array(items: Items, level: int) -> Iterator[str]:
     inner = "\n" + _INDENT * (level + 1)
     opening = "[" + inner
     for item in items:
-        yield opening
-        yield from chunks(item, level + 1)
+        if isinstance(item, (Items, Fields)):
+            yield opening
+            yield from chunks(item, level + 1)
+        else:  # most items (a placement, a kernel): one piece, no generator
+            yield opening + indented(item, inner)
         opening = "," + inner
     yield "[]" if opening.startswith("[") else "\n" + _INDENT * level + "]"
 
