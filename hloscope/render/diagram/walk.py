@@ -54,6 +54,7 @@ _PASS_THROUGH_SKIP = frozenset({"constant", "after-all", "partition-id", "replic
 # Calls drawn inline nest at most this deep: the walk follows them by recursion (the
 # parser rejects call cycles, so only absurdly deep but valid nesting reaches it).
 MAX_CALL_DEPTH = 64
+_UNSET = "\0unset"  # no node id: ids start with a prefix (`k/`, `b/`, ...)
 TRUNCATED = "truncated"
 """Graph attribute set when calls nested deeper than the walk draws were left out."""
 
@@ -343,8 +344,9 @@ class _Walk:
 
         def node_of(inst: Instruction) -> str | None:
             name = inst.name
-            if name in ids:
-                return ids[name]
+            node = ids.get(name, _UNSET)
+            if node is not _UNSET:
+                return node
             node = self.side.unit_id(comp, inst, at.path)
             if node is None and comp is self.entry and inst.opcode == "parameter":
                 node = f"{self.side.prefix}p/{name}"
