@@ -8,7 +8,9 @@ instructions (get-tuple-element, bitcast, tuple, ...) so edges join the units th
 really talk. The two views differ only in a `Side`: which instructions are units, what
 attributes they carry, and whether `call`s are inlined (before optimization they are,
 as XLA's call inliner will). `hloscope.analysis.collapse` then cuts the graph to a
-budget and `hloscope.render.diagram.build` turns it into a `DiagramSpec`.
+budget and `hloscope.render.diagram.build` turns it into a `DiagramSpec`. The walk puts
+what it finds in a `Sink`: a networkx graph here, rows for the op graph of a big module
+(`hloscope.render.diagram.rows`).
 """
 
 from __future__ import annotations
