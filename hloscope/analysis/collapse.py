@@ -201,7 +201,7 @@ class Rows:
         edges = [
             e
             for e, (u, v) in enumerate(zip(self.src, self.dst, strict=True))
-            if new[u] >= 0 <= new[v]
+            if new[u] >= 0 and new[v] >= 0
         ]
         old_attrs, old_edge_attrs = self.attrs, self.edge_attrs
         return Rows(

@@ -103,10 +103,15 @@ class _RowSink(Sink):
         self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
     ) -> str:
         role = CONTROL if K.classify(inst) == K.CONTROL else OP
-        if node in self.row:
+        row = self.row
+        if node in row:
             return role
         named = self.side.name_of(inst, scope)
-        self._new(node, named[0], self.side.signature(inst), False)
+        row[node] = len(self.ids)
+        self.ids.append(node)
+        self.scopes.append(named[0])
+        self.signatures.append(self.side.signature(inst))
+        self.pinned.append(False)
         self.info.append((inst, role, cluster, named[1]))
         self.named.append(named)
         return role

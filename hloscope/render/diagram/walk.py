@@ -8,7 +8,9 @@ instructions (get-tuple-element, bitcast, tuple, ...) so edges join the units th
 really talk. The two views differ only in a `Side`: which instructions are units, what
 attributes they carry, and whether `call`s are inlined (before optimization they are,
 as XLA's call inliner will). `hloscope.analysis.collapse` then cuts the graph to a
-budget and `hloscope.render.diagram.build` turns it into a `DiagramSpec`.
+budget and `hloscope.render.diagram.build` turns it into a `DiagramSpec`. The walk puts
+what it finds in a `Sink`: a networkx graph here, rows for the op graph of a big module
+(`hloscope.render.diagram.rows`).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ _PASS_THROUGH_SKIP = frozenset({"constant", "after-all", "partition-id", "replic
 # Calls drawn inline nest at most this deep: the walk follows them by recursion (the
 # parser rejects call cycles, so only absurdly deep but valid nesting reaches it).
 MAX_CALL_DEPTH = 64
+_UNSET = "\0unset"  # no node id: ids start with a prefix (`k/`, `b/`, ...)
 TRUNCATED = "truncated"
 """Graph attribute set when calls nested deeper than the walk draws were left out."""
 
@@ -343,8 +346,9 @@ class _Walk:
 
         def node_of(inst: Instruction) -> str | None:
             name = inst.name
-            if name in ids:
-                return ids[name]
+            node = ids.get(name, _UNSET)
+            if node is not _UNSET:
+                return node
             node = self.side.unit_id(comp, inst, at.path)
             if node is None and comp is self.entry and inst.opcode == "parameter":
                 node = f"{self.side.prefix}p/{name}"
