@@ -845,32 +845,48 @@ def kernels_of_before_ops(
     Returns:
         The kernels of every op that reached one, the op's own kernel first.
     """
-    index = kernel_index(after, provenance, analysis)
-    by_op, by_op_code, own = index.by_op, index.by_op_code, index.own
+    ops = _ops_to_place(before)  # first: the after side may still be on its way
+    return _placed_ops(ops, kernel_index(after, provenance, analysis))
+
+
+def _ops_to_place(before: HloModule) -> list[tuple[str, str, str | None]]:
+    """(instruction, opcode, source op) of each op the before module executes that could
+    go to a kernel, in walk order (`kernels_of_before_ops`' before side)."""
     named = _op_namer()
-    out: dict[str, tuple[str, ...]] = {}
-    # The kernels of the ops alike in metadata, scope and opcode, one tuple for them all:
-    # a big module's instructions share a few hundred thousand of these (issue 27).
-    shared: dict[tuple[str | None, str | None, str, str], tuple[str, ...]] = {}
     skip = (K.FREE, K.CONTROL)
+    out: list[tuple[str, str, str | None]] = []
     for ex in walk(before):
         inst = ex.instruction
-        if ex.cls in skip or inst.name in out:
+        if ex.cls not in skip:
+            op = named(inst, ex.scope) if inst.metadata is not None else None
+            out.append((inst.name, inst.opcode, op))
+    return out
+
+
+def _placed_ops(
+    ops: list[tuple[str, str, str | None]], index: KernelIndex
+) -> dict[str, tuple[str, ...]]:
+    """`kernels_of_before_ops` of the ops `_ops_to_place` found, by the after side's
+    kernel index."""
+    by_op, by_op_code, own = index.by_op, index.by_op_code, index.own
+    out: dict[str, tuple[str, ...]] = {}
+    # The kernels of the ops alike in source op and opcode, one tuple for them all: a
+    # big module's instructions share a few hundred thousand of these (issue 27).
+    shared: dict[tuple[str, str], tuple[str, ...]] = {}
+    for name, opcode, op in ops:
+        if name in out:
             continue
-        md = inst.metadata
         found: tuple[str, ...] = ()
-        if md is not None:
-            key = (md.op_name, md.op_type, ex.scope, inst.opcode)
-            alike = shared.get(key)
+        if op is not None:
+            alike = shared.get((op, opcode))
             if alike is None:
-                op = named(inst, ex.scope)
-                kernels = by_op_code.get((op, inst.opcode)) or by_op.get(op, []) if op else []
-                alike = shared[key] = tuple(dict.fromkeys(kernels))
+                kernels = by_op_code.get((op, opcode)) or by_op.get(op, [])
+                alike = shared[(op, opcode)] = tuple(dict.fromkeys(kernels))
             found = alike
-        if own.get(inst.name) == inst.opcode:
-            found = tuple(dict.fromkeys((inst.name, *found)))
+        if own.get(name) == opcode:
+            found = tuple(dict.fromkeys((name, *found)))
         if found:
-            out[inst.name] = found
+            out[name] = found
     return out
 
 
