@@ -318,8 +318,8 @@ class AfterOps:
 
     Attributes:
         kernel_ops: Kernel -> the source ops whose work it does.
-        ops: Every such op, first seen first.
-        count: How many working instructions each op has.
+        ops: Every such op, first seen first (a property).
+        count: How many working instructions each op has (a property).
         inferred: Ops inferred for kernels doing no op's work (`evidence.infer_kernel_ops`).
     """
 
@@ -328,8 +328,8 @@ class AfterOps:
         after: HloModule,
         analysis: ModuleAnalysis,
         kernel_ops: dict[str, tuple[SourceOp, ...]],
-        ops: dict[str, SourceOp],
-        count: Counter[str],
+        ops: dict[str, SourceOp] | None,
+        count: Counter[str] | None,
         inferred: dict[str, Inferred],
         free: tuple[dict[str, list[str]], dict[str, SourceOp]] | None = None,
         idle: list[tuple[str, Instruction]] | None = None,
@@ -337,11 +337,35 @@ class AfterOps:
         self.after = after
         self.analysis = analysis
         self.kernel_ops = kernel_ops
-        self.ops = ops
-        self.count = count
+        self._ops = ops  # None: found again when asked (`for_drawing`)
+        self._count = count
         self.inferred = inferred
         self._free = free
         self._idle = idle  # until `free` is found: `_kernel_ops`' idle instructions
+        self._drawing = False
+
+    @property
+    def ops(self) -> dict[str, SourceOp]:
+        if self._ops is None:
+            self._found_again()
+        assert self._ops is not None
+        return self._ops
+
+    @property
+    def count(self) -> Counter[str]:
+        if self._count is None:
+            self._found_again()
+        assert self._count is not None
+        return self._count
+
+    def _found_again(self) -> None:
+        _, self._ops, self._count, self._idle = _kernel_ops(self.after, self.analysis)
+
+    def for_drawing(self) -> AfterOps:
+        """Send only what a diagram reads (`kernel_ops`, `inferred`): the rest, which
+        only the placements read, is found again from the module's file if asked."""
+        self._drawing = True
+        return self
 
     @classmethod
     def of(cls, after: HloModule, analysis: ModuleAnalysis) -> AfterOps:
@@ -371,7 +395,10 @@ class AfterOps:
         return self._free
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        fields = (self.kernel_ops, self.ops, self.count, self.inferred, self._free)
+        if self._drawing:
+            fields: tuple[object, ...] = (self.kernel_ops, None, None, self.inferred, None)
+        else:
+            fields = (self.kernel_ops, self.ops, self.count, self.inferred, self._free)
         return (AfterOps, (self.after, self.analysis, *fields))
 
 
@@ -845,13 +872,27 @@ def kernels_of_before_ops(
     Returns:
         The kernels of every op that reached one, the op's own kernel first.
     """
-    ops = _ops_to_place(before)  # first: the after side may still be on its way
+    return placed_ops(ops_to_place(before), after, provenance, analysis)
+
+
+OpsToPlace = list[tuple[str, str, str | None]]
+"""(instruction, opcode, source op) of each op a before module executes that could go to
+a kernel, in walk order: `kernels_of_before_ops`' before side (`ops_to_place`)."""
+
+
+def placed_ops(
+    ops: OpsToPlace,
+    after: HloModule,
+    provenance: Provenance,
+    analysis: ModuleAnalysis | None = None,
+) -> dict[str, tuple[str, ...]]:
+    """`kernels_of_before_ops` of the ops `ops_to_place` found (which can be found while
+    the after side is still analysed in a worker process)."""
     return _placed_ops(ops, kernel_index(after, provenance, analysis))
 
 
-def _ops_to_place(before: HloModule) -> list[tuple[str, str, str | None]]:
-    """(instruction, opcode, source op) of each op the before module executes that could
-    go to a kernel, in walk order (`kernels_of_before_ops`' before side)."""
+def ops_to_place(before: HloModule) -> OpsToPlace:
+    """`kernels_of_before_ops`' before side: the ops of `before` it places."""
     named = _op_namer()
     skip = (K.FREE, K.CONTROL)
     out: list[tuple[str, str, str | None]] = []

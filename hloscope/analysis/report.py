@@ -337,6 +337,7 @@ def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _A
         side.derived = Derived.of(module, analysis)
     elif sent:
         side.index = kernel_index(module, join(ops, analysis), analysis)
+        ops.for_drawing()
     return side
 
 

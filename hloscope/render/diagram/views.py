@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from hloscope.analysis.collapse import PINNED, collapse, collapse_rows
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
-from hloscope.analysis.provenance import Provenance, kernels_of_before_ops
+from hloscope.analysis.provenance import Provenance, ops_to_place, placed_ops
 from hloscope.errors import UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import paused_gc
@@ -480,10 +480,14 @@ def _kernels_of(module: ModuleReport) -> Mapping[str, tuple[str, ...]]:
     process while the before side is walked: `analysis.report.analyze_dump`)."""
 
     def found() -> dict[str, tuple[str, ...]]:
-        before, after = module.before_module, module.after_module
-        if before is None or after is None or module.after is None or module.provenance is None:
+        before = module.before_module
+        if before is None:
             return {}
-        return kernels_of_before_ops(before, after, module.provenance, module.after)
+        ops = ops_to_place(before)  # before the after side is read: it may be on its way
+        after = module.after_module
+        if after is None or module.after is None or module.provenance is None:
+            return {}
+        return placed_ops(ops, after, module.provenance, module.after)
 
     return _Later(found)
 
