@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from hloscope.analysis.fusion import Kernel
+from hloscope.analysis.memo import ByModule
 from hloscope.hlo.model import Computation, HloModule, Instruction, SourceLocation
 
 # Ops that only move or relabel data: free when all they move is a constant.
@@ -94,23 +95,7 @@ def constant_like(module: HloModule) -> frozenset[int]:
     change (callees print before callers). Ids are of the module's own `Instruction`
     objects (which are not hashable) and hold while the module lives.
     """
-    key = id(module)
-    known = _constant_like.get(key)
-    if known is not None and known[0]() is module:
-        return known[1]
-    found = _find_constant_like(module)
-
-    def forget(ref: weakref.ref[HloModule]) -> None:
-        if _constant_like.get(key, (None,))[0] is ref:
-            del _constant_like[key]
-
-    _constant_like[key] = (weakref.ref(module, forget), found)
-    return found
-
-
-# constant_like() by module id, dropped with the module (a weak reference): provenance
-# and the op graph's colours both ask, a pass or more over a big module each (issue 27).
-_constant_like: dict[int, tuple[weakref.ref[HloModule], frozenset[int]]] = {}
+    return _constant_like(module)
 
 
 def _find_constant_like(module: HloModule) -> frozenset[int]:
@@ -430,3 +415,8 @@ def _user_location(module: HloModule, inst: Instruction) -> Location:
     if loc is None or loc.file in PLACEHOLDER_FILES:
         return None, False
     return loc, not is_framework_file(loc.file)
+
+
+# constant_like() by module (`memo.ByModule`): provenance and the op graph's colours
+# both ask, a pass or more over a big module each (issue 27).
+_constant_like = ByModule(_find_constant_like)

@@ -27,11 +27,11 @@ custom calls and collectives as one op each).
 from __future__ import annotations
 
 import sys
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from hloscope.analysis.memo import ByModule
 from hloscope.hlo.model import HloModule, Instruction
 from hloscope.hlo.opcodes import async_wrapped_opcode
 
@@ -271,23 +271,7 @@ _UNFUSED_KINDS: dict[str, str] = {}  # `unfused:<opcode>` by opcode
 def platform(module: HloModule) -> str | None:
     """The runtime a module was compiled for (see `_platform`), found once per module:
     the analyses and the walks of provenance all ask."""
-    key = id(module)
-    known = _platforms.get(key)
-    if known is not None and known[0]() is module:
-        return known[1]
-    found = _platform(module)
-
-    def forget(ref: weakref.ref[HloModule]) -> None:
-        if _platforms.get(key, (None,))[0] is ref:
-            del _platforms[key]
-
-    _platforms[key] = (weakref.ref(module, forget), found)
-    return found
-
-
-# platform() by module id, dropped with the module (a weak reference), so that no id is
-# ever reused for another module.
-_platforms: dict[int, tuple[weakref.ref[HloModule], str | None]] = {}
+    return _platforms(module)
 
 
 def _platform(module: HloModule) -> str | None:
@@ -366,3 +350,7 @@ def is_library_kernel(inst: Instruction) -> bool:
         kind = backend_fusion_kind(inst) or ""
         return any(lib in kind for lib in ("cudnn", "cublas", "onednn", "xnn", "ynn"))
     return False
+
+
+# platform() by module (`memo.ByModule`).
+_platforms = ByModule(_platform)

@@ -1,7 +1,9 @@
-"""What is computed once per parsed module and its analysis, while both live.
+"""What is computed once per parsed module (and its analysis), while they live.
 
-A module's kernel costs (`cost.module_cost`) and devices (`parallel.parallelism`) are
-read by several renderers; each is computed once per (module, analysis) pair. A worker
+A module's platform (`kernels.platform`) and constants (`evidence.constant_like`) are
+asked by several passes over it, its kernel costs (`cost.module_cost`) and devices
+(`parallel.parallelism`) by several renderers: each is computed once per module
+(`ByModule`) or per (module, analysis) pair (`PerModule`). A worker
 process (`hloscope.analysis.pool`) computes them where the module is parsed and sends
 them back with the analysis: `remember` keeps them for the module's stand-in here, which
 then never parses its file again for them.
@@ -14,23 +16,23 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.hlo.model import HloModule
 
-__all__ = ["PerModule"]
+__all__ = ["ByModule", "PerModule"]
 
 T = TypeVar("T")
+A = TypeVar("A")  # what a module is analysed into (`fusion.ModuleAnalysis`)
 
 
-class PerModule(Generic[T]):
+class PerModule(Generic[A, T]):
     """`compute(module, analysis)`, kept by (module, analysis) while both are alive
     (weak references: an id is never reused for other objects while kept)."""
 
-    def __init__(self, compute: Callable[[HloModule, ModuleAnalysis], T]) -> None:
+    def __init__(self, compute: Callable[[HloModule, A], T]) -> None:
         self._compute = compute
         self._kept: dict[tuple[int, int], tuple[weakref.ref[Any], weakref.ref[Any], T]] = {}
 
-    def __call__(self, module: HloModule, analysis: ModuleAnalysis) -> T:
+    def __call__(self, module: HloModule, analysis: A) -> T:
         known = self._kept.get((id(module), id(analysis)))
         if known is not None and known[0]() is module and known[1]() is analysis:
             return known[2]
@@ -38,7 +40,7 @@ class PerModule(Generic[T]):
         self.remember(module, analysis, value)
         return value
 
-    def remember(self, module: HloModule, analysis: ModuleAnalysis, value: T) -> None:
+    def remember(self, module: HloModule, analysis: A, value: T) -> None:
         """Keep `value` as what `compute(module, analysis)` gives (one made elsewhere)."""
         key = (id(module), id(analysis))
 
@@ -47,3 +49,26 @@ class PerModule(Generic[T]):
 
         with contextlib.suppress(TypeError):  # an object that takes no weak reference
             self._kept[key] = (weakref.ref(module, forget), weakref.ref(analysis, forget), value)
+
+
+class ByModule(Generic[T]):
+    """`compute(module)`, kept while the module is alive (a weak reference: its id is
+    never reused for another module while kept)."""
+
+    def __init__(self, compute: Callable[[HloModule], T]) -> None:
+        self._compute = compute
+        self._kept: dict[int, tuple[weakref.ref[HloModule], T]] = {}
+
+    def __call__(self, module: HloModule) -> T:
+        key = id(module)
+        known = self._kept.get(key)
+        if known is not None and known[0]() is module:
+            return known[1]
+        value = self._compute(module)
+
+        def forget(ref: weakref.ref[HloModule]) -> None:
+            if self._kept.get(key, (None,))[0] is ref:
+                del self._kept[key]
+
+        self._kept[key] = (weakref.ref(module, forget), value)
+        return value
