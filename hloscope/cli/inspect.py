@@ -701,7 +701,8 @@ def _graph(
     # whose errors the message gives
     only_after = not side_by_side and stage != "before" and not given_before
     drawn: Literal["after", "both"] = "after" if only_after and dump.after else "both"
-    if drawn == "both" and not side_by_side and (stage == "before" or given_before):
+    op_graph_alone = not side_by_side and (stage or ("before" if given_before else "")) == "before"
+    if op_graph_alone:
         # The op graph alone: no kernel times to read, and the after side, analysed in
         # a worker process when big (`pool.beside`), is waited for only for the
         # colours, once the before side is walked and folded

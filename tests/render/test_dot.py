@@ -447,6 +447,11 @@ def test_cli_graph_png_side_by_side_and_before(tmp_path: Path) -> None:
     result = runner.invoke(app, ["graph", str(before_file), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "b/Relu.5" in _ids(ET.fromstring(out.read_bytes()), "node")  # the file's stage
+    out = tmp_path / "after.svg"  # a stage asked for wins over the file's
+    result = runner.invoke(app, ["graph", str(before_file), "--stage", "after", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    ids = _ids(ET.fromstring(out.read_bytes()), "node")
+    assert "b/Relu.5" not in ids and "k/broadcast_maximum_fusion" in ids
 
 
 @needs_dot
