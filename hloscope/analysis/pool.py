@@ -1,22 +1,24 @@
-"""Many modules on many cores: the modules of a run parsed and analysed in parallel.
+"""Many modules on many cores: the modules of a run parsed and analysed in parallel,
+and one big module's two sides read at once.
 
 `analyze_dumps` is what `analyze_run` calls: its `analyze_dump` for every module, in
 worker processes (one per core, this process being one of them) when a run holds
 enough modules for it to pay, else in this process. The reports come back in the order
-of the modules given, equal to a serial run's.
+of the modules given, equal to a serial run's. `beside` is what `analyze_dump` calls
+for a module whose two sides are big (`beside_pays`): its after side is parsed and
+analysed in a worker while this process reads the before side.
 
 What a worker sends back is small: its reports with each parsed module replaced by a
 stand-in (`_SentModule`) that parses the file again if something asks for its
 instructions, and each kernel's instructions by their places in it (`_SentOps`); the
-kernels' bytes and FLOPs and the module's devices come along (`Derived`). The text and JSON reports need
-nothing else, so a report of many modules parses each once; a diagram or the HTML page
-of a module parses it again in this process, when it is drawn.
+kernels' bytes and FLOPs and the module's devices come along (`Derived`). The text and
+JSON reports need nothing else, so a report of many modules parses each once; a diagram
+or the HTML page of a module parses it again in this process, when it is drawn.
 
 Workers are forked from this process once its modules are known (nothing is imported
 again); where `fork` is not available or another thread runs (a notebook's kernel), the
 analysis stays serial. `HLOSCOPE_JOBS=1` forces a serial run, `N` at most N processes.
 """
-
 from __future__ import annotations
 
 import contextlib

@@ -3,7 +3,11 @@
 `analyze_run` is what `hloscope report`, `hloscope ops` and the HTML report call: it
 takes each module's parsed before- and after-optimization sides from the run (the run
 layer, `hloscope.runs`, reads and parses the files; nothing here opens one), analyses
-both with `analyze_module`, and joins them with `trace`.
+both with `analyze_module`, and joins them with `provenance.join` (`trace` in two
+halves). A module whose two sides are big has its after side read and analysed in a
+worker process while this one reads the before side (`pool.beside`); for a drawing of
+the before side, its report does not even wait for the worker until the after side is
+read (`_Awaited`).
 """
 
 from __future__ import annotations
@@ -256,7 +260,8 @@ class _Awaited(ModuleReport):
     """A module's report for a drawing of its before side, whose after side a worker
     process still analyses: waited for the first time something reads it. `hloscope
     graph` walks and folds the before module meanwhile, and reads the kernels (the
-    colours) last."""
+    colours) last. Only `analyze_dump(drawn="both")` makes one; like any dataclass of
+    its own class, it equals only another `_Awaited`."""
 
     @classmethod
     def of(
