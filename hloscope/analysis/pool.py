@@ -19,6 +19,7 @@ Workers are forked from this process once its modules are known (nothing is impo
 again); where `fork` is not available or another thread runs (a notebook's kernel), the
 analysis stays serial. `HLOSCOPE_JOBS=1` forces a serial run, `N` at most N processes.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,6 +51,7 @@ __all__ = [
     "beside",
     "beside_pays",
     "jobs_for",
+    "side_sizes",
 ]
 
 JOBS_VARIABLE = "HLOSCOPE_JOBS"
@@ -104,7 +106,7 @@ def analyze_dumps(
     Returns:
         One report per module, in the order given, as a serial run gives them.
     """
-    sizes = [_size(d) for d in dumps]
+    sizes = [sum(side_sizes(d)) for d in dumps]
     n = jobs if jobs is not None else jobs_for(len(dumps), sum(sizes))
     shares = _balance(sizes, n) if n > 1 else []
     if len(shares) < 2:
@@ -577,10 +579,14 @@ def _balance(sizes: list[int], n: int) -> list[list[int]]:
     return [sorted(s) for s in shares if s]
 
 
-def _size(dump: ModuleDump) -> int:
-    total = 0
+def side_sizes(dump: ModuleDump) -> list[int]:
+    """The sizes of a module's before and after files (0 for a side not dumped or not
+    readable): what `beside_pays` and the shares weigh."""
+    sizes = []
     for path in (dump.before, dump.after):
+        size = 0
         if path is not None:
             with contextlib.suppress(OSError):
-                total += path.stat().st_size
-    return total
+                size = path.stat().st_size
+        sizes.append(size)
+    return sizes

@@ -12,11 +12,9 @@ read (`_Awaited`).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from hloscope.analysis.compilations import find_modules, run_functions
@@ -178,12 +176,12 @@ def analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
 
 
 def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
-    from hloscope.analysis.pool import beside, beside_pays  # it runs this function
+    from hloscope.analysis.pool import beside, beside_pays, side_sizes  # it runs this
 
     # Two big sides are read at once: the after side in a worker process, the before
     # side here (a diagram of it is drawn here).
     pending = None
-    if drawn != "after" and beside_pays([_size(dump.before), _size(dump.after)]):
+    if drawn != "after" and beside_pays(side_sizes(dump)):
         loaders = {str(dump.after): dump.load_after}
         pending = beside(partial(_after_side, dump, drawn, sent=True), loaders)
     try:
@@ -344,13 +342,6 @@ def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _A
         side.index = kernel_index(module, join(ops, analysis), analysis)
         ops.for_drawing()
     return side
-
-
-def _size(path: Path | None) -> int:
-    """The size of a dump file, 0 when there is none."""
-    with contextlib.suppress(OSError):
-        return path.stat().st_size if path is not None else 0
-    return 0
 
 
 def analyze_run(run: Run, modules: Iterable[str] = (), drawn: Drawn | None = None) -> RunReport:
