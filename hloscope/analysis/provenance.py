@@ -361,6 +361,10 @@ class AfterOps:
     def _found_again(self) -> None:
         _, self._ops, self._count, self._idle = _kernel_ops(self.after, self.analysis)
 
+    def index(self) -> KernelIndex:
+        """`kernel_index` of the after module, from these source ops."""
+        return _kernel_index(self.after, self.kernel_ops, self.analysis)
+
     def for_drawing(self) -> AfterOps:
         """Send only what a diagram reads (`kernel_ops`, `inferred`): the rest, which
         only the placements read, is found again from the module's file if asked."""
@@ -814,14 +818,20 @@ def kernel_index(
 ) -> KernelIndex:
     """`kernels_of_before_ops`'s after side, found once per provenance (a worker process
     of `hloscope.analysis.pool` finds it and sends it with the provenance)."""
-    if provenance._index is not None:
-        return provenance._index
-    if analysis is None:
-        from hloscope.analysis.fusion import analyze_module
+    if provenance._index is None:
+        if analysis is None:
+            from hloscope.analysis.fusion import analyze_module
 
-        analysis = analyze_module(after)
+            analysis = analyze_module(after)
+        provenance._index = _kernel_index(after, provenance.kernel_ops, analysis)
+    return provenance._index
+
+
+def _kernel_index(
+    after: HloModule, kernel_ops: Mapping[str, tuple[SourceOp, ...]], analysis: ModuleAnalysis
+) -> KernelIndex:
     by_op: dict[str, list[str]] = {}
-    for kernel_name, ops in provenance.kernel_ops.items():
+    for kernel_name, ops in kernel_ops.items():
         for sop in ops:
             by_op.setdefault(sop.name, []).append(kernel_name)
     by_op_code: dict[tuple[str, str], list[str]] = {}
@@ -846,8 +856,7 @@ def kernel_index(
                 by_op_code[(fused_op, inst.opcode)] = [kernel]
             elif names[-1] != kernel:  # kernels come in order: a kernel seen is the last
                 names.append(kernel)
-    provenance._index = KernelIndex(by_op, by_op_code, own)
-    return provenance._index
+    return KernelIndex(by_op, by_op_code, own)
 
 
 def kernels_of_before_ops(

@@ -28,7 +28,6 @@ from hloscope.analysis.provenance import (
     Provenance,
     before_facts,
     join,
-    kernel_index,
 )
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
@@ -339,7 +338,7 @@ def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _A
 
         side.derived = Derived.of(module, analysis)
     elif sent:
-        side.index = kernel_index(module, join(ops, analysis), analysis)
+        side.index = ops.index()
         ops.for_drawing()
     return side
 
