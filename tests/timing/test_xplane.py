@@ -20,6 +20,7 @@ from hloscope.timing.xplane import (
     read_xspace,
     trace_from_xspace,
 )
+from tests.fuzz.mutators import encode_varint
 from tests.timing.helpers import (
     GPU_DERIVED,
     GPU_RAW,
@@ -32,23 +33,10 @@ from tests.timing.helpers import (
 )
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    n &= (1 << 64) - 1
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(number: int, payload: bytes | int) -> bytes:
     if isinstance(payload, int):
-        return _varint(number << 3) + _varint(payload)
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+        return encode_varint(number << 3) + encode_varint(payload)
+    return encode_varint(number << 3 | 2) + encode_varint(len(payload)) + payload
 
 
 def test_jax_profile_planes_and_metadata() -> None:
@@ -211,7 +199,7 @@ def test_unknown_fields_are_skipped() -> None:
     stat = _field(1, 5) + _field(5, b"fusion.1")
     event = _field(1, 1) + _field(2, 2_000) + _field(3, 500) + _field(4, stat) + _field(99, 7)
     line = _field(1, 3) + _field(2, b"main") + _field(3, 10) + _field(4, event) + _field(50, b"?")
-    ev_md = _field(1, 1) + _field(2, b"fusion.1") + _field(6, _varint(4) + _varint(5))
+    ev_md = _field(1, 1) + _field(2, b"fusion.1") + _field(6, encode_varint(4) + encode_varint(5))
     plane = (
         _field(1, 1)
         + _field(2, b"/host:CPU")
