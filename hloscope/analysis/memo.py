@@ -7,21 +7,27 @@ asked by several passes over it, its kernel costs (`cost.module_cost`) and devic
 process (`hloscope.analysis.pool`) computes them where the module is parsed and sends
 them back with the analysis: `remember` keeps them for the module's stand-in here, which
 then never parses its file again for them.
+
+`Later` is a mapping computed the first time it is read: what a drawing may never ask
+of a module that a worker process analysed (the after side's source ops) is found
+then, from the module's file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from hloscope.hlo.model import HloModule
 
-__all__ = ["ByModule", "PerModule"]
+__all__ = ["ByModule", "Later", "PerModule"]
 
 T = TypeVar("T")
 A = TypeVar("A")  # what a module is analysed into (`fusion.ModuleAnalysis`)
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class PerModule(Generic[A, T]):
@@ -72,3 +78,28 @@ class ByModule(Generic[T]):
 
         self._kept[key] = (weakref.ref(module, forget), value)
         return value
+
+
+class Later(Mapping[K, V]):
+    """A mapping made the first time it is read (pickled as the dict it is then)."""
+
+    def __init__(self, make: Callable[[], Mapping[K, V]]) -> None:
+        self._make: Callable[[], Mapping[K, V]] | None = make
+        self._found: Mapping[K, V] = {}
+
+    def _made(self) -> Mapping[K, V]:
+        if self._make is not None:
+            self._found, self._make = self._make(), None
+        return self._found
+
+    def __getitem__(self, key: K) -> V:
+        return self._made()[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._made())
+
+    def __len__(self) -> int:
+        return len(self._made())
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (dict, (dict(self._made()),))

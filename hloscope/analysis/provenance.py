@@ -31,6 +31,7 @@ from hloscope.analysis.evidence import (
     user_location,
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
+from hloscope.analysis.memo import Later
 from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source_op
 from hloscope.hlo.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
@@ -315,73 +316,96 @@ class AfterOps:
     It is `trace`'s first half, which needs only the after module. `join` is the
     second: it adds the before module. A worker process can compute this half and send
     it (`hloscope.analysis.pool.beside`); the after module then travels as its file.
+    One made by `later` finds it all on first use instead (what a drawing of the
+    before side may never ask: its colours come from a `KernelIndex`).
 
     Attributes:
-        kernel_ops: Kernel -> the source ops whose work it does.
+        kernel_ops: Kernel -> the source ops whose work it does (a property).
         ops: Every such op, first seen first (a property).
         count: How many working instructions each op has (a property).
-        inferred: Ops inferred for kernels doing no op's work (`evidence.infer_kernel_ops`).
+        inferred: Ops inferred for kernels doing no op's work (`evidence.infer_kernel_ops`;
+            a property).
     """
 
     def __init__(
         self,
         after: HloModule,
         analysis: ModuleAnalysis,
-        kernel_ops: dict[str, tuple[SourceOp, ...]],
+        kernel_ops: dict[str, tuple[SourceOp, ...]] | None,
         ops: dict[str, SourceOp] | None,
         count: Counter[str] | None,
-        inferred: dict[str, Inferred],
+        inferred: dict[str, Inferred] | None,
         free: tuple[dict[str, list[str]], dict[str, SourceOp]] | None = None,
         idle: list[tuple[str, Instruction]] | None = None,
     ) -> None:
         self.after = after
         self.analysis = analysis
-        self.kernel_ops = kernel_ops
-        self._ops = ops  # None: found again when asked (`for_drawing`)
+        # None: found (again) from the after module when asked
+        self._kernel_ops = kernel_ops
+        self._ops = ops
         self._count = count
-        self.inferred = inferred
+        self._inferred = inferred
         self._free = free
         self._idle = idle  # until `free` is found: `_kernel_ops`' idle instructions
-        self._drawing = False
-
-    @property
-    def ops(self) -> dict[str, SourceOp]:
-        if self._ops is None:
-            self._found_again()
-        assert self._ops is not None
-        return self._ops
-
-    @property
-    def count(self) -> Counter[str]:
-        if self._count is None:
-            self._found_again()
-        assert self._count is not None
-        return self._count
-
-    def _found_again(self) -> None:
-        _, self._ops, self._count, self._idle = _kernel_ops(self.after, self.analysis)
-
-    def index(self) -> KernelIndex:
-        """`kernel_index` of the after module, from these source ops."""
-        return _kernel_index(self.after, self.kernel_ops, self.analysis)
-
-    def for_drawing(self) -> AfterOps:
-        """Send only what a diagram reads (`kernel_ops`, `inferred`): the rest, which
-        only the placements read, is found again from the module's file if asked."""
-        self._drawing = True
-        return self
 
     @classmethod
     def of(cls, after: HloModule, analysis: ModuleAnalysis) -> AfterOps:
         """The after side of `after`, whose `analyze_module` is `analysis`."""
-        kernel_ops, ops, count, idle = _kernel_ops(after, analysis)
-        inferred = infer_kernel_ops(
-            after,
-            analysis.kernels,
-            {k: tuple(o.name for o in v) for k, v in kernel_ops.items()},
-            lambda inst: op_name(inst, module=after),
-        )
-        return cls(after, analysis, kernel_ops, ops, count, inferred, idle=idle)
+        return cls.later(after, analysis)._found()
+
+    @classmethod
+    def later(cls, after: HloModule, analysis: ModuleAnalysis) -> AfterOps:
+        """`of`, found the first time something is asked of it."""
+        return cls(after, analysis, None, None, None, None)
+
+    @property
+    def known(self) -> bool:
+        """Whether the source ops by kernel are found (not left for first use)."""
+        return self._kernel_ops is not None
+
+    @property
+    def kernel_ops(self) -> dict[str, tuple[SourceOp, ...]]:
+        found = self._kernel_ops if self._kernel_ops is not None else self._found()._kernel_ops
+        assert found is not None
+        return found
+
+    @property
+    def inferred(self) -> dict[str, Inferred]:
+        found = self._inferred if self._inferred is not None else self._found()._inferred
+        assert found is not None
+        return found
+
+    @property
+    def ops(self) -> dict[str, SourceOp]:
+        found = self._ops if self._ops is not None else self._found()._ops
+        assert found is not None
+        return found
+
+    @property
+    def count(self) -> Counter[str]:
+        found = self._count if self._count is not None else self._found()._count
+        assert found is not None
+        return found
+
+    def _found(self) -> AfterOps:
+        """Find every source op of the after module (what is known already stays)."""
+        after, analysis = self.after, self.analysis
+        kernel_ops, self._ops, self._count, self._idle = _kernel_ops(after, analysis)
+        if self._kernel_ops is None:
+            self._kernel_ops = kernel_ops
+        if self._inferred is None:
+            self._inferred = infer_kernel_ops(
+                after,
+                analysis.kernels,
+                {k: tuple(o.name for o in v) for k, v in kernel_ops.items()},
+                lambda inst: op_name(inst, module=after),
+            )
+        return self
+
+    def index(self) -> KernelIndex:
+        """`kernel_index` of the after module: from these source ops when found, else
+        from their names alone (finding none)."""
+        return _kernel_index(self.after, self.analysis, self._kernel_ops)
 
     @property
     def free(self) -> tuple[dict[str, list[str]], dict[str, SourceOp]]:
@@ -399,10 +423,7 @@ class AfterOps:
         return self._free
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        if self._drawing:
-            fields: tuple[object, ...] = (self.kernel_ops, None, None, self.inferred, None)
-        else:
-            fields = (self.kernel_ops, self.ops, self.count, self.inferred, self._free)
+        fields = (self._kernel_ops, self._ops, self._count, self._inferred, self._free)
         return (AfterOps, (self.after, self.analysis, *fields))
 
 
@@ -430,10 +451,18 @@ def join(
         known = facts if facts is not None or before is None else before_facts(before)
         return _placements(side, analysis, before, known, decisions)
 
-    kernel_ops = side.kernel_ops
-    found = Provenance(
-        placements, kernel_ops, _kernels_by_line(analysis, kernel_ops), side.inferred
-    )
+    if side.known:
+        kernel_ops = side.kernel_ops
+        found = Provenance(
+            placements, kernel_ops, _kernels_by_line(analysis, kernel_ops), side.inferred
+        )
+    else:  # a drawing's: found from the after module if something asks
+        found = Provenance(
+            placements,
+            Later(lambda: side.kernel_ops),
+            Later(lambda: _kernels_by_line(analysis, side.kernel_ops)),
+            Later(lambda: side.inferred),
+        )
     found._index = index
     return found
 
@@ -808,8 +837,8 @@ class KernelIndex:
         own: Kernel -> its opcode.
     """
 
-    by_op: dict[str, list[str]]
-    by_op_code: dict[tuple[str, str], list[str]]
+    by_op: dict[str, tuple[str, ...]]
+    by_op_code: dict[tuple[str, str], tuple[str, ...]]
     own: dict[str, str]
 
 
@@ -823,39 +852,63 @@ def kernel_index(
             from hloscope.analysis.fusion import analyze_module
 
             analysis = analyze_module(after)
-        provenance._index = _kernel_index(after, provenance.kernel_ops, analysis)
+        provenance._index = _kernel_index(after, analysis, provenance.kernel_ops)
     return provenance._index
 
 
 def _kernel_index(
-    after: HloModule, kernel_ops: Mapping[str, tuple[SourceOp, ...]], analysis: ModuleAnalysis
+    after: HloModule,
+    analysis: ModuleAnalysis,
+    kernel_ops: Mapping[str, tuple[SourceOp, ...]] | None = None,
 ) -> KernelIndex:
-    by_op: dict[str, list[str]] = {}
-    for kernel_name, ops in kernel_ops.items():
-        for sop in ops:
-            by_op.setdefault(sop.name, []).append(kernel_name)
-    by_op_code: dict[tuple[str, str], list[str]] = {}
+    """`kernel_index` from the after side's source ops by kernel, or, without them,
+    from the names alone: the names `_kernel_ops` would give its source ops, found
+    without making them (a worker process drawing the before side needs no more)."""
+    names: dict[str, Iterable[str]] = {}  # kernel -> its source op names, as kernel_ops
+    if kernel_ops is not None:
+        names = {kernel: [o.name for o in ops] for kernel, ops in kernel_ops.items()}
+    # Kernel lists as tuples, one per kernel shared by the ops it alone holds: a big
+    # module's ops are hundreds of thousands, its kernels tens of thousands (issue 27).
+    by_op_code: dict[tuple[str, str], tuple[str, ...]] = {}
     own: dict[str, str] = {}
     free = constant_like(after)
     fused_ops: dict[tuple[str | None, str | None], str | None] = {}  # op_name by metadata
+    sources: dict[int, str | None] = {}  # source_op's name, by metadata (as _kernel_ops)
+    alone: dict[str, tuple[str]] = {}
     for k in analysis.kernels:
         kernel = k.name
         own[kernel] = k.opcode
+        one = alone.setdefault(kernel, (kernel,))
+        mine: dict[str, None] = {}
         for inst in k.ops:
             md = inst.metadata
             if md is None or not is_work(inst, free):
                 continue
+            if kernel_ops is None:
+                source = sources.get(id(md), "")
+                if source == "":
+                    source = sources[id(md)] = op_name(inst, module=after)
+                if source is not None:
+                    mine[source] = None
             named_by = (md.op_name, md.op_type)
             fused_op = fused_ops.get(named_by, "")  # "": not asked yet (no op is named "")
             if fused_op == "":
                 fused_op = fused_ops[named_by] = op_name(inst)
             if fused_op is None:
                 continue
-            names = by_op_code.get((fused_op, inst.opcode))
-            if names is None:
-                by_op_code[(fused_op, inst.opcode)] = [kernel]
-            elif names[-1] != kernel:  # kernels come in order: a kernel seen is the last
-                names.append(kernel)
+            held = by_op_code.get((fused_op, inst.opcode))
+            if held is None:
+                by_op_code[(fused_op, inst.opcode)] = one
+            elif held[-1] != kernel:  # kernels come in order: a kernel seen is the last
+                by_op_code[(fused_op, inst.opcode)] = (*held, kernel)
+        if kernel_ops is None:
+            names[kernel] = mine
+    by_op: dict[str, tuple[str, ...]] = {}
+    for kernel, ops in names.items():
+        one = alone.setdefault(kernel, (kernel,))
+        for name in ops:
+            held = by_op.get(name)
+            by_op[name] = one if held is None else (*held, kernel)
     return KernelIndex(by_op, by_op_code, own)
 
 
@@ -930,7 +983,7 @@ def _placed_ops(
         if op is not None:
             alike = shared.get((op, opcode))
             if alike is None:
-                kernels = by_op_code.get((op, opcode)) or by_op.get(op, [])
+                kernels = by_op_code.get((op, opcode)) or by_op.get(op, ())
                 alike = shared[(op, opcode)] = tuple(dict.fromkeys(kernels))
             found = alike
         if own.get(name) == opcode:

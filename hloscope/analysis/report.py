@@ -330,16 +330,20 @@ def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _A
     if module is None:
         return _AfterSide(None, None, None, [])
     analysis = analyze_module(module)
+    if drawn is not None:
+        # A drawing reads the source ops of the after side only to label its kernels,
+        # and a drawing of the before side only the kernels of each before op (its
+        # colours: their index, found without the source ops): found when asked.
+        later = AfterOps.later(module, analysis)
+        index = later.index() if drawn == "both" else None
+        return _AfterSide(module, analysis, later, [], index=index)
     ops = AfterOps.of(module, analysis)
     side = _AfterSide(module, analysis, ops, [])
-    if sent and drawn is None:
+    if sent:
         ops.free  # noqa: B018  # the placements' after side, found here
         from hloscope.analysis.pool import Derived  # the process that sends it
 
         side.derived = Derived.of(module, analysis)
-    elif sent:
-        side.index = ops.index()
-        ops.for_drawing()
     return side
 
 

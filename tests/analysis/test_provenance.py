@@ -5,7 +5,8 @@ from __future__ import annotations
 from hloscope.analysis import provenance as P
 from hloscope.analysis.fusion import analyze_module
 from hloscope.hlo.parser import parse_file, parse_module
-from tests.conftest import dump_file
+from hloscope.runs import load_run
+from tests.conftest import DATA, dump_file
 
 
 def _trace(folder: str, name: str = "") -> P.Provenance:
@@ -152,3 +153,20 @@ ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
         "e": ("exp_fusion",),
         "n": ("neg_fusion",),
     }
+
+
+def test_the_kernel_index_from_names_alone_equals_the_one_from_source_ops() -> None:
+    # A worker drawing the before side sends only this index: found from op names
+    # without making the source ops, it must be the index the source ops give.
+    for folder in ("tf_dense_relu", "jax_transformer_block", "torch_mlp", "tf_resnet50"):
+        for dump in load_run(DATA / folder).modules:
+            after = dump.load_after()
+            if after is None:
+                continue
+            analysis = analyze_module(after)
+            later = P.AfterOps.later(after, analysis)
+            index = later.index()
+            assert not later.known  # nothing found for it
+            assert index == P.AfterOps.of(after, analysis).index(), dump.key
+            assert later.kernel_ops == P.AfterOps.of(after, analysis).kernel_ops
+            assert later.known

@@ -10,12 +10,13 @@ Nothing here parses, analyses or reads a file.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from hloscope.analysis.collapse import PINNED, collapse, collapse_rows
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
+from hloscope.analysis.memo import Later
 from hloscope.analysis.provenance import Provenance, ops_to_place, placed_ops
 from hloscope.errors import UsageError
 from hloscope.hlo.model import HloModule
@@ -489,33 +490,7 @@ def _kernels_of(module: ModuleReport) -> Mapping[str, tuple[str, ...]]:
             return {}
         return placed_ops(ops, after, module.provenance, module.after)
 
-    return _Later(found)
-
-
-K_ = TypeVar("K_")
-V_ = TypeVar("V_")
-
-
-class _Later(Mapping[K_, V_]):
-    """A mapping made the first time it is read."""
-
-    def __init__(self, make: Callable[[], Mapping[K_, V_]]) -> None:
-        self._make: Callable[[], Mapping[K_, V_]] | None = make
-        self._found: Mapping[K_, V_] = {}
-
-    def _made(self) -> Mapping[K_, V_]:
-        if self._make is not None:
-            self._found, self._make = self._make(), None
-        return self._found
-
-    def __getitem__(self, key: K_) -> V_:
-        return self._made()[key]
-
-    def __iter__(self) -> Iterator[K_]:
-        return iter(self._made())
-
-    def __len__(self) -> int:
-        return len(self._made())
+    return Later(found)
 
 
 def _after(
@@ -556,7 +531,7 @@ def _before(
     assert module.before_module is not None
     return op_graph(
         module.before_module,
-        _Later(lambda: {op: ks[0] for op, ks in kernels_of.items()}),
+        Later(lambda: {op: ks[0] for op, ks in kernels_of.items()}),
         kernels_of=kernels_of,
         max_nodes=max_nodes,
         around=around,
