@@ -367,7 +367,7 @@ class _Sender(pickle.Pickler):
         # a module as its file, name and header (small, and what the grouping of
         # compilations reads: `compilations.module_shapes`)
         self.modules: dict[int, tuple[str, str, dict[str, str]]] = {}
-        self.ops: dict[int, tuple[str, tuple[tuple[int, int], ...]]] = {}
+        self.ops: dict[int, tuple[str, tuple[int, ...]]] = {}
         for module in modules:
             if module is not None and module.path is not None:
                 header = (module.path, module.name, dict(module.attributes))
@@ -375,14 +375,16 @@ class _Sender(pickle.Pickler):
         for module, analysis in analysed:
             if module is None or module.path is None or analysis is None:
                 continue
+            # (computation, instruction) packed in one int: a tuple of two would be
+            # a third of the worker's memory while it sends (a million instructions)
             places = {
-                id(inst): (c, i)
+                id(inst): c << _PLACE_BITS | i
                 for c, comp in enumerate(module.computations)
                 for i, inst in enumerate(comp.instructions)
             }
             for kernel in analysis.kernels:
-                where = tuple(places.get(id(op), (-1, -1)) for op in kernel.ops)
-                if (-1, -1) not in where:
+                where = tuple(places.get(id(op), -1) for op in kernel.ops)
+                if -1 not in where:
                     self.ops[id(kernel.ops)] = (module.path, where)
 
     def reducer_override(self, obj: Any) -> Any:
@@ -419,11 +421,14 @@ def _slots_fields(cls: type) -> tuple[str, ...] | None:
 _FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
+_PLACE_BITS = 32  # a place: computation << _PLACE_BITS | instruction
+
+
 class _OpsAt:
     """A kernel's instructions as their places in a module file: `_SentOps` when
     unpickled."""
 
-    def __init__(self, path: str, where: tuple[tuple[int, int], ...]) -> None:
+    def __init__(self, path: str, where: tuple[int, ...]) -> None:
         self.path = path
         self.where = where
 
@@ -477,7 +482,7 @@ def _sent_module(path: str) -> _SentModule:
     return _RECEIVING[path]
 
 
-def _sent_ops(path: str, where: tuple[tuple[int, int], ...]) -> _SentOps:
+def _sent_ops(path: str, where: tuple[int, ...]) -> _SentOps:
     return _SentOps(_RECEIVING[path], where)
 
 
@@ -516,15 +521,15 @@ class _SentModule(HloModule):
 class _SentOps(Sequence[Instruction]):
     """A kernel's instructions, by their places in its module: read there on first use."""
 
-    def __init__(self, module: _SentModule, where: tuple[tuple[int, int], ...]) -> None:
+    def __init__(self, module: _SentModule, where: tuple[int, ...]) -> None:
         self.module = module
         self.where = where
         self._ops: tuple[Instruction, ...] | None = None
 
     def _load(self) -> tuple[Instruction, ...]:
         if self._ops is None:
-            comps = self.module.computations
-            self._ops = tuple(comps[c].instructions[i] for c, i in self.where)
+            comps, low = self.module.computations, (1 << _PLACE_BITS) - 1
+            self._ops = tuple(comps[p >> _PLACE_BITS].instructions[p & low] for p in self.where)
         return self._ops
 
     @overload
