@@ -10,10 +10,11 @@ analysed in a worker while this process reads the before side.
 
 What a worker sends back is small: its reports with each parsed module replaced by a
 stand-in (`_SentModule`) that parses the file again if something asks for its
-instructions, and each kernel's instructions by their places in it (`_SentOps`); the
+instructions, and each kernel's instructions by the kernel's number (`_SentOps`); the
 kernels' bytes and FLOPs and the module's devices come along (`Derived`). The text and
 JSON reports need nothing else, so a report of many modules parses each once; a diagram
-or the HTML page of a module parses it again in this process, when it is drawn.
+or the HTML page of a module parses (and analyses) it again in this process, when it is
+drawn.
 
 Workers are forked from this process once its modules are known (nothing is imported
 again); where `fork` is not available or another thread runs (a notebook's kernel), the
@@ -37,7 +38,8 @@ from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 from hloscope.analysis.cost import ModuleCost, module_cost, remember_cost
-from hloscope.analysis.fusion import Kernel, ModuleAnalysis
+from hloscope.analysis.fusion import Kernel, ModuleAnalysis, analyze_module
+from hloscope.analysis.memo import ByModule
 from hloscope.analysis.parallel import Parallelism, parallelism, remember_parallelism
 from hloscope.analysis.provenance import Provenance
 from hloscope.hlo.model import HloModule, Instruction
@@ -157,7 +159,12 @@ S = TypeVar("S", bound=Side)
 
 
 class Pending(Generic[S]):
-    """A `beside` task running in a forked worker."""
+    """A `beside` task running in a forked worker.
+
+    A thread here takes what the worker sends as soon as it is sent, so the worker
+    ends then, and its memory is free, while this process is still busy with its own
+    side (the pickled result is a small part of what the worker held).
+    """
 
     def __init__(self, task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | None]]):
         self._loaders = loaders
@@ -166,26 +173,33 @@ class Pending(Generic[S]):
         self._process = context.Process(target=_side_worker, args=(task, sender), daemon=True)
         self._process.start()
         sender.close()
+        self._data: bytes | None = None  # None: the worker died without a word
+        self._reader = threading.Thread(target=self._read, name="hloscope-beside", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(EOFError, OSError):
+            self._data = self._receiver.recv_bytes()
 
     def result(self) -> S | None:
         """Wait for the task's result; raise what it raised there; None when the worker
         died without a word (killed for memory: the caller runs the task itself)."""
-        try:
-            data = self._receiver.recv_bytes()
-        except EOFError:
+        self._reader.join()
+        data, self._data = self._data, None
+        self.close()
+        if data is None:
             return None
-        finally:
-            self.close()
         found: S = _unpickle(data, self._loaders)
         return found
 
     def close(self) -> None:
         """Stop the worker if it still runs (nobody will read its result)."""
+        if self._process.exitcode is None:
+            self._process.terminate()  # the reader then sees the pipe closed
+        self._process.join()
+        self._reader.join()
         if not self._receiver.closed:
             self._receiver.close()
-        if self._process.exitcode is None:
-            self._process.terminate()
-        self._process.join()
 
 
 def beside(task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | None]]) -> Pending[S]:
@@ -193,7 +207,7 @@ def beside(task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | No
 
     Its result comes back small (`_send`): its module as a stand-in that parses the file
     again through `loaders[path]` if something asks for its instructions, the kernels'
-    instructions as places. `beside_pays` says when it is worth it.
+    instructions by the kernel's number. `beside_pays` says when it is worth it.
     """
     return Pending(task, loaders)
 
@@ -337,7 +351,7 @@ def _send(
     analysed: Iterable[tuple[HloModule | None, ModuleAnalysis | None]],
 ) -> bytes:
     """`obj` pickled small (`_Sender`): each of `modules` as its file, the kernels of
-    each (module, analysis) in `analysed` as places in the module."""
+    each (module, analysis) in `analysed` by the kernel's number there."""
     buffer = io.BytesIO()
     sender = _Sender(buffer, modules, analysed)
     # the modules' headers first (by file), then what refers to them
@@ -349,7 +363,7 @@ def _send(
 
 class _Sender(pickle.Pickler):
     """Pickles reports without the parsed modules: a module as its file, a kernel's
-    instructions as their places in its module.
+    instructions by the kernel's number in its module's analysis.
 
     It works through `reducer_override`, which pickle calls for objects other than
     plain strings, numbers, tuples, lists and dicts: millions of those go by at C
@@ -367,7 +381,7 @@ class _Sender(pickle.Pickler):
         # a module as its file, name and header (small, and what the grouping of
         # compilations reads: `compilations.module_shapes`)
         self.modules: dict[int, tuple[str, str, dict[str, str]]] = {}
-        self.ops: dict[int, tuple[str, tuple[int, ...]]] = {}
+        self.ops: dict[int, tuple[str, int, int]] = {}  # (file, kernel number, ops)
         for module in modules:
             if module is not None and module.path is not None:
                 header = (module.path, module.name, dict(module.attributes))
@@ -375,17 +389,8 @@ class _Sender(pickle.Pickler):
         for module, analysis in analysed:
             if module is None or module.path is None or analysis is None:
                 continue
-            # (computation, instruction) packed in one int: a tuple of two would be
-            # a third of the worker's memory while it sends (a million instructions)
-            places = {
-                id(inst): c << _PLACE_BITS | i
-                for c, comp in enumerate(module.computations)
-                for i, inst in enumerate(comp.instructions)
-            }
-            for kernel in analysis.kernels:
-                where = tuple(places.get(id(op), -1) for op in kernel.ops)
-                if -1 not in where:
-                    self.ops[id(kernel.ops)] = (module.path, where)
+            for n, kernel in enumerate(analysis.kernels):
+                self.ops.setdefault(id(kernel.ops), (module.path, n, len(kernel.ops)))
 
     def reducer_override(self, obj: Any) -> Any:
         key = id(obj)
@@ -396,9 +401,9 @@ class _Sender(pickle.Pickler):
             return NotImplemented
         values = tuple(getattr(obj, f) for f in fields)
         if isinstance(obj, Kernel) and id(obj.ops) in self.ops:
-            path, where = self.ops[id(obj.ops)]
+            at = _OpsAt(*self.ops[id(obj.ops)])
             values = tuple(
-                _OpsAt(path, where) if f == "ops" else v
+                at if f == "ops" else v
                 for f, v in zip(fields, values, strict=True)
             )
         return (type(obj), values)
@@ -421,19 +426,17 @@ def _slots_fields(cls: type) -> tuple[str, ...] | None:
 _FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
-_PLACE_BITS = 32  # a place: computation << _PLACE_BITS | instruction
-
-
 class _OpsAt:
-    """A kernel's instructions as their places in a module file: `_SentOps` when
-    unpickled."""
+    """A kernel's instructions as the kernel's number in the analysis of a module file,
+    and how many they are: `_SentOps` when unpickled."""
 
-    def __init__(self, path: str, where: tuple[int, ...]) -> None:
+    def __init__(self, path: str, number: int, size: int) -> None:
         self.path = path
-        self.where = where
+        self.number = number
+        self.size = size
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        return (_sent_ops, (self.path, self.where))
+        return (_sent_ops, (self.path, self.number, self.size))
 
 
 # --- back in this process ---------------------------------------------------------------
@@ -482,8 +485,8 @@ def _sent_module(path: str) -> _SentModule:
     return _RECEIVING[path]
 
 
-def _sent_ops(path: str, where: tuple[int, ...]) -> _SentOps:
-    return _SentOps(_RECEIVING[path], where)
+def _sent_ops(path: str, number: int, size: int) -> _SentOps:
+    return _SentOps(_RECEIVING[path], number, size)
 
 
 class _SentModule(HloModule):
@@ -519,17 +522,21 @@ class _SentModule(HloModule):
 
 
 class _SentOps(Sequence[Instruction]):
-    """A kernel's instructions, by their places in its module: read there on first use."""
+    """A kernel's instructions, by the kernel's number in its module's analysis: taken
+    from the module analysed again here on first use (the analysis is deterministic:
+    the same file gives the same kernels in the same order)."""
 
-    def __init__(self, module: _SentModule, where: tuple[int, ...]) -> None:
+    def __init__(self, module: _SentModule, number: int, size: int) -> None:
         self.module = module
-        self.where = where
+        self.number = number
+        self.size = size
         self._ops: tuple[Instruction, ...] | None = None
 
     def _load(self) -> tuple[Instruction, ...]:
         if self._ops is None:
-            comps, low = self.module.computations, (1 << _PLACE_BITS) - 1
-            self._ops = tuple(comps[p >> _PLACE_BITS].instructions[p & low] for p in self.where)
+            ops = _analysed_again(self.module).kernels[self.number].ops
+            assert len(ops) == self.size  # the kernel the worker found
+            self._ops = tuple(ops)
         return self._ops
 
     @overload
@@ -540,7 +547,7 @@ class _SentOps(Sequence[Instruction]):
         return self._load()[index]
 
     def __len__(self) -> int:
-        return len(self.where)
+        return self.size
 
     def __iter__(self) -> Iterator[Instruction]:
         return iter(self._load())
@@ -561,6 +568,10 @@ class _SentOps(Sequence[Instruction]):
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (tuple, (self._load(),))
+
+
+# A module a worker analysed, analysed again here for its kernels' instructions.
+_analysed_again = ByModule(analyze_module)
 
 
 # --- shares -------------------------------------------------------------------------------

@@ -833,7 +833,8 @@ class KernelIndex:
 
     Attributes:
         by_op: Source op -> the kernels doing its work, in kernel order.
-        by_op_code: (source op, opcode) -> the kernels holding such an instruction.
+        by_op_code: (source op, opcode) -> the kernels holding such an instruction,
+            where they are not the op's (`by_op`).
         own: Kernel -> its opcode.
     """
 
@@ -872,8 +873,6 @@ def _kernel_index(
     by_op_code: dict[tuple[str, str], tuple[str, ...]] = {}
     own: dict[str, str] = {}
     free = constant_like(after)
-    fused_ops: dict[tuple[str | None, str | None], str | None] = {}  # op_name by metadata
-    sources: dict[int, str | None] = {}  # source_op's name, by metadata (as _kernel_ops)
     alone: dict[str, tuple[str]] = {}
     for k in analysis.kernels:
         kernel = k.name
@@ -884,16 +883,13 @@ def _kernel_index(
             md = inst.metadata
             if md is None or not is_work(inst, free):
                 continue
-            if kernel_ops is None:
-                source = sources.get(id(md), "")
-                if source == "":
-                    source = sources[id(md)] = op_name(inst, module=after)
+            fused_op = op_name(inst)
+            if kernel_ops is None:  # the source op's name (a torch op's has its line)
+                source = fused_op
+                if md.op_name and is_torch_op(md.op_type, md.op_name):
+                    source = op_name(inst, module=after)
                 if source is not None:
                     mine[source] = None
-            named_by = (md.op_name, md.op_type)
-            fused_op = fused_ops.get(named_by, "")  # "": not asked yet (no op is named "")
-            if fused_op == "":
-                fused_op = fused_ops[named_by] = op_name(inst)
             if fused_op is None:
                 continue
             held = by_op_code.get((fused_op, inst.opcode))
@@ -909,6 +905,9 @@ def _kernel_index(
         for name in ops:
             held = by_op.get(name)
             by_op[name] = one if held is None else (*held, kernel)
+    # An entry that only repeats the op's kernels is left out (`_placed_ops` falls back
+    # to those): most are, the ops of a big module being in one kernel each.
+    by_op_code = {key: held for key, held in by_op_code.items() if by_op.get(key[0]) != held}
     return KernelIndex(by_op, by_op_code, own)
 
 
