@@ -170,6 +170,7 @@ class Pending(Generic[S]):
         self._loaders = loaders
         context = multiprocessing.get_context("fork")
         self._receiver, sender = context.Pipe(duplex=False)
+        _widen(self._receiver)
         self._process = context.Process(target=_side_worker, args=(task, sender), daemon=True)
         self._process.start()
         sender.close()
@@ -177,7 +178,7 @@ class Pending(Generic[S]):
         self._reader = threading.Thread(target=self._read, name="hloscope-beside", daemon=True)
         self._reader.start()
 
-    def _read(self) -> None:
+    def _read(self) -> None:  # a read takes the interpreter lock once per pipe's worth
         with contextlib.suppress(EOFError, OSError):
             self._data = self._receiver.recv_bytes()
 
@@ -200,6 +201,15 @@ class Pending(Generic[S]):
         self._reader.join()
         if not self._receiver.closed:
             self._receiver.close()
+
+
+def _widen(pipe: Connection) -> None:
+    """Let `pipe` hold 1 MiB (Linux; 64 kB by default), so that a thread reading it
+    while the interpreter is busy with other work takes it in a few turns."""
+    with contextlib.suppress(ImportError, AttributeError, OSError):  # not Linux, or capped
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
 
 
 def beside(task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | None]]) -> Pending[S]:
