@@ -354,10 +354,11 @@ def _through_free(
 
 
 Location = tuple[SourceLocation | None, bool]
-# Per live module, `user_location` by stack frame id: a module's instructions share a few
-# thousand frames, and a Keras frame's stack is dozens of frames deep. Dropped with the
+_Where = int | tuple[str | None, int | None]  # a stack frame id, or an inline file and line
+# Per live module, `user_location` by stack frame id (or inline file and line): a module's
+# instructions share a few thousand frames, and a Keras frame's stack is dozens of frames deep. Dropped with the
 # module (weak reference), so no id is ever reused for another module's frames.
-_frame_memos: dict[int, tuple[weakref.ref[HloModule], dict[int, Location]]] = {}
+_frame_memos: dict[int, tuple[weakref.ref[HloModule], dict[_Where, Location]]] = {}
 
 
 def user_location(module: HloModule, inst: Instruction) -> Location:
@@ -365,22 +366,28 @@ def user_location(module: HloModule, inst: Instruction) -> Location:
 
     Walks the `StackFrames` parent links from the innermost frame outwards. When no frame
     is the user's (TensorFlow records only its own `ops.py`), returns the innermost
-    location the dump has and False. Computed once per stack frame of a module.
+    location the dump has and False. Computed once per stack frame (or inline file and
+    line) of a module.
     """
     md = inst.metadata
-    frame_id = md.stack_frame_id if md is not None else None
+    if md is None:
+        return _user_location(module, inst)
+    frame_id = md.stack_frame_id
+    key: _Where
     if frame_id is None or frame_id not in module.stack_frames:
-        return _user_location(module, inst)  # inline source_file/line: nothing to share
+        key = (md.source_file, md.source_line)  # no stack: these alone say where
+    else:
+        key = frame_id
     memo = _frame_memo(module)
     if memo is None:
         return _user_location(module, inst)
-    found = memo.get(frame_id)
+    found = memo.get(key)
     if found is None:
-        found = memo[frame_id] = _user_location(module, inst)
+        found = memo[key] = _user_location(module, inst)
     return found
 
 
-def _frame_memo(module: HloModule) -> dict[int, Location] | None:
+def _frame_memo(module: HloModule) -> dict[_Where, Location] | None:
     """The module's memo of locations by frame id (None when it takes no weak reference)."""
     key = id(module)
     entry = _frame_memos.get(key)
@@ -395,7 +402,7 @@ def _frame_memo(module: HloModule) -> dict[int, Location] | None:
         ref = weakref.ref(module, forget)
     except TypeError:
         return None
-    memo: dict[int, Location] = {}
+    memo: dict[_Where, Location] = {}
     _frame_memos[key] = (ref, memo)
     return memo
 

@@ -412,10 +412,7 @@ class _Sender(pickle.Pickler):
         values = tuple(getattr(obj, f) for f in fields)
         if isinstance(obj, Kernel) and id(obj.ops) in self.ops:
             at = _OpsAt(*self.ops[id(obj.ops)])
-            values = tuple(
-                at if f == "ops" else v
-                for f, v in zip(fields, values, strict=True)
-            )
+            values = tuple(at if f == "ops" else v for f, v in zip(fields, values, strict=True))
         return (type(obj), values)
 
 
