@@ -497,13 +497,13 @@ def _placements(
     for name in by_inferred:
         ops.setdefault(name, SourceOp(name))
 
-    before_ops: dict[str, list[Instruction]] = {}
+    before_ops: dict[str, list[tuple[str, Instruction]]] = {}
     evidence: dict[str, tuple[str, str, str]] = {}
     if before is not None and facts is not None:
-        before_ops, evidence = _before_evidence(facts, op_kernels)
-        for name, insts in before_ops.items():
+        before_ops, evidence = facts.by_op, _before_evidence(facts, op_kernels)
+        for name, places in before_ops.items():
             if name not in ops:
-                first = source_op(before, insts[0])
+                first = source_op(before, places[0][1])
                 ops[name] = replace(first, name=name) if first else SourceOp(name)
 
     placements = []
@@ -703,74 +703,82 @@ def _kind_fact(k: Kernel) -> tuple[str, str] | None:
 class BeforeFacts:
     """What the join reads of the before module, whatever the after side holds: each
     source op's instructions, and which instructions are constant, live, or identical to
-    an earlier one (`_before_facts`).
+    an earlier one (`_before_facts`). Instructions are named by computation, then name
+    (a big module's are hundreds of thousands: no tuple is made for each).
 
     Attributes:
         by_op: Source op -> (computation, instruction) of each of its instructions.
-        names: (computation, instruction name) -> its source op.
-        constant: Instructions computed from constants only.
-        live: Instructions the root of their computation uses.
-        twins: Instructions identical to an earlier one (`evidence.cse_twins`).
+        names: Computation -> instruction name -> its source op.
+        constant: Computation -> its instructions computed from constants only.
+        live: Computation -> its instructions its root uses.
+        twins: Instructions identical to an earlier one (`evidence.cse_twins`), by
+            (computation, instruction name).
     """
 
     by_op: dict[str, list[tuple[str, Instruction]]]
-    names: dict[tuple[str, str], str]
-    constant: set[tuple[str, str]]
-    live: set[tuple[str, str]]
+    names: dict[str, dict[str, str]]
+    constant: dict[str, set[str]]
+    live: dict[str, set[str]]
     twins: Mapping[tuple[str, str], Twin]
+
+
+# Instructions never computed from constants alone, whatever their operands.
+_NOT_CONSTANT = frozenset({"parameter", "rng", "rng-bit-generator", "infeed"})
 
 
 def before_facts(before: HloModule) -> BeforeFacts:
     """The before module's side of the join (`join` finds it when not given)."""
     by_op: dict[str, list[tuple[str, Instruction]]] = {}
-    names: dict[tuple[str, str], str] = {}
-    constant: set[tuple[str, str]] = set()
-    live: set[tuple[str, str]] = set()
+    names: dict[str, dict[str, str]] = {}
+    constant: dict[str, set[str]] = {}
+    live: dict[str, set[str]] = {}
     for comp_name, insts in _executed_by_computation(before).items():
         comp = before.computation_map[comp_name]
         index = comp.by_name
+        named = names[comp_name] = {}
         # Constant-ness flows forward through operands, in text order (XLA prints
-        # operands before users).
+        # operands before users). Only this computation's instructions are in `const`:
+        # an operand that is not one of them (a name the module lacks) makes none.
+        const = constant[comp_name] = set()
         for inst, scope in insts:
+            operands = inst.operands
             if inst.opcode in ("constant", "iota") or (
-                inst.operands
-                and inst.opcode not in ("parameter", "rng", "rng-bit-generator", "infeed")
-                and all((comp_name, o) in constant for o in inst.operands if o in index)
-                and all(o in index for o in inst.operands)
+                operands
+                and inst.opcode not in _NOT_CONSTANT
+                and all(o in const for o in operands)
             ):
-                constant.add((comp_name, inst.name))
+                const.add(inst.name)
             name = op_name(inst, scope, before)
             if name is not None and inst.opcode != "parameter":
                 by_op.setdefault(name, []).append((comp_name, inst))
-                names[(comp_name, inst.name)] = name
+                named[inst.name] = name
         # Liveness flows backward from the root.
+        alive = live[comp_name] = set()
         stack = [comp.root.name]
         while stack:
             name = stack.pop()
-            if (comp_name, name) in live or name not in index:
+            if name in alive or name not in index:
                 continue
-            live.add((comp_name, name))
+            alive.add(name)
             stack.extend(index[name].operands)
     return BeforeFacts(by_op, names, constant, live, cse_twins(before))
 
 
 def _before_evidence(
     facts: BeforeFacts, op_kernels: Mapping[str, list[Kernel]]
-) -> tuple[dict[str, list[Instruction]], dict[str, tuple[str, str, str]]]:
-    """Source ops of the before module and, for those gone, FOLDED/DEAD/MERGED/REMOVED
+) -> dict[str, tuple[str, str, str]]:
+    """For the source ops of the before module that are gone, FOLDED/DEAD/MERGED/REMOVED
     evidence where the module shows it: (status, why, op merged with)."""
-    constant, live, twins, names = facts.constant, facts.live, facts.twins, facts.names
-    by_op = facts.by_op
+    constant, live = facts.constant, facts.live
     evidence: dict[str, tuple[str, str, str]] = {}
-    for name, places in by_op.items():
+    for name, places in facts.by_op.items():
         if name in op_kernels:
             continue
-        keys = [(comp_name, i.name) for comp_name, i in places]
-        if all(k in constant for k in keys):
+        if all(i.name in constant[c] for c, i in places):
             evidence[name] = (FOLDED, "computed from constants only (constant folding)", "")
-        elif not any(k in live for k in keys):
+        elif not any(i.name in live[c] for c, i in places):
             evidence[name] = (DEAD, "its result is never used (dead code)", "")
-        elif merged := _merged(name, keys, twins, names, op_kernels):
+        elif merged := _merged(name, places, facts, op_kernels):
             evidence[name] = merged
         else:
             opcodes = sorted({i.opcode for _, i in places})
@@ -781,23 +789,22 @@ def _before_evidence(
                     "neighbouring ops",
                     "",
                 )
-    return {name: [i for _, i in insts] for name, insts in by_op.items()}, evidence
+    return evidence
 
 
 def _merged(
     name: str,
-    keys: list[tuple[str, str]],
-    twins: Mapping[tuple[str, str], Twin],
-    names: Mapping[tuple[str, str], str],
+    places: list[tuple[str, Instruction]],
+    facts: BeforeFacts,
     op_kernels: Mapping[str, list[Kernel]],
 ) -> tuple[str, str, str] | None:
     """MERGED evidence when an instruction of the op is identical to one of another op
     (XLA's CSE keeps the first): which op it became and where that one went."""
-    for comp_name, inst_name in keys:
-        twin = twins.get((comp_name, inst_name))
+    for comp_name, inst in places:
+        twin = facts.twins.get((comp_name, inst.name))
         if twin is None:
             continue
-        kept = names.get((comp_name, twin.kept.name))
+        kept = facts.names[comp_name].get(twin.kept.name)
         if kept is None or kept == name:
             continue
         kernels = [k.name for k in op_kernels.get(kept, [])]
