@@ -156,9 +156,10 @@ class Side(Protocol):
 
 
 S = TypeVar("S", bound=Side)
+T = TypeVar("T")
 
 
-class Pending(Generic[S]):
+class Pending(Generic[S, T]):
     """A `beside` task running in a forked worker.
 
     A thread here takes what the worker sends as soon as it is sent, so the worker
@@ -166,32 +167,61 @@ class Pending(Generic[S]):
     side (the pickled result is a small part of what the worker held).
     """
 
-    def __init__(self, task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | None]]):
+    def __init__(
+        self,
+        task: Callable[[], S],
+        loaders: dict[str, Callable[[], HloModule | None]],
+        then: Callable[[S], T] | None,
+    ) -> None:
         self._loaders = loaders
         context = multiprocessing.get_context("fork")
         self._receiver, sender = context.Pipe(duplex=False)
         _widen(self._receiver)
-        self._process = context.Process(target=_side_worker, args=(task, sender), daemon=True)
+        self._process = context.Process(target=_side_worker, args=(task, then, sender), daemon=True)
         self._process.start()
         sender.close()
-        self._data: bytes | None = None  # None: the worker died without a word
+        # what the worker sent: the task's result, then `then`'s (None: it died first)
+        self._data: list[bytes | None] = [None] * (1 if then is None else 2)
+        self._sent = [threading.Event() for _ in self._data]
         self._reader = threading.Thread(target=self._read, name="hloscope-beside", daemon=True)
         self._reader.start()
 
     def _read(self) -> None:  # a read takes the interpreter lock once per pipe's worth
-        with contextlib.suppress(EOFError, OSError):
-            self._data = self._receiver.recv_bytes()
+        try:
+            for n, sent in enumerate(self._sent):
+                self._data[n] = self._receiver.recv_bytes()
+                sent.set()
+        except (EOFError, OSError):
+            pass
+        finally:
+            for sent in self._sent:
+                sent.set()
 
     def result(self) -> S | None:
         """Wait for the task's result; raise what it raised there; None when the worker
         died without a word (killed for memory: the caller runs the task itself)."""
-        self._reader.join()
-        data, self._data = self._data, None
-        self.close()
+        self._sent[0].wait()
+        data, self._data[0] = self._data[0], None
+        if len(self._data) == 1 or data is None:
+            self.close()
         if data is None:
             return None
         found: S = _unpickle(data, self._loaders)
         return found
+
+    def then(self) -> T | None:
+        """Wait for `then(result)`, which the worker finds after it has sent the result;
+        raise what it raised there; None when the worker died first."""
+        self._sent[-1].wait()
+        data, self._data[-1] = self._data[-1], None
+        self.close()
+        if data is None or len(self._data) == 1:
+            return None
+        found = pickle.loads(data)
+        if isinstance(found, _Failed):
+            raise found.error
+        later: T = found
+        return later
 
     def close(self) -> None:
         """Stop the worker if it still runs (nobody will read its result)."""
@@ -212,14 +242,25 @@ def _widen(pipe: Connection) -> None:
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
 
 
-def beside(task: Callable[[], S], loaders: dict[str, Callable[[], HloModule | None]]) -> Pending[S]:
+def beside(
+    task: Callable[[], S],
+    loaders: dict[str, Callable[[], HloModule | None]],
+    then: Callable[[S], T] | None = None,
+) -> Pending[S, T]:
     """Run `task()` in a forked worker while this process goes on.
 
     Its result comes back small (`_send`): its module as a stand-in that parses the file
     again through `loaders[path]` if something asks for its instructions, the kernels'
     instructions by the kernel's number. `beside_pays` says when it is worth it.
+
+    Args:
+        task: What the worker computes (`Pending.result`).
+        loaders: How this process reads each module file again.
+        then: What the worker computes from the task's result once it has sent it
+            (`Pending.then`), while this process works on that result: pickled as it
+            is, so nothing in it should hold the worker's module.
     """
-    return Pending(task, loaders)
+    return Pending(task, loaders, then)
 
 
 def beside_pays(sizes: Sequence[int]) -> bool:
@@ -287,19 +328,28 @@ def _worker(k: int, sender: Connection) -> None:
     _send_and_exit(sender, lambda: _analyze_share(k))
 
 
-def _side_worker(task: Callable[[], Side], sender: Connection) -> None:
-    """A forked worker of `beside`: send `task()`, small."""
+def _side_worker(
+    task: Callable[[], Side], then: Callable[[Side], object] | None, sender: Connection
+) -> None:
+    """A forked worker of `beside`: send `task()`, small, then `then()` of it."""
+    side: list[Side] = []
 
     def run() -> bytes:
-        side = task()
-        return _send(side, [side.module], [(side.module, side.analysis)])
+        side.append(task())
+        return _send(side[0], [side[0].module], [(side[0].module, side[0].analysis)])
 
-    _send_and_exit(sender, run)
+    if then is None:
+        _send_and_exit(sender, run)
+        return
+    later = then
+    _send_and_exit(sender, run, stay=True)
+    _send_and_exit(sender, lambda: pickle.dumps(later(side[0]), protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _send_and_exit(sender: Connection, make: Callable[[], bytes]) -> None:
+def _send_and_exit(sender: Connection, make: Callable[[], bytes], stay: bool = False) -> None:
     """Send what `make()` returns (or the exception that stopped it), then leave at
-    once, without tearing down what the worker parsed."""
+    once, without tearing down what the worker parsed (with `stay`: only after an
+    exception)."""
     global _IN_WORKER
     _IN_WORKER = True  # its modules are not split again (`beside_pays`)
     code = 0
@@ -309,8 +359,12 @@ def _send_and_exit(sender: Connection, make: Callable[[], bytes]) -> None:
         data, code = pickle.dumps(_Failed(e)), 1
     try:
         sender.send_bytes(data)
+    except BaseException:
+        code = code or 1
+        raise
     finally:
-        os._exit(code)
+        if code or not stay:
+            os._exit(code)
 
 
 @dataclass(frozen=True)

@@ -743,9 +743,7 @@ def before_facts(before: HloModule) -> BeforeFacts:
         for inst, scope in insts:
             operands = inst.operands
             if inst.opcode in ("constant", "iota") or (
-                operands
-                and inst.opcode not in _NOT_CONSTANT
-                and all(o in const for o in operands)
+                operands and inst.opcode not in _NOT_CONSTANT and all(o in const for o in operands)
             ):
                 const.add(inst.name)
             name = op_name(inst, scope, before)

@@ -175,14 +175,16 @@ def analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
 
 
 def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
-    from hloscope.analysis.pool import beside, beside_pays, side_sizes  # it runs this
+    from hloscope.analysis.pool import Pending, beside, beside_pays, side_sizes  # it runs this
 
     # Two big sides are read at once: the after side in a worker process, the before
-    # side here (a diagram of it is drawn here).
-    pending = None
+    # side here (a diagram of it is drawn here). For a report, the worker then finds
+    # the kernels' costs and the devices while the two sides are joined here.
+    pending: Pending[_AfterSide, Derived | None] | None = None
     if drawn != "after" and beside_pays(side_sizes(dump)):
         loaders = {str(dump.after): dump.load_after}
-        pending = beside(partial(_after_side, dump, drawn, sent=True), loaders)
+        then = _derived if drawn is None else None
+        pending = beside(partial(_after_side, dump, drawn, sent=True), loaders, then)
     try:
         errors: list[str] = []
         before = before_module = facts = None
@@ -208,10 +210,17 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
             if pending is not None:  # joined below, once the after side is back
                 facts = before_facts(before_module)
         side = pending.result() if pending is not None else None
+        report = _joined(dump, drawn, before, before_module, facts, errors, side)
+        if pending is not None and side is not None and drawn is None:
+            if report.provenance is not None:
+                report.provenance.placements  # noqa: B018  # while the worker costs
+            derived = pending.then()
+            if derived is not None:  # else found here when asked (its file parsed again)
+                derived.keep(report.after_module, report.after)
     finally:
         if pending is not None:
             pending.close()
-    return _joined(dump, drawn, before, before_module, facts, errors, side)
+    return report
 
 
 def _joined(
@@ -230,8 +239,6 @@ def _joined(
     errors = errors + side.errors
     after_module, after, provenance = side.module, side.analysis, None
     if after_module is not None and after is not None and side.ops is not None:
-        if side.derived is not None:
-            side.derived.keep(after_module, after)
         decisions = None
         try:
             decisions = dump.load_fusion_decisions()
@@ -310,7 +317,6 @@ class _AfterSide:
     analysis: ModuleAnalysis | None
     ops: AfterOps | None
     errors: list[str]
-    derived: Derived | None = None  # with a worker: the report's costs and devices
     index: KernelIndex | None = None  # with a worker drawing: the before ops' kernels
 
 
@@ -338,13 +344,16 @@ def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _A
         index = later.index() if drawn == "both" else None
         return _AfterSide(module, analysis, later, [], index=index)
     ops = AfterOps.of(module, analysis)
-    side = _AfterSide(module, analysis, ops, [])
     if sent:
         ops.free  # noqa: B018  # the placements' after side, found here
-        from hloscope.analysis.pool import Derived  # the process that sends it
+    return _AfterSide(module, analysis, ops, [])
 
-        side.derived = Derived.of(module, analysis)
-    return side
+
+def _derived(side: _AfterSide) -> Derived | None:
+    """The costs and devices of an after side (in the worker that analysed it)."""
+    from hloscope.analysis.pool import Derived  # the process that sends it
+
+    return Derived.of(side.module, side.analysis)
 
 
 def analyze_run(run: Run, modules: Iterable[str] = (), drawn: Drawn | None = None) -> RunReport:

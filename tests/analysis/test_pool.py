@@ -276,3 +276,30 @@ def test_a_drawing_reads_the_after_side_only_when_it_needs_its_kernels(
     assert dict(kernels) == dict(views._kernels_of(serial))  # read: taken now
     assert "_finish" not in vars(split)
     assert (split.after, split.provenance, split.error) == (serial.after, serial.provenance, "")
+
+
+def test_a_side_worker_costs_the_kernels_after_it_sent_the_side(
+    sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The costs come in a second message, found while the sides are joined here: when
+    the worker dies before it, they are found here; when it fails, the error is raised
+    here."""
+    from hloscope.analysis import report
+
+    dump = next(d for d in _dumps("jax_mlp") if d.before is not None and d.after is not None)
+    serial = _serial(dump, monkeypatch)
+    monkeypatch.setattr(report, "_derived", lambda side: os._exit(9))
+    again = analyze_dump(dump)
+    assert isinstance(again.after_module, pool._SentModule)  # the side came
+    assert again.provenance is not None and serial.provenance is not None
+    assert again.provenance.placements == serial.provenance.placements
+    cost = module_cost(again.after_module, again.after)  # type: ignore[arg-type]
+    assert cost == module_cost(serial.after_module, serial.after)  # type: ignore[arg-type]
+    assert "computations" in vars(again.after_module)  # found here: its file read again
+
+    def broken(side: object) -> None:
+        raise RuntimeError("made to fail while costing")
+
+    monkeypatch.setattr(report, "_derived", broken)
+    with pytest.raises(RuntimeError, match="made to fail while costing"):
+        analyze_dump(dump)
