@@ -14,6 +14,7 @@ Kernels holding no such instruction get ops inferred, and marked so.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -510,7 +511,8 @@ def _placements(
     held: dict[str, tuple[str, ...]] = {}
     for name, op in ops.items():
         kernels = op_kernels.get(name, [])
-        guessed = tuple(dict.fromkeys(by_inferred.get(name, ())))
+        guesses = by_inferred.get(name)
+        guessed = tuple(dict.fromkeys(guesses)) if guesses else ()
         n_before = len(before_ops.get(name, ()))
         if kernels or guessed:
             counts = (n_before, after_count[name])
@@ -616,9 +618,10 @@ def _placed(
         held = sorted_ops.get(kernel)
         if held is None:  # once per kernel, not once per op it holds
             held = sorted_ops[kernel] = tuple(sorted(o.name for o in kernel_ops[kernel]))
-        others = [n for n in held if n != op.name]
+        at = bisect_left(held, op.name)  # the kernel holds the op
+        others = held[:at] + held[at + 1 :] if held[at : at + 1] == (op.name,) else held
     else:
-        others = sorted({o.name for k in kernels for o in kernel_ops[k.name]} - {op.name})
+        others = tuple(sorted({o.name for k in kernels for o in kernel_ops[k.name]} - {op.name}))
     status = FUSED if others else ALONE
     why = _why_alone(counted, decisions) if status == ALONE else ""
     if not kernels:
@@ -627,7 +630,7 @@ def _placed(
     traffic = sum(k.bytes_in + k.bytes_out for k in counted)
     extra = () if kernels else inferred
     names = tuple(k.name for k in kernels)
-    return Placement(op, status, names, tuple(others), traffic, *counts, why, extra)
+    return Placement(op, status, names, others, traffic, *counts, why, extra)
 
 
 def _only_free(kernels: list[str]) -> str:
@@ -818,14 +821,19 @@ def _merged(
 def _executed_by_computation(
     module: HloModule,
 ) -> dict[str, list[tuple[Instruction, str]]]:
+    """Each computation's instructions the walk executes, once each, in walk order."""
     out: dict[str, list[tuple[Instruction, str]]] = {}
-    seen: set[tuple[str, str]] = set()
+    seen: dict[str, set[str]] = {}  # computation -> its instructions met
     for ex in walk(module):
-        key = (ex.computation.name, ex.instruction.name)
-        if key in seen:
+        comp, inst = ex.computation.name, ex.instruction
+        met = seen.get(comp)
+        if met is None:
+            met = seen[comp] = set()
+            out[comp] = []
+        if inst.name in met:
             continue
-        seen.add(key)
-        out.setdefault(ex.computation.name, []).append((ex.instruction, ex.scope))
+        met.add(inst.name)
+        out[comp].append((inst, ex.scope))
     return out
 
 
