@@ -359,9 +359,8 @@ def _send_and_exit(sender: Connection, make: Callable[[], bytes], stay: bool = F
         data, code = pickle.dumps(_Failed(e)), 1
     try:
         sender.send_bytes(data)
-    except BaseException:
+    except OSError:  # the parent is gone: nobody reads what comes next
         code = code or 1
-        raise
     finally:
         if code or not stay:
             os._exit(code)
