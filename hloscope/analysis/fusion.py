@@ -771,8 +771,14 @@ def _kernel(
         source = scope.get(o)
         if source is not None:
             bytes_in += source.shape.byte_size
+    if ex.cls == K.UNFUSED and not inst.called:
+        # most kernels of a big module before optimization: one op, no library's
+        return Kernel(
+            inst.name, comp.name, K.UNFUSED, K.unfused_kind(inst.opcode), inst.opcode,
+            inst.shape, ex.times, None, (inst,), inst.shape.byte_size, bytes_in, False,
+            users.get((comp.name, inst.name), 0), inst.is_root, ex.branch,
+        )  # fmt: skip
     cls, kind = ex.cls, K.kernel_kind(inst, platform)
-    # An unfused op (most kernels of a big module before optimization) is no library's.
     library = cls != K.UNFUSED and K.is_library_kernel(inst)
     fused = inst.calls()[0] if inst.called else None
     thunk_ops: tuple[str, ...] = (inst.name,)

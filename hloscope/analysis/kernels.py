@@ -257,11 +257,16 @@ def kernel_kind(inst: Instruction, platform: str | None = None) -> str:
         return f"custom-call:{inst.custom_call_target}"
     if cls == COLLECTIVE:
         return inst.opcode.removesuffix("-start")
-    kind = _UNFUSED_KINDS.get(inst.opcode)
+    return unfused_kind(inst.opcode)
+
+
+def unfused_kind(opcode: str) -> str:
+    """`kernel_kind` of an unfused instruction: `unfused:<opcode>`."""
+    kind = _UNFUSED_KINDS.get(opcode)
     if kind is None:
-        kind = sys.intern(f"unfused:{inst.opcode}")  # one string per opcode, not per kernel
+        kind = sys.intern(f"unfused:{opcode}")  # one string per opcode, not per kernel
         if len(_UNFUSED_KINDS) < 4096:
-            _UNFUSED_KINDS[inst.opcode] = kind
+            _UNFUSED_KINDS[opcode] = kind
     return kind
 
 
