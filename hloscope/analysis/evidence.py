@@ -175,10 +175,16 @@ def cse_twins(module: HloModule) -> dict[tuple[str, str], Twin]:
         # one comes, by attributes too. Most keys have one instruction, whose
         # attributes are then never read (a big module's are text until asked).
         first: dict[tuple[object, ...], Instruction | dict[object, Instruction]] = {}
-        order = {i.name: n for n, i in enumerate(comp.instructions)}
-        structure: list[object] | None = [] if comp.name in callees else None
+        structure: list[object] | None = None
+        order: dict[str, int] = {}
+        if comp.name in callees:
+            structure, order = [], {i.name: n for n, i in enumerate(comp.instructions)}
         for inst in comp.instructions:
-            called = tuple((c.role, shapes.get(c.name, c.name)) for c in inst.called)
+            called = (
+                tuple([(c.role, shapes.get(c.name, c.name)) for c in inst.called])
+                if inst.called
+                else ()
+            )
             attrs: tuple[tuple[str, str], ...] | None = None
             if structure is not None:
                 attrs = _cse_attributes(inst)
@@ -193,7 +199,7 @@ def cse_twins(module: HloModule) -> dict[tuple[str, str], Twin]:
                 inst.opcode,
                 inst.shape.text,
                 inst.literal,
-                tuple(canon.get(o, o) for o in inst.operands),
+                tuple([canon.get(o, o) for o in inst.operands]),
                 called,
             )
             found = first.get(key)
@@ -355,9 +361,10 @@ def _through_free(
 
 Location = tuple[SourceLocation | None, bool]
 _Where = int | tuple[str | None, int | None]  # a stack frame id, or an inline file and line
-# Per live module, `user_location` by stack frame id (or inline file and line): a module's
-# instructions share a few thousand frames, and a Keras frame's stack is dozens of frames deep. Dropped with the
-# module (weak reference), so no id is ever reused for another module's frames.
+# Per live module, `user_location` by stack frame id (or inline file and line): a
+# module's instructions share a few thousand frames, and a Keras frame's stack is dozens
+# of frames deep. Dropped with the module (weak reference), so no id is ever reused for
+# another module's frames.
 _frame_memos: dict[int, tuple[weakref.ref[HloModule], dict[_Where, Location]]] = {}
 
 
@@ -369,22 +376,33 @@ def user_location(module: HloModule, inst: Instruction) -> Location:
     location the dump has and False. Computed once per stack frame (or inline file and
     line) of a module.
     """
-    md = inst.metadata
-    if md is None:
-        return _user_location(module, inst)
-    frame_id = md.stack_frame_id
-    key: _Where
-    if frame_id is None or frame_id not in module.stack_frames:
-        key = (md.source_file, md.source_line)  # no stack: these alone say where
-    else:
-        key = frame_id
+    return user_locator(module)(inst)
+
+
+def user_locator(module: HloModule) -> Callable[[Instruction], Location]:
+    """`user_location` for the instructions of `module`: its memo found once, for a
+    pass over many of them."""
     memo = _frame_memo(module)
     if memo is None:
-        return _user_location(module, inst)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _user_location(module, inst)
-    return found
+        return functools.partial(_user_location, module)
+    frames = module.stack_frames
+
+    def locate(inst: Instruction) -> Location:
+        md = inst.metadata
+        if md is None:
+            return _user_location(module, inst)
+        frame_id = md.stack_frame_id
+        key: _Where
+        if frame_id is None or frame_id not in frames:
+            key = (md.source_file, md.source_line)  # no stack: these alone say where
+        else:
+            key = frame_id
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = _user_location(module, inst)
+        return found
+
+    return locate
 
 
 def _frame_memo(module: HloModule) -> dict[_Where, Location] | None:

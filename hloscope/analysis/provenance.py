@@ -23,6 +23,7 @@ from hloscope.analysis import kernels as K
 from hloscope.analysis.evidence import (
     DATA_MOVEMENT,
     Inferred,
+    Location,
     Twin,
     constant_like,
     cse_twins,
@@ -30,6 +31,7 @@ from hloscope.analysis.evidence import (
     is_framework_file,
     is_work,
     user_location,
+    user_locator,
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
 from hloscope.analysis.memo import Later
@@ -261,15 +263,22 @@ def _rebuilt(
 
 def source_op(module: HloModule, inst: Instruction, scope: str = "") -> SourceOp | None:
     """The source op an instruction came from, or None when metadata names none."""
-    name = op_name(inst, scope, module)
-    if name is None:
-        return None
+    return _source_op(inst, scope, user_locator(module))
+
+
+def _source_op(
+    inst: Instruction, scope: str, locate: Callable[[Instruction], Location]
+) -> SourceOp | None:
+    """`source_op`, with the module's `user_locator` (found once for many instructions)."""
     md = inst.metadata
-    assert md is not None
-    location, user = user_location(module, inst)
-    kind = md.op_type
-    if kind is not None and is_torch_op(kind, md.op_name or ""):
-        kind = torch_op_name(kind)
+    if md is None or not md.op_name or md.op_name in _PLUMBING:
+        return None
+    name, kind = md.op_name, md.op_type
+    location, user = locate(inst)
+    if kind is not None and is_torch_op(kind, name):  # by its line, as `op_name` names it
+        name, kind = torch_source_op(name, location, user), torch_op_name(kind)
+    if scope and not name.startswith(scope):
+        name = f"{scope}/{name}"
     return SourceOp(name, kind, location, user)
 
 
@@ -580,6 +589,7 @@ def _kernel_ops(
     idle: list[tuple[str, Instruction]] = []
     # Instructions with the same metadata have the same source op: one object for them.
     seen: dict[int, SourceOp | None] = {}
+    locate = user_locator(after)
     for kernel in analysis.kernels:
         found: dict[str, SourceOp] = {}
         for inst in kernel.ops:
@@ -590,7 +600,7 @@ def _kernel_ops(
             if key in seen:
                 op = seen[key]
             else:
-                op = seen[key] = source_op(after, inst)
+                op = seen[key] = _source_op(inst, "", locate)
             if op is not None:
                 found.setdefault(op.name, op)
                 count[op.name] += 1
@@ -746,12 +756,15 @@ def before_facts(before: HloModule) -> BeforeFacts:
         for inst, scope in insts:
             operands = inst.operands
             if inst.opcode in ("constant", "iota") or (
-                operands and inst.opcode not in _NOT_CONSTANT and all(o in const for o in operands)
+                operands and inst.opcode not in _NOT_CONSTANT and const.issuperset(operands)
             ):
                 const.add(inst.name)
             name = op_name(inst, scope, before)
             if name is not None and inst.opcode != "parameter":
-                by_op.setdefault(name, []).append((comp_name, inst))
+                places = by_op.get(name)
+                if places is None:
+                    places = by_op[name] = []
+                places.append((comp_name, inst))
                 named[inst.name] = name
         # Liveness flows backward from the root.
         alive = live[comp_name] = set()
