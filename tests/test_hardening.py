@@ -185,6 +185,11 @@ def test_json_printable_is_the_same_json() -> None:
     text = json_printable(json.dumps(doc, ensure_ascii=False))
     assert not CONTROL.search(text)
     assert json.loads(text) == doc
+    # all ASCII (the text of most documents): DEL is escaped there too, nothing else
+    ascii_doc = {"name": "a\x7fz\x1b", "n": [1, "\x7f"]}
+    text = json_printable(json.dumps(ascii_doc, ensure_ascii=False))
+    assert text.isascii() and "\x7f" not in text and json.loads(text) == ascii_doc
+    assert json_printable("{}\n") == "{}\n"
 
 
 # --- reading stays inside the run folder -------------------------------------------------

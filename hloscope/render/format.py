@@ -73,6 +73,8 @@ def json_printable(text: str) -> str:
 
     Those characters can only stand inside JSON strings, so the result is the same JSON.
     """
+    if text.isascii():  # of those, only DEL can be there: found without a regex scan
+        return text.replace("\x7f", _JSON_PRINTABLE[0x7F]) if "\x7f" in text else text
     return text.translate(_JSON_PRINTABLE) if _HAS_CONTROL.search(text) else text
 
 
