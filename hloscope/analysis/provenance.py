@@ -400,7 +400,9 @@ class AfterOps:
     def _found(self) -> AfterOps:
         """Find every source op of the after module (what is known already stays)."""
         after, analysis = self.after, self.analysis
-        kernel_ops, self._ops, self._count, self._idle = _kernel_ops(after, analysis)
+        kernel_ops, self._ops, self._count, idle = _kernel_ops(after, analysis)
+        if self._free is None:
+            self._idle = idle
         if self._kernel_ops is None:
             self._kernel_ops = kernel_ops
         if self._inferred is None:
