@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 from hloscope.analysis import kernels as K
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
@@ -38,9 +39,10 @@ COMMAND_BUFFER = "command-buffer"
 """The kind of a GPU command buffer: a `call` launched as one CUDA graph."""
 
 
-@dataclass(frozen=True, slots=True)
-class Executed:
-    """One instruction as the walk meets it.
+class Executed(NamedTuple):
+    """One instruction as the walk meets it (a named tuple: a walk of a big module
+    makes one per instruction, and a frozen dataclass costs several times as much to
+    make).
 
     Attributes:
         instruction: The instruction.
