@@ -6,7 +6,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import random
 
+import pytest
 from typer.testing import CliRunner
 
 from hloscope.analysis import provenance as P
@@ -175,3 +177,31 @@ def test_ops_kernel_of_no_such_kernel_names_the_closest() -> None:
     result = runner.invoke(app, ["ops", str(DATA / "jax_mlp"), "--kernel", "multiply_fusion.2"])
     assert result.exit_code == 2
     assert "did you mean multiply_multiply_fusion.2" in result.stderr
+
+
+def test_piped_lines_are_written_as_rich_would_print_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ops` writes its piped lines without laying each out in rich (`_print_lines`):
+    every line, styled or not, with controls, wide characters, trailing blanks,
+    newlines or tabs (which rich expands), prints byte for byte as `_print` prints it."""
+    from rich.text import Text
+
+    from hloscope.cli.app import _print, _print_lines
+
+    pieces = ["op", "  ", "\x1b[2J", "\u202e", "宽", "é", "\x7f", "\n", "\t", "x" * 30, "\x85"]
+    rng = random.Random(27)
+    lines = []
+    for _ in range(400):
+        text = Text.assemble(
+            *[(rng.choice(pieces), rng.choice(["", "bold", "dim"])) for _ in range(6)]
+        )
+        if rng.random() < 0.2:
+            text.append("  [model.py:3]  ", style="dim")
+        lines.append(text)
+    lines.append(Text("right", justify="right"))
+    for line in lines:
+        _print(line)
+    one_by_one = capsys.readouterr().out
+    _print_lines(lines)
+    assert capsys.readouterr().out == one_by_one

@@ -6,6 +6,7 @@ Each command is load (`inspect_run`) -> render; nothing here computes.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,7 @@ from hloscope.cli.app import (
     _json_text,
     _print,
     _print_json,
+    _print_lines,
     _stdout_is_terminal,
     _stream_json,
     _width,
@@ -408,7 +410,7 @@ def _ops(
     from rich.text import Text
 
     from hloscope.render.format import counted, short_names
-    from hloscope.render.text import module_heading, no_user_frames, placement_line
+    from hloscope.render.text import module_heading, no_user_frames
 
     if not shown:
         raise _fail(f"{run}: no module has an after-optimization dump to trace ops in", 1)
@@ -439,16 +441,28 @@ def _ops(
         others = [o for p in placements for o in p.shares_with]
         names = short_names([*labels, *others], 56) if terminal else {}
         width = min(40, max((len(names.get(x, x)) for x in labels), default=0))
-        story = stories.get(m.key)
-        for p in placements:
-            line = placement_line(p, kinds, width, names)
-            if story is not None:
-                from hloscope.render.passes import op_history_text
+        _print_lines(_op_lines(placements, kinds, width, names, stories.get(m.key)))
 
-                told = op_history_text(p, story)
-                if told:
-                    line.append(f"  ⟨{told}⟩", style="dim")
-            _print(line)
+
+def _op_lines(
+    placements: list[Any],
+    kinds: dict[str, str],
+    width: int,
+    names: dict[str, str],
+    story: Any,
+) -> Iterator[Any]:
+    """`ops`' line for each placement, with its pass-by-pass history when `story`."""
+    from hloscope.render.text import placement_line
+
+    for p in placements:
+        line = placement_line(p, kinds, width, names)
+        if story is not None:
+            from hloscope.render.passes import op_history_text
+
+            told = op_history_text(p, story)
+            if told:
+                line.append(f"  ⟨{told}⟩", style="dim")
+        yield line
 
 
 def _kernel_named(modules: list[Any], name: str) -> bool:
