@@ -73,3 +73,27 @@ def test_counts_agree_with_their_noun() -> None:
     report = analyze_run(load_run(DATA / "jax_mlp"))
     text = _render(modules_table(report), width=200)
     assert not re.search(r"\b1 (kernels|modules|instructions)\b", text)
+
+
+def test_an_ops_line_is_made_as_rich_assembles_it() -> None:
+    """`placement_line` makes its `Text` at once (`_assembled`): the same characters,
+    styles and ends as `Text.assemble`, control codes included, which rich strips."""
+    import random
+
+    from rich.text import Text
+
+    from hloscope.render.text import _assembled
+
+    rng = random.Random(27)
+    pieces = ["op", "  ", "\x1b[2J", "\x07", "é", "\r", "x\n", "\t", "宽", ""]
+    for _ in range(2000):
+        parts = [
+            (rng.choice(pieces) * rng.randrange(3), rng.choice(["", "bold", "dim", "green"]))
+            for _ in range(rng.randrange(1, 7))
+        ]
+        made, assembled = _assembled(parts), Text.assemble(*parts)
+        assert (made.plain, made.spans, made.end) == (
+            assembled.plain,
+            assembled.spans,
+            assembled.end,
+        )
