@@ -407,8 +407,8 @@ def placement_line(
 
 def _assembled(pieces: list[tuple[str, str]]) -> Text:
     """`Text.assemble(*pieces)`, the same text and styles, made at once: rich's own strips
-    control codes from each piece (most of `hloscope ops`' time on 300k lines); here
-    the whole line is checked once, and a line holding one is left to rich."""
+    control codes from each piece (seconds of `hloscope ops` on 300k lines); here the
+    whole line is checked once, and a line holding one is left to rich."""
     plain = "".join(text for text, _ in pieces)
     if _RICH_STRIPS.search(plain):
         return Text.assemble(*pieces)
