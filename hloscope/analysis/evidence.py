@@ -14,7 +14,6 @@ inferred. The user's source line is the first stack frame outside the frameworks
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -363,9 +362,8 @@ Location = tuple[SourceLocation | None, bool]
 _Where = int | tuple[str | None, int | None]  # a stack frame id, or an inline file and line
 # Per live module, `user_location` by stack frame id (or inline file and line): a
 # module's instructions share a few thousand frames, and a Keras frame's stack is dozens
-# of frames deep. Dropped with the module (weak reference), so no id is ever reused for
-# another module's frames.
-_frame_memos: dict[int, tuple[weakref.ref[HloModule], dict[_Where, Location]]] = {}
+# of frames deep. Dropped with the module (`memo.ByModule`).
+_frame_memos: ByModule[dict[_Where, Location]] = ByModule(lambda module: {})
 
 
 def user_location(module: HloModule, inst: Instruction) -> Location:
@@ -382,10 +380,7 @@ def user_location(module: HloModule, inst: Instruction) -> Location:
 def user_locator(module: HloModule) -> Callable[[Instruction], Location]:
     """`user_location` for the instructions of `module`: its memo found once, for a
     pass over many of them."""
-    memo = _frame_memo(module)
-    if memo is None:
-        return functools.partial(_user_location, module)
-    frames = module.stack_frames
+    memo, frames = _frame_memos(module), module.stack_frames
 
     def locate(inst: Instruction) -> Location:
         md = inst.metadata
@@ -403,26 +398,6 @@ def user_locator(module: HloModule) -> Callable[[Instruction], Location]:
         return found
 
     return locate
-
-
-def _frame_memo(module: HloModule) -> dict[_Where, Location] | None:
-    """The module's memo of locations by frame id (None when it takes no weak reference)."""
-    key = id(module)
-    entry = _frame_memos.get(key)
-    if entry is not None and entry[0]() is module:
-        return entry[1]
-
-    def forget(ref: weakref.ref[HloModule]) -> None:
-        if _frame_memos.get(key, (None,))[0] is ref:
-            del _frame_memos[key]
-
-    try:
-        ref = weakref.ref(module, forget)
-    except TypeError:
-        return None
-    memo: dict[_Where, Location] = {}
-    _frame_memos[key] = (ref, memo)
-    return memo
 
 
 # File names that hold no place: TensorFlow's XLA bridge writes `source_file=

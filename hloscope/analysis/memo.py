@@ -59,7 +59,7 @@ class PerModule(Generic[A, T]):
 
 class ByModule(Generic[T]):
     """`compute(module)`, kept while the module is alive (a weak reference: its id is
-    never reused for another module while kept)."""
+    never reused for another module while kept; one that takes none is not kept)."""
 
     def __init__(self, compute: Callable[[HloModule], T]) -> None:
         self._compute = compute
@@ -76,7 +76,8 @@ class ByModule(Generic[T]):
             if self._kept.get(key, (None,))[0] is ref:
                 del self._kept[key]
 
-        self._kept[key] = (weakref.ref(module, forget), value)
+        with contextlib.suppress(TypeError):  # a module that takes no weak reference
+            self._kept[key] = (weakref.ref(module, forget), value)
         return value
 
 

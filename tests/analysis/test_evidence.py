@@ -360,7 +360,7 @@ def test_frame_memo_goes_with_its_module() -> None:
     inst = next(i for _, i in module.instructions() if i.metadata and i.metadata.stack_frame_id)
     E.user_location(module, inst)
     key = id(module)
-    assert key in E._frame_memos
+    assert key in E._frame_memos._kept
     del module, inst
     gc.collect()
-    assert key not in E._frame_memos
+    assert key not in E._frame_memos._kept
