@@ -253,9 +253,13 @@ def _print(renderable: Any) -> None:
 
     console = _console(soft_wrap=True, width=_PIPED_WIDTH, file=io.StringIO())
     console.print(renderable)
-    # rich pads every cell of a table's last column to its widest: not worth a diff line
-    text = console.file.getvalue()
-    sys.stdout.write("\n".join(line.rstrip() for line in text.split("\n")))
+    sys.stdout.write(_piped(console.file.getvalue()))
+
+
+def _piped(text: str) -> str:
+    """Printed text as written piped: no line ends in blanks (rich pads every cell of a
+    table's last column to its widest: not worth a diff line)."""
+    return "\n".join([line.rstrip() for line in text.split("\n")])
 
 
 _print_records = _print
@@ -283,8 +287,7 @@ def _print_lines(lines: Iterable[Any]) -> None:
             out.clear()
             _print(line)
             continue
-        parts = printable(line.plain).split("\n")
-        out.append("\n".join([part.rstrip() for part in parts]) + "\n")
+        out.append(_piped(printable(line.plain) + "\n"))
         if len(out) >= 4096:
             sys.stdout.write("".join(out))
             out.clear()
