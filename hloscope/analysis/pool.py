@@ -199,7 +199,8 @@ class Pending(Generic[S, T]):
 
     def result(self) -> S | None:
         """Wait for the task's result; raise what it raised there; None when the worker
-        died without a word (killed for memory: the caller runs the task itself)."""
+        died without a word (killed for memory: the caller runs the task itself). The
+        worker is closed then, unless `then` is still to come."""
         self._sent[0].wait()
         data, self._data[0] = self._data[0], None
         if len(self._data) == 1 or data is None:

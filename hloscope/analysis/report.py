@@ -197,11 +197,8 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
             # the picture of the before side is drawn while the worker runs
             waiting, pending = pending, None
 
-            def finish() -> ModuleReport:
-                try:
-                    side = waiting.result()
-                finally:
-                    waiting.close()
+            def finish() -> ModuleReport:  # the worker is done with once its side is in
+                side = waiting.result()
                 return _joined(dump, drawn, None, before_module, None, errors, side)
 
             return _Awaited.of(dump, before_module, finish)
