@@ -188,6 +188,7 @@ def test_piped_lines_are_written_as_rich_would_print_them(
     from rich.text import Text
 
     from hloscope.cli.app import _print, _print_lines
+    from hloscope.render.text import Line
 
     pieces = ["op", "  ", "\x1b[2J", "\u202e", "宽", "é", "\x7f", "\n", "\t", "x" * 30, "\x85"]
     rng = random.Random(27)
@@ -204,4 +205,16 @@ def test_piped_lines_are_written_as_rich_would_print_them(
         _print(line)
     one_by_one = capsys.readouterr().out
     _print_lines(lines)
+    assert capsys.readouterr().out == one_by_one
+    # the same lines as `Line`s, made into `Text` only where rich would change them
+    made = []
+    for _ in range(400):
+        line = Line([(rng.choice([*pieces, "\r", "\x07"]), rng.choice(["", "bold"]))])
+        for _ in range(rng.randrange(6)):
+            line.append(rng.choice(pieces), rng.choice(["", "dim"]))
+        made.append(line)
+    for line in made:
+        _print(line.text())
+    one_by_one = capsys.readouterr().out
+    _print_lines(made)
     assert capsys.readouterr().out == one_by_one

@@ -267,43 +267,33 @@ _print_records = _print
 
 
 def _print_lines(lines: Iterable[Any]) -> None:
-    """`_print` of each of `lines` (rich `Text`s, one record each). Piped, a plain line
-    is written as `_print` writes it, without a console laid out for it: `ops` of a
-    big module prints 300k lines, 200 µs each through rich. A line rich would change
-    beyond that (tabs to expand, a justification, a line past `_print`'s width) goes
-    through `_print`."""
+    """`_print` of each of `lines` (rich `Text`s or `render.text.Line`s, one record
+    each). Piped, a plain line is written as `_print` writes it, without a console laid
+    out for it, and a `Line` without the `Text` it would make: `ops` of a big module
+    prints 300k lines, 200 µs each through rich. A line rich would change beyond that
+    (tabs to expand, a justification, a line past `_print`'s width, controls its `Text`
+    strips) goes through `_print`."""
+    from hloscope.render.format import printable
+    from hloscope.render.text import Line, as_printed
+
     if _stdout_is_terminal():
         for line in lines:
-            _print(line)
+            _print(line.text() if type(line) is Line else line)
         return
-    from rich.text import Text
-
-    from hloscope.render.format import printable
 
     out: list[str] = []
     for line in lines:
-        if type(line) is not Text or not _plainly_printed(line):
+        plain = as_printed(line, _PIPED_WIDTH)
+        if plain is None:
             sys.stdout.write("".join(out))
             out.clear()
-            _print(line)
+            _print(line.text() if type(line) is Line else line)
             continue
-        out.append(_piped(printable(line.plain) + "\n"))
+        out.append(_piped(printable(plain) + "\n"))
         if len(out) >= 4096:
             sys.stdout.write("".join(out))
             out.clear()
     sys.stdout.write("".join(out))
-
-
-def _plainly_printed(text: Any) -> bool:
-    """Whether rich prints a `Text` piped as its characters and a newline: no tab to
-    expand, no justification or overflow of its own, shorter than the piped width."""
-    plain = text.plain
-    return (
-        "\t" not in plain
-        and len(plain) < _PIPED_WIDTH
-        and text.end == "\n"
-        and not (text.justify or text.overflow or text.no_wrap)
-    )
 
 
 def _print_json(doc: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -364,12 +365,69 @@ _STATUS_STYLE = {
 }
 
 
+class Line(NamedTuple):
+    """A line of styled pieces, `(text, style)` as `Text.assemble` takes them, made into
+    a rich `Text` only where it is laid out (`text()`): piped, a line's `plain`
+    characters are what prints, and `hloscope ops` prints 300k of them."""
+
+    pieces: list[tuple[str, str]]
+
+    @property
+    def plain(self) -> str:
+        """The line's characters, as its `Text` holds them when `strippable` is False."""
+        return "".join([text for text, _ in self.pieces])
+
+    def text(self) -> Text:
+        """`Text.assemble(*pieces)`, the same text and styles, made at once: rich's own
+        strips control codes from each piece; here the whole line is checked once, and
+        a line holding one is left to rich."""
+        plain = self.plain
+        if strippable(plain):
+            return Text.assemble(*self.pieces)
+        spans, at = [], 0
+        for text, style in self.pieces:
+            if style and text:
+                spans.append(Span(at, at + len(text), style))
+            at += len(text)
+        return Text(plain, spans=spans)
+
+    def append(self, text: str, style: str = "") -> None:
+        """Add a piece at the end, as `Text.append` does."""
+        self.pieces.append((text, style))
+
+
+def strippable(text: str) -> bool:
+    """Whether rich's `Text` would remove characters of `text`
+    (`rich.control.strip_control_codes`)."""
+    return _RICH_STRIPS.search(text) is not None
+
+
+_RICH_STRIPS = re.compile("[\x07\x08\x0b\x0c\x0d]")
+
+
+def as_printed(line: Text | Line, width: int) -> str | None:
+    """A line's characters, if a console `width` wide prints them as they are and a
+    newline: no controls its `Text` strips, no tab to expand, no end, justification or
+    overflow of its own, narrower than `width`. Else None."""
+    if type(line) is Line:
+        plain = line.plain
+        if strippable(plain):
+            return None
+    elif type(line) is Text:
+        plain = line.plain
+        if line.end != "\n" or line.justify or line.overflow or line.no_wrap:
+            return None
+    else:
+        return None
+    return plain if "\t" not in plain and len(plain) < width else None
+
+
 def placement_line(
     p: Placement,
     kinds: dict[str, str],
     width: int = 0,
     names: Mapping[str, str] | None = None,
-) -> Text:
+) -> Line:
     """`hloscope ops`: one line per source op saying where it went.
 
     Args:
@@ -402,26 +460,7 @@ def placement_line(
     pieces = [(label, "bold"), ("  ", ""), (status, style), (" ", ""), (rest, "")]
     if p.op.location is not None and p.op.user_frame:
         pieces.append((f"  [{p.op.location}]", "dim"))
-    return _assembled(pieces)
-
-
-def _assembled(pieces: list[tuple[str, str]]) -> Text:
-    """`Text.assemble(*pieces)`, the same text and styles, made at once: rich's own strips
-    control codes from each piece (seconds of `hloscope ops` on 300k lines); here the
-    whole line is checked once, and a line holding one is left to rich."""
-    plain = "".join(text for text, _ in pieces)
-    if _RICH_STRIPS.search(plain):
-        return Text.assemble(*pieces)
-    spans, at = [], 0
-    for text, style in pieces:
-        if style and text:
-            spans.append(Span(at, at + len(text), style))
-        at += len(text)
-    return Text(plain, spans=spans)
-
-
-# What rich's `Text` removes from what it is given (`rich.control.strip_control_codes`).
-_RICH_STRIPS = re.compile("[\x07\x08\x0b\x0c\x0d]")
+    return Line(pieces)
 
 
 def kernel_line(m: ModuleReport, name: str) -> Text:

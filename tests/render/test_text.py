@@ -76,13 +76,13 @@ def test_counts_agree_with_their_noun() -> None:
 
 
 def test_an_ops_line_is_made_as_rich_assembles_it() -> None:
-    """`placement_line` makes its `Text` at once (`_assembled`): the same characters,
-    styles and ends as `Text.assemble`, control codes included, which rich strips."""
+    """`placement_line`'s `Line` makes its `Text` at once: the same characters, styles
+    and ends as `Text.assemble`, control codes included, which rich strips."""
     import random
 
     from rich.text import Text
 
-    from hloscope.render.text import _assembled
+    from hloscope.render.text import Line
 
     rng = random.Random(27)
     pieces = ["op", "  ", "\x1b[2J", "\x07", "é", "\r", "x\n", "\t", "宽", ""]
@@ -91,7 +91,7 @@ def test_an_ops_line_is_made_as_rich_assembles_it() -> None:
             (rng.choice(pieces) * rng.randrange(3), rng.choice(["", "bold", "dim", "green"]))
             for _ in range(rng.randrange(1, 7))
         ]
-        made, assembled = _assembled(parts), Text.assemble(*parts)
+        made, assembled = Line(parts).text(), Text.assemble(*parts)
         assert (made.plain, made.spans, made.end) == (
             assembled.plain,
             assembled.spans,
