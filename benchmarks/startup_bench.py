@@ -34,11 +34,12 @@ def main() -> None:
     for _ in range(args.repeats):
         ours.append(timed(hloscope))
         base.append(timed(bare))
-    probe = (
-        "import sys\nfrom hloscope.cli import main\n"
+    probe = (  # checked as the process ends (`main` may end it)
+        "import atexit, sys\nfrom hloscope.cli import main\n"
+        "atexit.register(lambda: print("
+        "sorted({'tensorflow', 'jax', 'jaxlib'} & set(sys.modules)), file=sys.stderr))\n"
         f"sys.argv = ['hloscope', 'report', {str(ROOT / 'tests/data/jax_mlp')!r}, '--json']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted({'tensorflow', 'jax', 'jaxlib'} & set(sys.modules)), file=sys.stderr)\n"
+        "main()\n"
     )
     heavy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     print(

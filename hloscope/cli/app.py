@@ -397,7 +397,7 @@ def _invocation(ctx: typer.Context) -> list[str]:
 
 def main() -> None:
     """Console-script entry point."""
-    from hloscope.cli.teardown import one_command
+    from hloscope.cli.teardown import leave, one_command
 
     one_command()  # the process ends after this command: big objects are left to the OS
     try:
@@ -405,3 +405,7 @@ def main() -> None:
     except KeyboardInterrupt:
         _echo("hloscope: interrupted", err=True)
         sys.exit(130)
+    except SystemExit as e:  # how a typer app ends, success included
+        if e.code is None or isinstance(e.code, int):
+            leave(e.code or 0)  # a command that kept its objects: not freed one by one
+        raise

@@ -87,11 +87,17 @@ def diff(
     Example: hloscope diff runs/before runs/after --fail-on-regression --tolerance 5%
     """
     from hloscope.analysis.diff import diff_runs, parse_tolerance, regressions, select_diffs
+    from hloscope.cli.teardown import keep
     from hloscope.errors import UsageError
     from hloscope.inspection import inspect_run
 
     tol = parse_tolerance(tolerance)
-    a, b = inspect_run(run_a, bench=False), inspect_run(run_b, bench=False)
+    # Millions of objects each on big dumps: not walked by the collector while the other
+    # run is read, nor freed one by one at exit.
+    a = inspect_run(run_a, bench=False)
+    keep(a)
+    b = inspect_run(run_b, bench=False)
+    keep(b)
     result = diff_runs(
         a.report,
         b.report,

@@ -363,9 +363,11 @@ def _ops(
     history: bool,
 ) -> None:
     """`ops`, computed."""
+    from hloscope.cli.teardown import keep
     from hloscope.inspection import inspect_run
 
     inspection = inspect_run(run, module or (), timings=False, bench=False)
+    keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
     _something_read(inspection)
     _say_outcome(inspection)
     shown = [m for m in (inspection.modules if module else inspection.main) if m.provenance]
