@@ -16,7 +16,7 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -131,8 +131,16 @@ def report_html(
     return report_page(inspection, diagrams=draw, title=title, peaks=peaks)
 
 
-def write_html(inspection: Inspection, path: str | Path, **options: Any) -> Path:
-    """Write `report_html(inspection, **options)` to a file (`hloscope report --html`).
+def write_html(
+    inspection: Inspection,
+    path: str | Path,
+    *,
+    diagrams: bool = True,
+    title: str | None = None,
+    peaks: Peaks | None = None,
+) -> Path:
+    """Write `report_html(inspection, ...)` to a file (`hloscope report --html`), piece by
+    piece: the page of a 100 MB module is hundreds of MB, never held whole.
 
     Returns:
         The file written.
@@ -148,9 +156,12 @@ def write_html(inspection: Inspection, path: str | Path, **options: Any) -> Path
         True
     """
     out = Path(path)
-    page = report_html(inspection, **options)
+    draw = graphviz_diagrams if diagrams else None
+    chunks = _report_chunks(inspection, draw, title, True, peaks)  # the data found first
     try:
-        out.write_text(page, encoding="utf-8")
+        with out.open("w", encoding="utf-8") as f:
+            for chunk in chunks:
+                f.write(chunk)
     except OSError as e:
         raise UsageError(
             f"--html {out}: cannot write ({e.strerror}); give a path in an existing folder"
@@ -178,6 +189,17 @@ def report_page(
     Returns:
         The page.
     """
+    return "".join(_report_chunks(inspection, diagrams, title, open_first, peaks))
+
+
+def _report_chunks(
+    inspection: Inspection,
+    diagrams: DiagramsFn | None,
+    title: str | None,
+    open_first: bool,
+    peaks: Peaks | None,
+) -> Iterator[str]:
+    """`report_page`'s page in pieces: its data found now, its text made as it is read."""
     data = page_data(inspection, diagrams=diagrams, peaks=peaks)
     data["overview"]["open_first"] = open_first
     return _page(data, title or _title(inspection))
@@ -552,8 +574,32 @@ def embed_json(doc: Any) -> str:
     U+2028/U+2029 are written as `\\uXXXX` escapes, which JSON.parse reads back as the
     same characters.
     """
-    text = json.dumps(_finite(doc), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:  # seldom needed: a document is copied as plain lists and dicts without NaN
+        text = _compact(doc)  # and infinities only when it holds other kinds or those
+    except (ValueError, TypeError):
+        text = _compact(_finite(doc))
     return _JSON_UNSAFE.sub(lambda mt: _JSON_ESCAPES[mt.group()], text)
+
+
+def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
+    """`embed_json(doc)` in pieces: a dict of string keys is written entry by entry, to
+    `depth` levels, so that only one entry's text is held at a time (a module's kernels'
+    HLO is a hundred MB on a 100 MB module)."""
+    if depth and type(doc) is dict and doc and all(type(k) is str for k in doc):
+        opening = "{"
+        for key, value in doc.items():
+            yield opening + embed_json(key) + ":"
+            yield from embed_chunks(value, depth - 1)
+            opening = ","
+        yield "}"
+    else:
+        yield embed_json(doc)
+
+
+def _compact(doc: Any) -> str:
+    """`doc` as compact JSON; ValueError if it holds NaN or an infinity, TypeError if it
+    holds a mapping other than a dict."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -596,7 +642,9 @@ def _title(inspection: Inspection) -> str:
     return f"hloscope report · {name}"
 
 
-def _page(data: Mapping[str, Any], title: str) -> str:
+def _page(data: Mapping[str, Any], title: str) -> Iterator[str]:
+    """The page of `data`, in pieces: its head, each JSON block (in `embed_chunks`)
+    and its script."""
     css, js = _asset("report.css"), _script()
     # The assets are ours; this guards against an edit that would end the block early.
     assert "</style" not in css.lower() and "</script" not in js.lower()
@@ -610,14 +658,7 @@ def _page(data: Mapping[str, Any], title: str) -> str:
             "form-action 'none'",
         ]
     )
-    blocks = [
-        f'<script type="application/json" id="hs-overview">{embed_json(data["overview"])}</script>'
-    ]
-    blocks += [
-        f'<script type="application/json" id="hs-module-{i}">{embed_json(doc)}</script>'
-        for i, doc in enumerate(data["modules"])
-    ]
-    return "\n".join(
+    yield "\n".join(
         [
             "<!DOCTYPE html>",
             '<html lang="en">',
@@ -633,13 +674,16 @@ def _page(data: Mapping[str, Any], title: str) -> str:
             '<div id="hs-app" class="hs-app"><p class="hs-loading">Loading the report…</p></div>',
             "<noscript><p>This report is built by JavaScript in the page; allow it to run "
             "(the data is embedded below as JSON).</p></noscript>",
-            *blocks,
-            f"<script>{js}</script>",
-            "</body>",
-            "</html>",
             "",
         ]
     )
+    blocks = [("hs-overview", data["overview"])]
+    blocks += [(f"hs-module-{i}", doc) for i, doc in enumerate(data["modules"])]
+    for name, doc in blocks:
+        yield f'<script type="application/json" id="{name}">'
+        yield from embed_chunks(doc)
+        yield "</script>\n"
+    yield f"<script>{js}</script>\n</body>\n</html>\n"
 
 
 def iframe_html(page: str, *, height: int = 720) -> str:

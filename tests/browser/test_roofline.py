@@ -86,7 +86,7 @@ def test_roofline_shows_payloads_as_text(tab: ReportTab, tmp_path: Path) -> None
                      "bound": "memory", "efficiency": 0.3, "roof_us": 1.0, "known": True}],
     }  # fmt: skip
     page_file = tmp_path / "xss_roofline.html"
-    page_file.write_text(_page(data, "xss"), encoding="utf-8")
+    page_file.write_text("".join(_page(data, "xss")), encoding="utf-8")
     tab.open(page_file)
     page = tab.page
     plot = page.locator(".hs-module[open] section[data-part=roofline]")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -25,6 +26,7 @@ from hloscope.render.display import kernel_html
 from hloscope.render.html import (
     Diagram,
     Diagrams,
+    embed_chunks,
     embed_json,
     iframe_html,
     page_data,
@@ -80,6 +82,48 @@ def test_embed_json_writes_nan_as_null() -> None:
         "t": None,
         "u": [None, 1.5],
     }
+    # other mappings are written as dicts are, whether or not the document holds a NaN
+    from types import MappingProxyType
+
+    plain = {"m": {"a": (1.0, "<")}, "n": [2]}
+    proxied = {"m": MappingProxyType({"a": (1.0, "<")}), "n": [2]}
+    assert embed_json(proxied) == embed_json(plain) == '{"m":{"a":[1.0,"\\u003c"]},"n":[2]}'
+    assert embed_json(proxied | {"t": math.nan}) == embed_json(plain | {"t": None})
+
+
+def test_embed_chunks_join_to_embed_json() -> None:
+    """The page is written in pieces (`embed_chunks`, dicts entry by entry): joined they
+    are `embed_json` of the whole, on random documents with NaN, other mappings,
+    non-string keys, empty and nested containers and characters to escape."""
+    import random
+    from types import MappingProxyType
+
+    rng = random.Random(27)
+    leaves = [0, -1, 2.5, math.nan, math.inf, None, True, "", "</script>", "é\u2028&", "x"]
+
+    def doc(depth: int) -> object:
+        roll = rng.random()
+        if depth > 3 or roll < 0.3:
+            return rng.choice(leaves)
+        items = {rng.choice(["a", "b", "<k>", "ü", "c d"]): doc(depth + 1) for _ in range(3)}
+        if roll < 0.6:
+            return items
+        if roll < 0.7:
+            return MappingProxyType(items)
+        if roll < 0.8:
+            return {1: doc(depth + 1), "1": 2} if rng.random() < 0.5 else {}
+        return [doc(depth + 1) for _ in range(rng.randrange(3))]
+
+    for _ in range(500):
+        d = doc(0)
+        for depth in range(4):
+            assert "".join(embed_chunks(d, depth)) == embed_json(d)
+
+
+def test_write_html_writes_the_page_report_html_makes(tmp_path: Path) -> None:
+    inspection = inspect_run(DATA / "jax_mlp")
+    out = write_html(inspection, tmp_path / "r.html", diagrams=False)
+    assert out.read_text(encoding="utf-8") == report_html(inspection, diagrams=False)
 
 
 def test_sanitize_svg_keeps_drawing_and_drops_code() -> None:
