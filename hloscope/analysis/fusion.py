@@ -140,6 +140,14 @@ class Kernel:
         return len(self.ops)
 
     @property
+    def opcodes(self) -> tuple[str, ...]:
+        """The opcodes of `ops`, in order. A kernel a worker process analysed knows them
+        without its instructions (`analysis.pool`: its `ops` are read again from the
+        file only when asked for)."""
+        sent: tuple[str, ...] | None = getattr(self.ops, "opcodes", None)
+        return sent if sent is not None else tuple([i.opcode for i in self.ops])
+
+    @property
     def is_fusion(self) -> bool:
         """Whether it is a fusion: several HLO ops XLA made into one kernel (a `fusion`
         instruction, or one an async pair wraps), not a call run as one kernel."""

@@ -309,8 +309,7 @@ def _matched_kernels(m: ModuleReport, split_by_line: frozenset[str]) -> list[Mat
             where = _location(op)
             shown.setdefault(f"{key}@{where}" if key in split_by_line and where else key, op.name)
         names = tuple(dict.fromkeys(o.name for o in ops))
-        opcodes = tuple(i.opcode for i in k.ops)
-        out.append(MatchedKernel(k, index, frozenset(shown), names, shown, opcodes))
+        out.append(MatchedKernel(k, index, frozenset(shown), names, shown, k.opcodes))
     return out
 
 

@@ -445,7 +445,8 @@ class _Sender(pickle.Pickler):
         # a module as its file, name and header (small, and what the grouping of
         # compilations reads: `compilations.module_shapes`)
         self.modules: dict[int, tuple[str, str, dict[str, str]]] = {}
-        self.ops: dict[int, tuple[str, int, int]] = {}  # (file, kernel number, ops)
+        # (file, kernel number, its instructions' opcodes, one string per opcode)
+        self.ops: dict[int, tuple[str, int, tuple[str, ...]]] = {}
         for module in modules:
             if module is not None and module.path is not None:
                 header = (module.path, module.name, dict(module.attributes))
@@ -454,7 +455,8 @@ class _Sender(pickle.Pickler):
             if module is None or module.path is None or analysis is None:
                 continue
             for n, kernel in enumerate(analysis.kernels):
-                self.ops.setdefault(id(kernel.ops), (module.path, n, len(kernel.ops)))
+                opcodes = tuple([sys.intern(i.opcode) for i in kernel.ops])
+                self.ops.setdefault(id(kernel.ops), (module.path, n, opcodes))
 
     def reducer_override(self, obj: Any) -> Any:
         key = id(obj)
@@ -489,15 +491,15 @@ _FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 class _OpsAt:
     """A kernel's instructions as the kernel's number in the analysis of a module file,
-    and how many they are: `_SentOps` when unpickled."""
+    and their opcodes: `_SentOps` when unpickled."""
 
-    def __init__(self, path: str, number: int, size: int) -> None:
+    def __init__(self, path: str, number: int, opcodes: tuple[str, ...]) -> None:
         self.path = path
         self.number = number
-        self.size = size
+        self.opcodes = opcodes
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        return (_sent_ops, (self.path, self.number, self.size))
+        return (_sent_ops, (self.path, self.number, self.opcodes))
 
 
 # --- back in this process ---------------------------------------------------------------
@@ -546,8 +548,8 @@ def _sent_module(path: str) -> _SentModule:
     return _RECEIVING[path]
 
 
-def _sent_ops(path: str, number: int, size: int) -> _SentOps:
-    return _SentOps(_RECEIVING[path], number, size)
+def _sent_ops(path: str, number: int, opcodes: tuple[str, ...]) -> _SentOps:
+    return _SentOps(_RECEIVING[path], number, opcodes)
 
 
 class _SentModule(HloModule):
@@ -585,18 +587,19 @@ class _SentModule(HloModule):
 class _SentOps(Sequence[Instruction]):
     """A kernel's instructions, by the kernel's number in its module's analysis: taken
     from the module analysed again here on first use (the analysis is deterministic:
-    the same file gives the same kernels in the same order)."""
+    the same file gives the same kernels in the same order). Their opcodes came along
+    (`Kernel.opcodes`: what `hloscope diff` matches kernels on)."""
 
-    def __init__(self, module: _SentModule, number: int, size: int) -> None:
+    def __init__(self, module: _SentModule, number: int, opcodes: tuple[str, ...]) -> None:
         self.module = module
         self.number = number
-        self.size = size
+        self.opcodes = opcodes
         self._ops: tuple[Instruction, ...] | None = None
 
     def _load(self) -> tuple[Instruction, ...]:
         if self._ops is None:
             ops = _analysed_again(self.module).kernels[self.number].ops
-            assert len(ops) == self.size  # the kernel the worker found
+            assert tuple(i.opcode for i in ops) == self.opcodes  # the kernel the worker found
             self._ops = tuple(ops)
         return self._ops
 
@@ -608,7 +611,7 @@ class _SentOps(Sequence[Instruction]):
         return self._load()[index]
 
     def __len__(self) -> int:
-        return self.size
+        return len(self.opcodes)
 
     def __iter__(self) -> Iterator[Instruction]:
         return iter(self._load())

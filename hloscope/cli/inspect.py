@@ -513,7 +513,7 @@ def _kernel_doc(m: Any, name: str) -> dict[str, Any]:
         "name": k.name,
         "kind": k.kind,
         "launches": k.launches,
-        "hlo_ops": [i.opcode for i in k.ops],
+        "hlo_ops": list(k.opcodes),
         "inferred": {"ops": list(inferred.ops), "how": inferred.how} if inferred else None,
     }
 

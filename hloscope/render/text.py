@@ -468,7 +468,7 @@ def kernel_line(m: ModuleReport, name: str) -> Text:
     the source ops whose work it does (or those inferred for it)."""
     assert m.after is not None
     k = next(k for k in m.after.kernels if k.name == name)
-    opcodes = Counter(i.opcode for i in k.ops)
+    opcodes = Counter(k.opcodes)
     listed = ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in opcodes.most_common(8))
     more = ", …" if len(opcodes) > 8 else ""
     launches = "?" if k.launches is None else str(k.launches)

@@ -165,6 +165,27 @@ def test_two_sides_read_at_once_equal_a_serial_read(
         assert split == serial  # analyses too (their kernels' instructions: read now)
 
 
+@pytest.mark.parametrize("name", [*RUNS, "torch_mlp"])
+def test_a_diff_of_sides_read_at_once_reads_no_file_again(
+    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hloscope diff` matches kernels on their opcodes, which a worker sends with its
+    kernels: the after file is not parsed again here for them."""
+    from hloscope.analysis.diff import diff_modules
+
+    for dump in [d for d in _dumps(name) if d.before is not None and d.after is not None]:
+        serial = _serial(dump, monkeypatch)
+        split = analyze_dump(dump)
+        assert split.after is not None and serial.after is not None
+        opcodes = [k.opcodes for k in serial.after.kernels]
+        assert [k.opcodes for k in split.after.kernels] == opcodes
+        assert opcodes == [tuple(i.opcode for i in k.ops) for k in serial.after.kernels]
+        diffed = diff_modules(split, split)
+        assert "computations" not in vars(split.after_module)
+        assert diffed == diff_modules(serial, serial)
+        assert diff_modules(serial, split) == diff_modules(serial, serial)
+
+
 @pytest.mark.parametrize("name", RUNS)
 def test_a_drawing_of_the_before_side_reads_the_after_side_once(
     name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
