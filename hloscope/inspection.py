@@ -208,6 +208,7 @@ def inspect_run(
     bench: bool = True,
     passes: bool = False,
     drawn: Drawn | None = None,
+    provenance: bool = True,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
 
@@ -222,6 +223,8 @@ def inspect_run(
         drawn: Only what `hloscope graph` reads to draw each module: "after" for the
             kernel graph alone, "both" for the op graph or both sides (see
             `hloscope.analysis.report.analyze_dump`).
+        provenance: Join each module's source ops across its two sides; False leaves
+            every `provenance` None, for what needs only the counts (`hloscope check`).
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason
@@ -237,7 +240,7 @@ def inspect_run(
     """
     loaded = run if isinstance(run, Run) else load_run(run)
     patterns = list(modules)
-    report = analyze_run(loaded, patterns, drawn)
+    report = analyze_run(loaded, patterns, drawn, provenance=provenance)
     selected = [m.key for m in report.modules] if patterns else None
     profile, error = None, ""
     if timings:

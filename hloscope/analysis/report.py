@@ -158,7 +158,9 @@ Drawn = Literal["after", "both"]
 """What a diagram reads of a module (`analyze_dump`'s `drawn`)."""
 
 
-def analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
+def analyze_dump(
+    dump: ModuleDump, drawn: Drawn | None = None, *, provenance: bool = True
+) -> ModuleReport:
     """Analyse one module of a run: both sides, and the provenance join.
 
     A side that cannot be parsed does not stop the report: its error is recorded.
@@ -169,12 +171,14 @@ def analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
             sides and the op -> kernel join): the before side is parsed but not
             analysed, and for "after" not even parsed; `trivial` is then left False.
             None: the whole report.
+        provenance: Join the two sides' source ops. False: the sides' analyses alone,
+            what `hloscope check` holds to a budget (`provenance` is None).
     """
     with paused_gc():
-        return _analyze_dump(dump, drawn)
+        return _analyze_dump(dump, drawn, provenance)
 
 
-def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
+def _analyze_dump(dump: ModuleDump, drawn: Drawn | None, provenance: bool) -> ModuleReport:
     from hloscope.analysis.pool import Pending, beside, beside_pays, side_sizes  # it runs this
 
     # Two big sides are read at once: the after side in a worker process, the before
@@ -183,8 +187,9 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
     pending: Pending[_AfterSide, Derived | None] | None = None
     if drawn != "after" and beside_pays(side_sizes(dump)):
         loaders = {str(dump.after): dump.load_after}
-        then = _derived if drawn is None else None
-        pending = beside(partial(_after_side, dump, drawn, sent=True), loaders, then)
+        then = _derived if drawn is None and provenance else None
+        task = partial(_after_side, dump, drawn, sent=True, ops=provenance)
+        pending = beside(task, loaders, then)
     try:
         errors: list[str] = []
         before = before_module = facts = None
@@ -204,11 +209,11 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None = None) -> ModuleReport:
             return _Awaited.of(dump, before_module, finish)
         if before_module is not None and drawn is None:  # no diagram reads its kernels
             before = analyze_module(before_module)
-            if pending is not None:  # joined below, once the after side is back
+            if pending is not None and provenance:  # joined below, once the after side is back
                 facts = before_facts(before_module)
         side = pending.result() if pending is not None else None
-        report = _joined(dump, drawn, before, before_module, facts, errors, side)
-        if pending is not None and side is not None and drawn is None:
+        report = _joined(dump, drawn, before, before_module, facts, errors, side, provenance)
+        if pending is not None and side is not None and drawn is None and provenance:
             if report.provenance is not None:
                 report.provenance.placements  # noqa: B018  # while the worker costs
             derived = pending.then()
@@ -228,11 +233,13 @@ def _joined(
     facts: BeforeFacts | None,
     errors: list[str],
     side: _AfterSide | None,
+    ops: bool = True,
 ) -> ModuleReport:
     """The report of `dump`: its before side (read here) joined with its after side
-    (`side`, from a worker process; read here when None)."""
+    (`side`, from a worker process; read here when None), by their source ops unless
+    not `ops`."""
     if side is None:
-        side = _after_side(dump, drawn)
+        side = _after_side(dump, drawn, ops=ops)
     errors = errors + side.errors
     after_module, after, provenance = side.module, side.analysis, None
     if after_module is not None and after is not None and side.ops is not None:
@@ -317,7 +324,9 @@ class _AfterSide:
     index: KernelIndex | None = None  # with a worker drawing: the before ops' kernels
 
 
-def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _AfterSide:
+def _after_side(
+    dump: ModuleDump, drawn: Drawn | None, sent: bool = False, ops: bool = True
+) -> _AfterSide:
     """Parse and analyse the after side of `dump`.
 
     Args:
@@ -325,6 +334,8 @@ def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _A
         drawn: As for `analyze_dump`.
         sent: In a worker process: also find what the other process will need of the
             after module (which it has only as its file), for the report or the drawing.
+        ops: Find its source ops, for the provenance join (`analyze_dump`'s
+            `provenance`).
     """
     try:
         module = dump.load_after()
@@ -333,6 +344,8 @@ def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _A
     if module is None:
         return _AfterSide(None, None, None, [])
     analysis = analyze_module(module)
+    if not ops:
+        return _AfterSide(module, analysis, None, [])
     if drawn is not None:
         # A drawing reads the source ops of the after side only to label its kernels,
         # and a drawing of the before side only the kernels of each before op (its
@@ -340,10 +353,10 @@ def _after_side(dump: ModuleDump, drawn: Drawn | None, sent: bool = False) -> _A
         later = AfterOps.later(module, analysis)
         index = later.index() if drawn == "both" else None
         return _AfterSide(module, analysis, later, [], index=index)
-    ops = AfterOps.of(module, analysis)
+    found = AfterOps.of(module, analysis)
     if sent:
-        ops.free  # noqa: B018  # the placements' after side, found here
-    return _AfterSide(module, analysis, ops, [])
+        found.free  # noqa: B018  # the placements' after side, found here
+    return _AfterSide(module, analysis, found, [])
 
 
 def _derived(side: _AfterSide) -> Derived | None:
@@ -353,7 +366,13 @@ def _derived(side: _AfterSide) -> Derived | None:
     return Derived.of(side.module, side.analysis)
 
 
-def analyze_run(run: Run, modules: Iterable[str] = (), drawn: Drawn | None = None) -> RunReport:
+def analyze_run(
+    run: Run,
+    modules: Iterable[str] = (),
+    drawn: Drawn | None = None,
+    *,
+    provenance: bool = True,
+) -> RunReport:
     """Analyse a run's modules.
 
     Args:
@@ -362,6 +381,7 @@ def analyze_run(run: Run, modules: Iterable[str] = (), drawn: Drawn | None = Non
             name or id, a function compiled several times, or one of its compilations as
             `jit_attend#3` or `jit_attend(f32[24,32])`); all modules when empty.
         drawn: Only what a diagram of each module reads (see `analyze_dump`).
+        provenance: Join each module's source ops (see `analyze_dump`).
 
     Returns:
         The report, biggest modules first, trivial ones last.
@@ -375,7 +395,7 @@ def analyze_run(run: Run, modules: Iterable[str] = (), drawn: Drawn | None = Non
     patterns = list(modules)
     found = {d.key: d for p in patterns for d in find_modules(run, p)}
     dumps = list(found.values()) if patterns else list(run.modules)
-    analyze = analyze_dump if drawn is None else partial(analyze_dump, drawn=drawn)
+    analyze = partial(analyze_dump, drawn=drawn, provenance=provenance)
     reports = analyze_dumps(dumps, analyze)  # in parallel when it pays
     if len(reports) == 1:  # nothing to order (a drawing's report is not waited for)
         return RunReport(run, tuple(reports))

@@ -173,6 +173,7 @@ def check(
     Example: hloscope check runs/latest --max-kernels 12 --min-ops-per-kernel 4
     """
     from hloscope.analysis.budget import Budget, check_run, select_checked
+    from hloscope.cli.teardown import keep
     from hloscope.errors import UsageError
     from hloscope.inspection import inspect_run
 
@@ -189,7 +190,8 @@ def check(
     if failure is not None:  # a run that failed fails the check, whatever it dumped
         _echo(f"hloscope: {loaded.manifest.script or run}: {failure}", err=True)
         raise typer.Exit(1)
-    inspection = inspect_run(loaded, module or (), timings=False, bench=False)
+    inspection = inspect_run(loaded, module or (), timings=False, bench=False, provenance=False)
+    keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
     checked = select_checked(inspection.report, selected=bool(module))
     violations = check_run(checked, budget)
     if violations:

@@ -186,6 +186,24 @@ def test_a_diff_of_sides_read_at_once_reads_no_file_again(
         assert diff_modules(serial, split) == diff_modules(serial, serial)
 
 
+@pytest.mark.parametrize("name", [*RUNS, "tf_dense_relu"])
+def test_the_counts_alone_are_those_of_the_whole_report(
+    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`provenance=False` (`hloscope check`): the same analyses of both sides, serial
+    or with the after side in a worker, and no provenance."""
+    for dump in [d for d in _dumps(name) if d.before is not None and d.after is not None]:
+        whole = _serial(dump, monkeypatch)
+        assert whole.provenance is not None
+        for counted in (
+            _serial(dump, monkeypatch, provenance=False),
+            analyze_dump(dump, provenance=False),
+        ):
+            assert counted.provenance is None
+            assert (counted.before, counted.after) == (whole.before, whole.after)
+            assert (counted.trivial, counted.error, counted.key) == (whole.trivial, "", whole.key)
+
+
 @pytest.mark.parametrize("name", RUNS)
 def test_a_drawing_of_the_before_side_reads_the_after_side_once(
     name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
