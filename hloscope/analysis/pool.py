@@ -52,7 +52,10 @@ __all__ = [
     "analyze_dumps",
     "beside",
     "beside_pays",
+    "elsewhere",
     "jobs_for",
+    "may_split",
+    "parsed_here",
     "side_sizes",
 ]
 
@@ -157,10 +160,11 @@ class Side(Protocol):
 
 S = TypeVar("S", bound=Side)
 T = TypeVar("T")
+U = TypeVar("U")
 
 
-class Pending(Generic[S, T]):
-    """A `beside` task running in a forked worker.
+class Pending(Generic[T, U]):
+    """A `beside` (or `elsewhere`) task running in a forked worker.
 
     A thread here takes what the worker sends as soon as it is sent, so the worker
     ends then, and its memory is free, while this process is still busy with its own
@@ -169,15 +173,17 @@ class Pending(Generic[S, T]):
 
     def __init__(
         self,
-        task: Callable[[], S],
+        task: Callable[[], T],
         loaders: dict[str, Callable[[], HloModule | None]],
-        then: Callable[[S], T] | None,
+        then: Callable[[T], U] | None,
+        pack: Callable[[T], bytes],
     ) -> None:
         self._loaders = loaders
         context = multiprocessing.get_context("fork")
         self._receiver, sender = context.Pipe(duplex=False)
         _widen(self._receiver)
-        self._process = context.Process(target=_side_worker, args=(task, then, sender), daemon=True)
+        args = (task, then, pack, sender)
+        self._process = context.Process(target=_task_worker, args=args, daemon=True)
         self._process.start()
         sender.close()
         # what the worker sent: the task's result, then `then`'s (None: it died first)
@@ -197,7 +203,7 @@ class Pending(Generic[S, T]):
             for sent in self._sent:
                 sent.set()
 
-    def result(self) -> S | None:
+    def result(self) -> T | None:
         """Wait for the task's result; raise what it raised there; None when the worker
         died without a word (killed for memory: the caller runs the task itself). The
         worker is closed then, unless `then` is still to come."""
@@ -207,10 +213,10 @@ class Pending(Generic[S, T]):
             self.close()
         if data is None:
             return None
-        found: S = _unpickle(data, self._loaders)
+        found: T = _unpickle(data, self._loaders)
         return found
 
-    def then(self) -> T | None:
+    def then(self) -> U | None:
         """Wait for `then(result)`, which the worker finds after it has sent the result;
         raise what it raised there; None when the worker died first."""
         self._sent[-1].wait()
@@ -221,7 +227,7 @@ class Pending(Generic[S, T]):
         found = pickle.loads(data)
         if isinstance(found, _Failed):
             raise found.error
-        later: T = found
+        later: U = found
         return later
 
     def close(self) -> None:
@@ -261,20 +267,46 @@ def beside(
             (`Pending.then`), while this process works on that result: pickled as it
             is, so nothing in it should hold the worker's module.
     """
-    return Pending(task, loaders, then)
+    return Pending(task, loaders, then, _side)
+
+
+def _side(side: Side) -> bytes:
+    """A `beside` task's result, small (`_send`): its module as its file, its kernels'
+    instructions by number."""
+    return _send(side, [side.module], [(side.module, side.analysis)])
+
+
+def elsewhere(task: Callable[[], T], then: Callable[[T], U] | None = None) -> Pending[T, U]:
+    """Run `task()` in a forked worker while this process goes on, then `then` of its
+    result there once it has sent it (`Pending.result`, `Pending.then`). Both are
+    pickled as they are: a module the worker parses stays there. `may_split` says when
+    it can run; the caller runs them itself when the worker dies (None)."""
+    return Pending(task, {}, then, lambda found: _send(found, (), ()))
+
+
+def parsed_here(module: HloModule | None) -> bool:
+    """Whether `module`'s instructions are in this process: not for the stand-in of a
+    module a worker parsed (`_SentModule`) until something here asked for them."""
+    return not isinstance(module, _SentModule) or "computations" in module.__dict__
+
+
+def may_split() -> bool:
+    """Whether work can be split with a forked worker now (`elsewhere`): two cores for
+    it, `fork` there, no other thread running, not in a worker, and `HLOSCOPE_JOBS` not
+    1."""
+    return not _IN_WORKER and _cores() >= 2 and _may_fork()
 
 
 def beside_pays(sizes: Sequence[int]) -> bool:
     """Whether a module's two sides, of `sizes` bytes, are worth analysing in two
     processes: both are big (`MIN_SIDE_BYTES`, unless `HLOSCOPE_JOBS=N` lifts it, as
-    for `jobs_for`), two cores are there for it, and forking is safe; never in a worker,
-    nor with `HLOSCOPE_JOBS=1`."""
-    if _IN_WORKER or len(sizes) < 2 or not all(sizes):
+    for `jobs_for`), and `may_split`."""
+    if len(sizes) < 2 or not all(sizes):
         return False
     limit = os.environ.get(JOBS_VARIABLE, "").strip()
     if not (limit.isdigit() and int(limit) > 1) and min(sizes) < MIN_SIDE_BYTES:
         return False
-    return _cores() >= 2 and _may_fork()
+    return may_split()
 
 
 def jobs_for(modules: int, total_bytes: int) -> int:
@@ -329,22 +361,26 @@ def _worker(k: int, sender: Connection) -> None:
     _send_and_exit(sender, lambda: _analyze_share(k))
 
 
-def _side_worker(
-    task: Callable[[], Side], then: Callable[[Side], object] | None, sender: Connection
+def _task_worker(
+    task: Callable[[], T],
+    then: Callable[[T], object] | None,
+    pack: Callable[[T], bytes],
+    sender: Connection,
 ) -> None:
-    """A forked worker of `beside`: send `task()`, small, then `then()` of it."""
-    side: list[Side] = []
+    """A forked worker of `Pending`: send `task()` as `pack` pickles it, then `then()`
+    of it."""
+    found: list[T] = []
 
     def run() -> bytes:
-        side.append(task())
-        return _send(side[0], [side[0].module], [(side[0].module, side[0].analysis)])
+        found.append(task())
+        return pack(found[0])
 
     if then is None:
         _send_and_exit(sender, run)
         return
     later = then
     _send_and_exit(sender, run, stay=True)
-    _send_and_exit(sender, lambda: pickle.dumps(later(side[0]), protocol=pickle.HIGHEST_PROTOCOL))
+    _send_and_exit(sender, lambda: pickle.dumps(later(found[0]), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _send_and_exit(sender: Connection, make: Callable[[], bytes], stay: bool = False) -> None:

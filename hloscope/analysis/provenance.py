@@ -196,7 +196,8 @@ class Provenance:
         self.kernel_ops = kernel_ops
         self.kernels_by_line = kernels_by_line
         self.inferred: Mapping[str, Inferred] = inferred if inferred is not None else {}
-        self._index: KernelIndex | None = None  # kernel_index(), once found
+        # kernel_index(), once found, or how it comes from elsewhere (`expect_index`)
+        self._index: KernelIndex | Callable[[], KernelIndex | None] | None = None
 
     @property
     def placements(self) -> tuple[Placement, ...]:
@@ -205,6 +206,13 @@ class Provenance:
         if callable(found):
             found = self._placements = found()
         return found
+
+    def expect_index(self, fetch: Callable[[], KernelIndex | None]) -> None:
+        """Take `kernel_index` from `fetch()` the first time it is needed: a worker
+        process finds it meanwhile from the after module, which this process then
+        never parses (`render.html`). Found here as usual if `fetch` gives None."""
+        if self._index is None:
+            self._index = fetch
 
     def _key(self) -> tuple[object, ...]:
         return (self.placements, self.kernel_ops, self.kernels_by_line, self.inferred)
@@ -221,7 +229,8 @@ class Provenance:
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # joined, to travel without its modules
-        return (_rebuilt, (*self._key(), self._index))
+        index = None if callable(self._index) else self._index
+        return (_rebuilt, (*self._key(), index))
 
     def unfused(self) -> list[Placement]:
         """Source ops that run alone, biggest memory traffic first."""
@@ -876,13 +885,16 @@ def kernel_index(
 ) -> KernelIndex:
     """`kernels_of_before_ops`'s after side, found once per provenance (a worker process
     of `hloscope.analysis.pool` finds it and sends it with the provenance)."""
-    if provenance._index is None:
+    found = provenance._index
+    if callable(found):  # on its way from a worker process (`Provenance.expect_index`)
+        found = provenance._index = found()
+    if found is None:
         if analysis is None:
             from hloscope.analysis.fusion import analyze_module
 
             analysis = analyze_module(after)
-        provenance._index = _kernel_index(after, analysis, provenance.kernel_ops)
-    return provenance._index
+        found = provenance._index = _kernel_index(after, analysis, provenance.kernel_ops)
+    return found
 
 
 def _kernel_index(

@@ -16,11 +16,12 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from hloscope.analysis.report import ModuleReport
 from hloscope.errors import HloscopeError, UsageError
@@ -33,7 +34,7 @@ from hloscope.render.compilations import (
     module_compile_doc,
     run_outcome,
 )
-from hloscope.render.diagram import PAGE_MAX_NODES
+from hloscope.render.diagram import PAGE_MAX_NODES, SIDES
 from hloscope.render.figures import figure_cells, module_figures
 from hloscope.render.holds import kernel_holds
 from hloscope.render.json import SCHEMA_VERSION, module_doc, roofline_keys, run_doc
@@ -95,9 +96,14 @@ class Diagrams:
     note: str = ""
 
 
-DiagramsFn = Callable[[ModuleReport, "Mapping[str, float] | None"], Diagrams]
-"""Draws one module's diagrams from its report and its kernel times (µs per execution);
-`graphviz_diagrams` is the one the report uses."""
+class DiagramsFn(Protocol):
+    """Draws one module's diagrams from its report and its kernel times (µs per
+    execution), only those of `sides` (of `diagram.SIDES`); `graphviz_diagrams` is the
+    one the report uses."""
+
+    def __call__(
+        self, m: ModuleReport, times: Mapping[str, float] | None, *, sides: Collection[str] = ...
+    ) -> Diagrams: ...
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,11 +243,11 @@ def page_data(
         timing = timings_doc(measured) if measured is not None else None
         extra = module_compile_doc(inspection.compilations, m.key)
         doc = module_doc(m, timing=timing, extra=extra | roofline_keys(inspection, m.key, peaks))
-        extras = _module_extras(m, dumps.get(m.key))
+        # Helper modules get no diagrams: they are many, tiny, and would dominate the file.
+        draw = diagrams if not m.trivial else None
+        extras = _module_extras(m, dumps.get(m.key), draw, inspection.kernel_times(m.key))
         story = inspection.passes.get(m.key)
         extras["passes"] = story_doc(story, extras=True) if story is not None else None
-        if diagrams is not None and not m.trivial:
-            extras["diagrams"] = _diagrams_doc(diagrams, m, inspection.kernel_times(m.key))
         # the figures as every view prints them, and what each kernel holds, in words
         figures = module_figures(m, measured)
         extras["figures"] = [
@@ -327,7 +333,21 @@ def _run_extras(run: Run) -> dict[str, Any]:
 # Per-module data: fused instructions, HLO text, diagrams
 
 
-def _module_extras(m: ModuleReport, dump: ModuleDump | None) -> dict[str, Any]:
+def _module_extras(
+    m: ModuleReport,
+    dump: ModuleDump | None,
+    draw: DiagramsFn | None,
+    times: Mapping[str, float] | None,
+) -> dict[str, Any]:
+    """A module's files, the fused instructions and HLO of its kernels, and its diagrams
+    (when `draw`).
+
+    When its after module was parsed by a worker process and is not here (the two
+    sides of a big module are read at once, `analysis.pool.beside`), all that reads it
+    is done in another worker (`analysis.pool.elsewhere`): the kernels' instructions and
+    HLO, the kernel diagram, and first the kernel index that colours the op diagram,
+    which is drawn here meanwhile. This process never parses the after module then.
+    """
     extras: dict[str, Any] = {
         "files": {
             "before": str(dump.before) if dump and dump.before else None,
@@ -337,28 +357,96 @@ def _module_extras(m: ModuleReport, dump: ModuleDump | None) -> dict[str, Any]:
         "hlo": {},
         "diagrams": None,
     }
-    if m.after is not None:
-        extras["fused"] = {
-            k.name: [[i.opcode, i.name, i.shape.text] for i in k.ops] for k in m.after.kernels
-        }
-        if m.after_module is not None:
-            extras["hlo"] = _kernel_hlo(m.after_module, m)
+    if draw is None:
+        extras.update(_after_extras(m))
+    elif _apart(m):
+        after, before = _drawn_apart(m, draw, times)
+        extras.update(after[0])
+        extras["diagrams"] = _joined(after[1], before)
+    else:
+        extras.update(_after_extras(m))
+        extras["diagrams"] = _diagrams_doc(draw, m, times, SIDES)
     return extras
 
 
-def _diagrams_doc(
-    draw: DiagramsFn, m: ModuleReport, times: Mapping[str, float] | None
-) -> dict[str, Any]:
-    # Helper modules get no diagrams: they are many, tiny, and would dominate the file.
+def _after_extras(m: ModuleReport) -> dict[str, Any]:
+    """The fused instructions and HLO text of each kernel (both read the after module)."""
+    if m.after is None:
+        return {}
+    extras: dict[str, Any] = {
+        "fused": {
+            k.name: [[i.opcode, i.name, i.shape.text] for i in k.ops] for k in m.after.kernels
+        }
+    }
+    if m.after_module is not None:
+        extras["hlo"] = _kernel_hlo(m.after_module, m)
+    return extras
+
+
+def _apart(m: ModuleReport) -> bool:
+    """Whether a module's after-side extras are found in a worker process: its after
+    module is not in this process (a worker parsed it), its before module is (the op
+    diagram is drawn here), and a worker can be forked."""
+    from hloscope.analysis import pool
+
+    return (
+        m.provenance is not None
+        and m.after is not None
+        and m.before_module is not None
+        and not pool.parsed_here(m.after_module)
+        and pool.may_split()
+    )
+
+
+_Half = tuple[dict[str, Any], dict[str, Any]]  # the after side's extras and diagram doc
+
+
+def _drawn_apart(
+    m: ModuleReport, draw: DiagramsFn, times: Mapping[str, float] | None
+) -> tuple[_Half, dict[str, Any]]:
+    """The after side's extras and diagram, found in a worker process, and the before
+    side's diagram, drawn here meanwhile with the worker's kernel index."""
+    from hloscope.analysis import pool
+    from hloscope.analysis.provenance import kernel_index
+
+    assert m.provenance is not None and m.after_module is not None
+
+    def after_half(index: object) -> _Half:
+        return _after_extras(m), _diagrams_doc(draw, m, times, ("after",))
+
+    away = pool.elsewhere(partial(kernel_index, m.after_module, m.provenance, m.after), after_half)
     try:
-        d = draw(m, times)
+        m.provenance.expect_index(away.result)  # the op diagram's colours, read last
+        before = _diagrams_doc(draw, m, times, ("before",))
+        found = away.then()
+    finally:
+        away.close()
+    return (found if found is not None else after_half(None)), before  # else it died
+
+
+def _joined(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """The diagrams doc of the two sides drawn apart, as `_diagrams_doc` of both: a note
+    of either (a missing `dot`) leaves both out."""
+    note = after["note"] or before["note"]
+    if note:
+        return {"after": None, "before": None, "note": note}
+    return {"after": after["after"], "before": before["before"], "note": ""}
+
+
+def _diagrams_doc(
+    draw: DiagramsFn, m: ModuleReport, times: Mapping[str, float] | None, sides: Sequence[str]
+) -> dict[str, Any]:
+    """The drawn `sides` of a module, as the page embeds them."""
+    try:
+        d = draw(m, times, sides=sides)
     except HloscopeError as e:
         d = Diagrams(note=f"no diagrams: {e}")
+    drawn = {"after": d.after, "before": d.before}
     return {
         side: {"svg": sanitize_svg(dg.svg), "nodes": dict(dg.nodes), "notes": list(dg.notes)}
-        if dg is not None
+        if (dg := drawn[side]) is not None
         else None
-        for side, dg in (("after", d.after), ("before", d.before))
+        for side in sides
     } | {"note": d.note}
 
 
@@ -418,6 +506,7 @@ def graphviz_diagrams(
     times: Mapping[str, float] | None = None,
     *,
     max_nodes: int = DIAGRAM_MAX_NODES,
+    sides: Collection[str] = SIDES,
 ) -> Diagrams:
     """Draw a module's kernel and op diagrams with `hloscope.render.diagram` and `dot`.
 
@@ -425,6 +514,7 @@ def graphviz_diagrams(
         m: The module's report (with its parsed modules).
         times: µs per execution of each kernel, to show on the kernel diagram.
         max_nodes: Node budget of each diagram.
+        sides: Only these diagrams (of `diagram.SIDES`).
 
     Returns:
         The diagrams; a missing side (no dump for it) is None. A missing `dot` binary
@@ -433,7 +523,7 @@ def graphviz_diagrams(
     from hloscope.errors import MissingDependencyError
     from hloscope.render import diagram, dot
 
-    specs = diagram.module_diagrams(m, timings=times or None, max_nodes=max_nodes)
+    specs = diagram.module_diagrams(m, timings=times or None, max_nodes=max_nodes, sides=sides)
     try:
         out = {side: _diagram(dot, spec) for side, spec in specs.items()}
     except MissingDependencyError as e:

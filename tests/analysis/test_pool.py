@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -227,7 +228,7 @@ def test_a_side_worker_that_dies_is_done_here(
 ) -> None:
     dump = next(d for d in _dumps("jax_mlp") if d.before is not None and d.after is not None)
     serial = _serial(dump, monkeypatch)
-    monkeypatch.setattr(pool, "_side_worker", lambda task, sender: os._exit(9))
+    monkeypatch.setattr(pool, "_task_worker", lambda *args: os._exit(9))
     again = analyze_dump(dump)
     assert again == serial
     assert not isinstance(again.after_module, pool._SentModule)
@@ -342,3 +343,27 @@ def test_a_side_worker_costs_the_kernels_after_it_sent_the_side(
     monkeypatch.setattr(report, "_derived", broken)
     with pytest.raises(RuntimeError, match="made to fail while costing"):
         analyze_dump(dump)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@pytest.mark.parametrize("name", [*RUNS, "tf_dense_relu", "torch_mlp"])
+def test_a_page_finds_the_after_side_in_another_worker(
+    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report --html` of a module whose after side a worker parsed: the kernels'
+    instructions, HLO and diagram are found in another worker, with the kernel index
+    that colours the op diagram drawn here. The page's data is that of a serial run,
+    and the after file is never parsed here."""
+    from hloscope.inspection import inspect_run
+    from hloscope.render.html import graphviz_diagrams, page_data
+
+    with monkeypatch.context() as m:
+        m.setenv(pool.JOBS_VARIABLE, "1")
+        serial = page_data(inspect_run(DATA / name), diagrams=graphviz_diagrams)
+    inspection = inspect_run(DATA / name)
+    split = [m for m in inspection.main if isinstance(m.after_module, pool._SentModule)]
+    assert split  # read at once
+    assert page_data(inspection, diagrams=graphviz_diagrams) == serial
+    assert not any("computations" in vars(m.after_module) for m in split)
+    drawn = [d["diagrams"] for d in serial["modules"] if d["diagrams"] is not None]
+    assert drawn and all(d["after"] and d["before"] and not d["note"] for d in drawn)

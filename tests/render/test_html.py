@@ -22,6 +22,7 @@ from hloscope.cli import app
 from hloscope.errors import DocumentError, MissingDependencyError, UsageError
 from hloscope.frameworks import Framework
 from hloscope.inspection import BENCH_FILE, inspect_run, read_bench
+from hloscope.render.diagram import SIDES
 from hloscope.render.display import kernel_html
 from hloscope.render.html import (
     Diagram,
@@ -214,7 +215,7 @@ def test_page_data_attaches_timings_by_module_key_and_ranks_heaviest_kernels() -
 def test_trivial_modules_get_no_diagrams_and_come_after_the_main_ones() -> None:
     calls: list[str] = []
 
-    def fake(m, times):  # type: ignore[no-untyped-def]
+    def fake(m, times, *, sides=SIDES):  # type: ignore[no-untyped-def]
         calls.append(m.key)
         return Diagrams(after=Diagram("<svg xmlns='http://www.w3.org/2000/svg'/>", {}))
 

@@ -41,6 +41,7 @@ from hloscope.render.diagram.style import HEAVY_COLOR, KERNEL_PALETTE, KIND_COLO
 from hloscope.render.diagram.views import (
     DEFAULT_MAX_NODES,
     PAGE_MAX_NODES,
+    SIDES,
     kernel_graph,
     module_diagram,
     module_diagrams,
@@ -62,6 +63,7 @@ __all__ = [
     "PAGE_MAX_NODES",
     "PARAMETER",
     "REPEAT",
+    "SIDES",
     "TOOLTIP_CHARS",
     "Cluster",
     "DiagramSpec",

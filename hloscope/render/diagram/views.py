@@ -434,12 +434,17 @@ def _module_diagram(
     )
 
 
+SIDES = ("after", "before")
+"""The page's two diagrams, in the order `module_diagrams` draws them."""
+
+
 def module_diagrams(
     module: ModuleReport,
     *,
     timings: Mapping[str, float] | None = None,
     total_us: float | None = None,
     max_nodes: int = PAGE_MAX_NODES,
+    sides: Collection[str] = SIDES,
 ) -> dict[str, DiagramSpec]:
     """Both diagrams of a module, as the HTML page shows them, for the sides it has.
 
@@ -448,6 +453,7 @@ def module_diagrams(
         timings: Kernel name -> microseconds per execution, shown on the after side.
         total_us: The module's time per execution (default: the sum of `timings`).
         max_nodes: Node budget of each diagram.
+        sides: Only these of `SIDES`.
 
     Returns:
         `"after"` -> the kernel graph and `"before"` -> the op graph (coloured by
@@ -455,9 +461,9 @@ def module_diagrams(
     """
     out: dict[str, DiagramSpec] = {}
     with paused_gc():  # as in module_diagram
-        if _has(module, "after"):
+        if "after" in sides and _has(module, "after"):
             out["after"] = _after(module, timings, total_us, (), max_nodes)
-        if _has(module, "before"):
+        if "before" in sides and _has(module, "before"):
             out["before"] = _before(module, _kernels_of(module), max_nodes=max_nodes)
     return out
 
