@@ -5,8 +5,10 @@ fusion per 12 ops after), through the real CLI, each command in its own process.
 `parse` and `report` of one side read a folder holding that file only; `graph` of the
 before file reads the pair (a file is loaded with its partner, whose kernels colour the
 ops), `graph` of the after file reads that file only (the kernel graph needs nothing of
-the before side), and `report` of the folder reads both. Every ratio is against the text that command reads
-(for `graph`, also against the one file it draws). Prints, per command: wall seconds,
+the before side), and `report` of the folder reads both, as do `ops`, `check` and
+`report --html` of it; `diff` of the folder with itself reads both twice. Every ratio
+is against the text that command reads (for `graph`, also against the one file it
+draws), and the size of what it writes against the same text. Prints, per command: wall seconds,
 peak resident memory (`wait4`'s ru_maxrss), and the peak over the text it reads, raw
 and less the interpreter's baseline (Python with hloscope, networkx and rich imported,
 measured the same way), each against issue 27's goals: at most 15 s and at most 8x the
@@ -128,6 +130,7 @@ def main() -> None:
     print(f"baseline (interpreter + imports): {base / 1e6:.0f} MB", flush=True)
     cli = [*py, "-m", "hloscope"]
     json_out = folder / "report.json"
+    page = folder / "report.html"
     pair = [before, after]
     runs = [
         ("parse before", [*cli, "parse", str(before)], [before], None),
@@ -138,13 +141,19 @@ def main() -> None:
         ("report after (one side)", [*cli, "report", str(alone[after])], [after], None),
         ("report pair", [*cli, "report", str(folder)], pair, None),
         ("report pair --json", [*cli, "report", str(folder), "--json"], pair, None),
+        ("ops pair", [*cli, "ops", str(folder)], pair, None),
+        ("ops pair --json", [*cli, "ops", str(folder), "--json"], pair, None),
+        ("check pair", [*cli, "check", str(folder), "--max-kernels", "1000000"], pair, None),
+        ("report pair --html", [*cli, "report", str(folder), "--html", str(page)], pair, None),
+        ("diff pair pair", [*cli, "diff", str(folder), str(folder)], pair * 2, None),
     ]  # fmt: skip
     wanted = [w for w in args.only.split(",") if w]
     for label, argv, inputs, drawn in runs:
         if wanted and not any(w in label for w in wanted):
             continue
-        out = json_out if "--json" in argv else None
+        out = json_out if "--json" in argv else folder / "out.txt"
         seconds, peak = measure(argv, out)
+        out = page if "--html" in argv else out
         text = sum(sizes[p] for p in inputs)
         ratio = peak / text
         line = (
