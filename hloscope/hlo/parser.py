@@ -419,8 +419,9 @@ class _Parser:
         each instruction only what the model holds eagerly (shape, operands, metadata
         text, called computations); its attributes stay text (`Attributes`) unless
         they name called computations. Anything unusual (no shape, typed operands,
-        comments, a literal, get-tuple-element, an unknown opcode, an error) is left to
-        `build`, which the slow path uses too, so both give the same instruction.
+        comments, a parameter number that is not a small plain integer,
+        get-tuple-element, an unknown opcode, an error) is left to `build`, which the
+        slow path uses too, so both give the same instruction.
         """
         body = self.open
         scope: dict[str, Instruction] = body.scope if body else {}
@@ -428,7 +429,7 @@ class _Parser:
         append = body.instructions.append if body else None
         shapes = shape_cache
         memo = self.metadata
-        known = KNOWN_OPCODES
+        known, literals = KNOWN_OPCODES, _LITERAL_OPCODES
         new = _new_tuple
         new_metadata = Metadata.of_text
         # Each record is one line: enumerate numbers them. The last record of the text
@@ -454,14 +455,17 @@ class _Parser:
                 break  # an instruction outside a computation
             shape = shapes.get(shape_text)
             literal = ""
-            if opcode == "parameter":
+            is_literal = opcode in literals
+            if is_literal:
                 literal = inner.strip()
-                simple = len(literal) < 19 and literal.isdigit() and literal.isascii()
+                simple = opcode != "parameter" or (
+                    len(literal) < 19 and literal.isdigit() and literal.isascii()
+                )
             else:
                 simple = canonical is not None or not (
                     "[" in inner or "(" in inner or "/*" in inner
                 )
-            if shape is None or not simple or opcode in _SLOW_OPCODES or opcode not in known:
+            if shape is None or not simple or opcode == "get-tuple-element" or opcode not in known:
                 inst = self.fast_instruction(line, self.line_match(m), scope)
                 name = inst.name  # the object the instruction holds, for its users
             else:
@@ -477,7 +481,7 @@ class _Parser:
                             operands = (names[found[0]], names[found[1]])
                         else:
                             operands = tuple([names[o] for o in found])
-                    elif inner and not literal:
+                    elif inner and not is_literal:
                         operands = tuple([names[o] for o in OPERAND_NAMES.findall(inner)])
                 except KeyError:
                     self.fast_instruction(line, self.line_match(m), scope)  # raises
@@ -505,7 +509,7 @@ class _Parser:
                 )  # fmt: skip
                 if called:
                     self.callers.append(inst)
-                if literal:
+                if opcode == "parameter":
                     self.parameters.append(inst)
             append(inst)
             scope[name] = inst
@@ -906,9 +910,6 @@ _new_tuple = tuple.__new__
 _LITERAL_OPCODES = frozenset(
     {"constant", "parameter", "iota", "rng-get-and-update-state", "partition-id", "replica-id"}
 )
-# Opcodes the fast path leaves to `build`: literals other than parameters, and
-# get-tuple-element (its index is checked).
-_SLOW_OPCODES = (_LITERAL_OPCODES - {"parameter"}) | {"get-tuple-element"}
 _EMPTY = Attributes("", {})
 
 
