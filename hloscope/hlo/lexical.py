@@ -84,9 +84,6 @@ _RECORD_ATTRIBUTE = (
     rf"|({_CALL_KEYS})(?![\w\-]){_WS}={_WS}{_FLAT_VALUE}"
     rf"|(?!(?:metadata|{_CALL_KEYS})(?![\w\-]))[\w\-]++{_WS}={_WS}{_VALUE})"
 )
-# Operands as XLA prints them, `%a, %b`: split at ", " they are what `OPERAND_NAMES`
-# finds, without a regex call per instruction.
-_CANONICAL_OPERANDS = r"(?:%[\w.\-]++(?:, %[\w.\-]++)*+)?"
 _END = rf'\}}{_WS}(?:,{_WS}execution_thread{_WS}={_WS}"([^"]*+)")?{_WS}'
 COMPUTATION_END = re.compile(_END)
 
@@ -106,7 +103,7 @@ _RECORD = (
     "|".join(
         _one_line(line) + r"(?:\n|\Z)"
         for line in (
-            rf"{_HEAD}(?=({_CANONICAL_OPERANDS})\)|)((?:[^()]++|{_PARENS})*+)\)"
+            rf"{_HEAD}((?:[^()]++|{_PARENS})*+)\)"
             rf"((?:{_RECORD_ATTRIBUTE})*){_WS}",
             rf"{_WS}({_END})",
             rf"{_WS}({_computation('(?:')})",
@@ -116,12 +113,11 @@ _RECORD = (
 ).replace(r"\w", "0-9A-Za-z_")  # ASCII, as a bitmap: faster than the \w category
 RECORD = re.compile(_RECORD, re.ASCII)
 r"""One line of the text, read as the line-by-line parser would read it alone: an
-instruction as `FULL_INSTRUCTION` reads it (groups 1-4 and 6-7 its groups 1-6; 5 the
-operands when printed as XLA prints them, 8 the last `metadata=` value, 9 a
-called-computation key when there is one); the `}` that ends a computation as
-`COMPUTATION_END` reads it (group 10; 11 its execution thread); a computation's header
-as `COMPUTATION` reads it (group 12; 13 `ENTRY`, 14 its name); a blank or comment line
-(group 15); else anything (every group None),
+instruction as `FULL_INSTRUCTION` reads it (groups 1-6 its groups 1-6; 7 the last
+`metadata=` value, 8 a called-computation key when there is one); the `}` that ends a
+computation as `COMPUTATION_END` reads it (group 9; 10 its execution thread); a
+computation's header as `COMPUTATION` reads it (group 11; 12 `ENTRY`, 13 its name); a
+blank or comment line (group 14); else anything (every group None),
 left to the line-by-line parser. Each but the last ends at a newline or the end of the
 text. ASCII only (`\w`, `\s`): a line with other letters or blanks in its names or
 between its tokens goes the line-by-line way, so a line read here reads the same there.

@@ -436,7 +436,7 @@ class _Parser:
         # is always an empty "anything" match at its end, so the loop ends at a `break`.
         line, m = self.i, None
         for line, m in enumerate(RECORD.finditer(self.lf_text, self.at), self.i + 1):
-            (root, name, shape_text, opcode, canonical, inner, rest, raw_md, calls,
+            (root, name, shape_text, opcode, inner, rest, raw_md, calls,
              end, thread, header, entry, computation, blank) = m.groups()  # fmt: skip
             if name is None:
                 if blank is not None:
@@ -455,36 +455,42 @@ class _Parser:
                 break  # an instruction outside a computation
             shape = shapes.get(shape_text)
             literal = ""
-            is_literal = opcode in literals
-            if is_literal:
+            operands: tuple[str, ...] | None = ()  # None: left to `build`
+            if opcode in literals:
                 literal = inner.strip()
-                simple = opcode != "parameter" or (
+                if opcode == "parameter" and not (
                     len(literal) < 19 and literal.isdigit() and literal.isascii()
-                )
-            else:
-                simple = canonical is not None or not (
-                    "[" in inner or "(" in inner or "/*" in inner
-                )
-            if shape is None or not simple or opcode == "get-tuple-element" or opcode not in known:
-                inst = self.fast_instruction(line, self.line_match(m), scope)
-                name = inst.name  # the object the instruction holds, for its users
-            else:
+                ):
+                    operands = None
+            elif "[" in inner or "(" in inner or "/*" in inner:
+                operands = None  # typed operands, comments
+            elif inner:
                 # Each operand name becomes the defining instruction's own string (one
-                # object per name); a name not defined before is an error (`build`).
-                operands: tuple[str, ...] = ()
+                # object per name). XLA prints them `%a, %b`; other spellings are split
+                # by `OPERAND_NAMES`. A name not defined before, or a piece of the split
+                # that is no name, is not in `names`: `build` says which it is.
                 try:
-                    if canonical:
-                        found = canonical[1:].split(", %")
+                    if inner[0] == "%":
+                        found = inner[1:].split(", %")
                         if len(found) == 1:
                             operands = (names[found[0]],)
                         elif len(found) == 2:
                             operands = (names[found[0]], names[found[1]])
                         else:
                             operands = tuple([names[o] for o in found])
-                    elif inner and not is_literal:
+                    else:
                         operands = tuple([names[o] for o in OPERAND_NAMES.findall(inner)])
                 except KeyError:
-                    self.fast_instruction(line, self.line_match(m), scope)  # raises
+                    operands = None
+            if (
+                operands is None
+                or shape is None
+                or opcode == "get-tuple-element"
+                or opcode not in known
+            ):
+                inst = self.fast_instruction(line, self.line_match(m), scope)
+                name = inst.name  # the object the instruction holds, for its users
+            else:
                 metadata = None
                 if raw_md is not None and raw_md[:1] == "{":
                     if memo is None:
