@@ -173,8 +173,9 @@ class _Parser:
         self.strict = strict
         self.text = text
         # Lines are sliced out as they are read, not split up front: a list of them
-        # would hold a second copy of a text that may be hundreds of megabytes.
-        self.lf_text = text.replace("\r\n", "\n")
+        # would hold a second copy of a text that may be hundreds of megabytes. (Looking
+        # for a "\r" first: `replace` takes 20 times as long to find no "\r\n".)
+        self.lf_text = text.replace("\r\n", "\n") if "\r" in text else text
         self.at = 0  # where the next line starts in lf_text
         self.i = 0  # lines read so far
         self.unknown_opcodes: dict[str, int] = {}
