@@ -183,7 +183,7 @@ class _Parser:
         self.last_joined = 0  # first line of the last statement that spanned lines
         # Collected while building instructions, so the checks at the end of a
         # computation and of the module see only these, not every instruction again.
-        self.parameters: list[Instruction] = []
+        self.parameters: list[str] = []  # the parameter numbers, as printed
         self.callers: list[Instruction] = []
         self.call_sites: dict[str, list[Instruction]] = {}  # computation -> its callers
         # Identical metadata (a module repeats it by the thousand) is one object.
@@ -380,8 +380,11 @@ class _Parser:
             raise self.error(f"computation '{name}' has no instructions", body.line, 1, body.header)
         if len(body.scope) != len(instructions):
             self.duplicate_name(name, instructions)
-        if self.parameters:
-            self.check_parameters(name, self.parameters)
+        numbers = self.parameters
+        if numbers:
+            # Mostly "0", "1", ... in order: compared at once, not read as integers.
+            if numbers != _COUNTING[: len(numbers)]:
+                self.check_parameters(name, [i for i in instructions if i.opcode == "parameter"])
             self.parameters = []
         if self.callers:
             self.call_sites.setdefault(name, []).extend(self.callers)
@@ -517,7 +520,7 @@ class _Parser:
                 if called:
                     self.callers.append(inst)
                 if opcode == "parameter":
-                    self.parameters.append(inst)
+                    self.parameters.append(literal)
             append(inst)
             scope[name] = inst
             names[name] = name
@@ -813,7 +816,7 @@ class _Parser:
         if called:
             self.callers.append(inst)
         if is_parameter:
-            self.parameters.append(inst)
+            self.parameters.append(literal)
         return inst
 
     def undefined_operand(self, operand: str, line: int, m: re.Match[str]) -> NoReturn:
@@ -914,6 +917,7 @@ class _Body:
 
 _new_tuple = tuple.__new__
 
+_COUNTING = [str(i) for i in range(256)]
 _LITERAL_OPCODES = frozenset(
     {"constant", "parameter", "iota", "rng-get-and-update-state", "partition-id", "replica-id"}
 )
