@@ -13,18 +13,25 @@ from hloscope.hlo.lexical import CALLED_NAME
 from hloscope.hlo.model import CalledComputation, Instruction
 from hloscope.hlo.opcodes import CALLED_COMPUTATION_ATTRIBUTES
 
-__all__ = ["called_computations", "calls_of", "find_cycle"]
+__all__ = ["called_computations", "called_in", "calls_of", "find_cycle"]
 
 
 def called_computations(attributes: Mapping[str, str]) -> tuple[CalledComputation, ...]:
     """The computations an instruction's attributes name (`calls=`, `to_apply=`, `body=`,
     `branch_computations={...}`, ...), each with its role."""
     return tuple(
-        CalledComputation(role, callee)
+        call
         for role, value in attributes.items()
         if role in CALLED_COMPUTATION_ATTRIBUTES
-        for callee in CALLED_NAME.findall(value)
+        for call in called_in(role, value)
     )
+
+
+def called_in(role: str, value: str) -> tuple[CalledComputation, ...]:
+    """The computations one attribute `role=value` names (`calls=%f`,
+    `branch_computations={%a, %b}`)."""
+    make = CalledComputation._make
+    return tuple([make(role, callee) for callee in CALLED_NAME.findall(value)])
 
 
 def find_cycle(

@@ -86,9 +86,12 @@ def _one_line(pattern: str) -> str:
 
 
 _CALL_KEYS = "|".join(sorted(CALLED_COMPUTATION_ATTRIBUTES))
-# One `, key=value` attribute, with the value of `metadata=` captured, and the key
-# captured when it names called computations (the two things the parser reads from
-# attributes it otherwise keeps as text). The three branches are exclusive, so a line
+# One `, key=value` attribute, with the value of `metadata=` captured, and the key and
+# value captured when it names called computations (the two things the parser reads
+# from attributes it otherwise keeps as text), with an empty group before them when
+# another such attribute came before (`(?(9)()|)`, 9 the number of the key's group in
+# `RECORD`: the parser then reads them all from the text). The three branches are
+# exclusive, so a line
 # that fails backtracks through them at most once each. Metadata and callee lists are
 # read one bracket deep (XLA prints them so; a deeper one sends its line the
 # line-by-line way): the pattern compiles in a third of the time. (The repetition
@@ -97,7 +100,7 @@ _CALL_KEYS = "|".join(sorted(CALLED_COMPUTATION_ATTRIBUTES))
 _FLAT_VALUE = _nested(1)
 _RECORD_ATTRIBUTE = (
     rf"{_WS},{_WS}(?:metadata(?![\w\-]){_WS}={_WS}({_FLAT_VALUE})"
-    rf"|({_CALL_KEYS})(?![\w\-]){_WS}={_WS}{_FLAT_VALUE}"
+    rf"|(?(9)()|)(?P<role>{_CALL_KEYS})(?![\w\-]){_WS}={_WS}({_FLAT_VALUE})"
     rf"|(?!(?:metadata|{_CALL_KEYS})(?![\w\-]))[\w\-]++{_WS}={_WS}{_VALUE})"
 )
 _END = rf'\}}{_WS}(?:,{_WS}execution_thread{_WS}={_WS}"([^"]*+)")?{_WS}'
@@ -128,12 +131,14 @@ _RECORD = (
     + r"|([^\S\n]*+(?://[^\n]*+)?)\n|[^\n]*+\n?"
 ).replace(r"\w", "0-9A-Za-z_")  # ASCII, as a bitmap: faster than the \w category
 RECORD = re.compile(_RECORD, re.ASCII)
+assert RECORD.groupindex["role"] == 9  # as `_RECORD_ATTRIBUTE` refers to it
 r"""One line of the text, read as the line-by-line parser would read it alone: an
 instruction as `FULL_INSTRUCTION` reads it (groups 1-6 its groups 1-6; 7 the last
-`metadata=` value, 8 a called-computation key when there is one); the `}` that ends a
-computation as `COMPUTATION_END` reads it (group 9; 10 its execution thread); a
-computation's header as `COMPUTATION` reads it (group 11; 12 `ENTRY`, 13 its name); a
-blank or comment line (group 14); else anything (every group None),
+`metadata=` value; 8 empty when two attributes name called computations, 9 and 10 the
+key and value of the last one); the `}` that ends a computation as `COMPUTATION_END`
+reads it (group 11; 12 its execution thread); a computation's header as `COMPUTATION`
+reads it (group 13; 14 `ENTRY`, 15 its name); a blank or comment line (group 16); else
+anything (every group None),
 left to the line-by-line parser. Each but the last ends at a newline or the end of the
 text. ASCII only (`\w`, `\s`): a line with other letters or blanks in its names or
 between its tokens goes the line-by-line way, so a line read here reads the same there.

@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import NoReturn
 
 from hloscope.errors import HloParseError
-from hloscope.hlo.calls import called_computations, find_cycle
+from hloscope.hlo.calls import called_computations, called_in, find_cycle
 from hloscope.hlo.lexical import (
     ATTRIBUTE,
     ATTRIBUTES,
@@ -422,7 +422,8 @@ class _Parser:
         The fast path of the parser, and most of its time: one `finditer` scan, and for
         each instruction only what the model holds eagerly (shape, operands, metadata
         text, called computations); its attributes stay text (`Attributes`) unless
-        they name called computations. Anything unusual (no shape, typed operands,
+        two of them name called computations (`RECORD` gives the one XLA prints).
+        Anything unusual (no shape, typed operands,
         comments, a parameter number that is not a small plain integer,
         get-tuple-element, an unknown opcode, an error) is left to `build`, which the
         slow path uses too, so both give the same instruction.
@@ -440,7 +441,7 @@ class _Parser:
         # is always an empty "anything" match at its end, so the loop ends at a `break`.
         line, m = self.i, None
         for line, m in enumerate(RECORD.finditer(self.lf_text, self.at), self.i + 1):
-            (root, name, shape_text, opcode, inner, rest, raw_md, calls,
+            (root, name, shape_text, opcode, inner, rest, raw_md, calls_again, role, callee,
              end, thread, header, entry, computation, blank) = m.groups()  # fmt: skip
             if name is None:
                 if blank is not None:
@@ -506,8 +507,11 @@ class _Parser:
                             if not len(memo) & 0x3FFF:
                                 memo = self.remember(line)
                 called: tuple[CalledComputation, ...] = ()
-                if calls is None:
+                if role is None:
                     attributes = Attributes(rest) if rest else _EMPTY
+                elif calls_again is None:  # one attribute names computations: read it alone
+                    attributes = Attributes(rest)
+                    called = called_in(intern(role), callee)
                 else:
                     attrs = self.shared_keys(ATTRIBUTE.findall(rest))
                     attributes = Attributes(rest, attrs)
