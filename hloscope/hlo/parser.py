@@ -434,7 +434,7 @@ class _Parser:
         append = body.instructions.append if body else None
         shapes = shape_cache
         memo = self.metadata
-        known, literals = KNOWN_OPCODES, _LITERAL_OPCODES
+        opcodes, literals = _OPCODES, _LITERAL_OPCODES
         new = _new_tuple
         new_metadata = Metadata.of_text
         # Each record is one line: enumerate numbers them. The last record of the text
@@ -459,6 +459,7 @@ class _Parser:
             if append is None:
                 break  # an instruction outside a computation
             shape = shapes.get(shape_text)
+            known_opcode = opcodes.get(opcode)
             literal = ""
             operands: tuple[str, ...] | None = ()  # None: left to `build`
             if opcode in literals:
@@ -490,8 +491,8 @@ class _Parser:
             if (
                 operands is None
                 or shape is None
+                or known_opcode is None
                 or opcode == "get-tuple-element"
-                or opcode not in known
             ):
                 inst = self.fast_instruction(line, self.line_match(m), scope)
                 name = inst.name  # the object the instruction holds, for its users
@@ -518,8 +519,8 @@ class _Parser:
                     called = called_computations(attrs)
                 inst = new(
                     Instruction,
-                    (name, opcode, shape, operands, attributes, called, metadata, root is not None,
-                     literal, line),
+                    (name, known_opcode, shape, operands, attributes, called, metadata,
+                     root is not None, literal, line),
                 )  # fmt: skip
                 if called:
                     self.callers.append(inst)
@@ -804,6 +805,7 @@ class _Parser:
             if "index" in attrs and opcode == "get-tuple-element":
                 self.check_integer(attrs["index"], "tuple index", line, m)
             attributes = Attributes(text, attrs)
+        opcode = _OPCODES.get(opcode, opcode)
         if opcode not in KNOWN_OPCODES:
             if self.strict:
                 raise self.error(
@@ -922,6 +924,9 @@ class _Body:
 _new_tuple = tuple.__new__
 
 _COUNTING = [str(i) for i in range(256)]
+# Each known opcode as one string, which every instruction of a module holds (a string
+# per instruction would be a tenth of the model).
+_OPCODES = {opcode: opcode for opcode in KNOWN_OPCODES}
 _LITERAL_OPCODES = frozenset(
     {"constant", "parameter", "iota", "rng-get-and-update-state", "partition-id", "replica-id"}
 )
