@@ -104,6 +104,42 @@ def test_tables_the_fast_path_hands_over(tail: str) -> None:
     assert fast == slow
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # literals, read by `scan` itself
+        "  %c = f32[2]{0} constant({1, 2})\n  ROOT %i = s32[4]{0} iota(), iota_dimension=0",
+        "  %c = (f32[], s32[]) constant((1, 2))\n  ROOT %p = u32[] partition-id()",
+        "  %p = f32[] parameter(0)\n  ROOT %c = f32[] constant(%p)",
+        # operands not as XLA spells them
+        "  %p = f32[] parameter(0)\n  ROOT %a = f32[] add(%p,%p)",
+        "  %p = f32[] parameter(0)\n  ROOT %a = f32[] add(p, @p)",
+        "  %p = f32[] parameter(0)\n  ROOT %a = f32[] add(%p , %p )",
+        "  %p = f32[] parameter(0)\n  ROOT %a = f32[] add(%p, %q)",
+        "  %p = f32[] parameter(0)\n  ROOT %a = f32[] add(%p, %%p)",
+        # parameter numbers out of order, padded, repeated, missing
+        "  %b = f32[] parameter(1)\n  %a = f32[] parameter(0)\n  ROOT %s = f32[] add(%a, %b)",
+        "  %b = f32[] parameter(01)\n  %a = f32[] parameter(0)\n  ROOT %s = f32[] add(%a, %b)",
+        "  %b = f32[] parameter(0)\n  %a = f32[] parameter(0)\n  ROOT %s = f32[] add(%a, %b)",
+        "  %b = f32[] parameter(2)\n  %a = f32[] parameter(0)\n  ROOT %s = f32[] add(%a, %b)",
+        # attributes naming called computations: one, two, one given twice
+        '  %p = f32[] parameter(0)\n  ROOT %c = f32[] call(%p), to_apply=%f, metadata={op_name="x"}',
+        "  %p = f32[] parameter(0)\n  ROOT %w = f32[] while(%p), condition=%g, body=%f",
+        "  %p = f32[] parameter(0)\n  ROOT %c = f32[] call(%p), to_apply=%f, to_apply=%h",
+        "  %p = f32[] parameter(0)\n  ROOT %c = f32[] call(%p), to_apply={%f, %h}",
+        "  %p = f32[] parameter(0)\n  ROOT %c = f32[] call(%p), to_apply=%nowhere",
+    ],
+)
+def test_instructions_the_fast_path_reads_or_hands_over(body: str) -> None:
+    callees = "".join(
+        f"%{name} (x: f32[]) -> {shape} {{\n  ROOT %x = f32[] parameter(0)\n}}\n\n"
+        for name, shape in (("f", "f32[]"), ("g", "f32[]"), ("h", "f32[]"))
+    )
+    text = f"HloModule m\n\n{callees}ENTRY %e (p: f32[]) -> f32[] {{\n{body}\n}}\n"
+    fast, slow = _both(text)
+    assert fast == slow
+
+
 def _metadata_fields(text: str, *, general: bool) -> tuple[object, ...]:
     md = Metadata.of_text(text)
     if not general:

@@ -517,3 +517,32 @@ def test_a_file_without_split_markers_is_not_copied() -> None:
     two = split_modules(f"{text}// -----\n{text}")
     assert [c for _, c in two] == [text, text]
     assert two[1][0] == text.count("\n") + 2
+
+
+def test_the_collector_is_back_as_it_was_after_a_parse() -> None:
+    """`paused_gc` turns the collector back on, moves what the parse made out of the
+    young generations unwalked, and leaves what someone froze frozen."""
+    import gc
+
+    from hloscope.hlo.parser import paused_gc
+
+    text = "HloModule m\nENTRY e {\n  ROOT p = f32[4]{0} parameter(0)\n}\n"
+    assert gc.isenabled()
+    module = parse_module(text)
+    young = {id(o) for generation in (0, 1) for o in gc.get_objects(generation)}
+    assert gc.is_tracked(module.entry.root) and id(module.entry.root) not in young
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with paused_gc():
+        with paused_gc():
+            parse_module(text)
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    kept = [object() for _ in range(3)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        parse_module(text)
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
+    del kept
