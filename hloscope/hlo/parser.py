@@ -423,10 +423,10 @@ class _Parser:
         each instruction only what the model holds eagerly (shape, operands, metadata
         text, called computations); its attributes stay text (`Attributes`) unless
         two of them name called computations (`RECORD` gives the one XLA prints).
-        Anything unusual (no shape, typed operands,
-        comments, a parameter number that is not a small plain integer,
-        get-tuple-element, an unknown opcode, an error) is left to `build`, which the
-        slow path uses too, so both give the same instruction.
+        Anything unusual (no shape, typed operands, comments
+        other than XLA's `/*index=N*/` among operands, a parameter number that is not a
+        small plain integer, get-tuple-element, an unknown opcode, an error) is left to
+        `build`, which the slow path uses too, so both give the same instruction.
         """
         body = self.open
         scope: dict[str, Instruction] = body.scope if body else {}
@@ -468,15 +468,19 @@ class _Parser:
                     len(literal) < 19 and literal.isdigit() and literal.isascii()
                 ):
                     operands = None
-            elif "[" in inner or "(" in inner or "/*" in inner:
-                operands = None  # typed operands, comments
+            elif "[" in inner or "(" in inner:
+                operands = None  # typed operands
             elif inner:
                 # Each operand name becomes the defining instruction's own string (one
-                # object per name). XLA prints them `%a, %b`; other spellings are split
-                # by `OPERAND_NAMES`. A name not defined before, or a piece of the split
-                # that is no name, is not in `names`: `build` says which it is.
+                # object per name). XLA prints them `%a, %b`, with `/*index=5*/` before
+                # every fifth; other spellings are split by `OPERAND_NAMES`, or left to
+                # `build` when they hold comments. A name not defined before, or a piece
+                # of the split that is no name, is not in `names`: `build` says which.
+                commented = "/*" in inner
+                if commented:
+                    inner = strip_comments(inner)
                 try:
-                    if inner[0] == "%":
+                    if inner[:1] == "%":
                         found = inner[1:].split(", %")
                         if len(found) == 1:
                             operands = (names[found[0]],)
@@ -484,6 +488,8 @@ class _Parser:
                             operands = (names[found[0]], names[found[1]])
                         else:
                             operands = tuple([names[o] for o in found])
+                    elif commented:
+                        operands = None
                     else:
                         operands = tuple([names[o] for o in OPERAND_NAMES.findall(inner)])
                 except KeyError:

@@ -117,6 +117,12 @@ def test_tables_the_fast_path_hands_over(tail: str) -> None:
         "  %p = f32[] parameter(0)\n  ROOT %a = f32[] add(%p , %p )",
         "  %p = f32[] parameter(0)\n  ROOT %a = f32[] add(%p, %q)",
         "  %p = f32[] parameter(0)\n  ROOT %a = f32[] add(%p, %%p)",
+        # comments among operands: XLA's, and others
+        "  %p = f32[] parameter(0)\n  ROOT %t = (f32[], f32[]) tuple(%p, /*index=1*/%p)",
+        "  %p = f32[] parameter(0)\n  ROOT %t = (f32[], f32[]) tuple(%p /* a */, %p)",
+        "  %p = f32[] parameter(0)\n  ROOT %t = (f32[], f32[]) tuple(p /* a */ p)",
+        "  %p = f32[] parameter(0)\n  ROOT %t = () tuple(/* none */)",
+        "  %p = f32[] parameter(0)\n  ROOT %t = (f32[]) tuple(/* unclosed %p)",
         # parameter numbers out of order, padded, repeated, missing
         "  %b = f32[] parameter(1)\n  %a = f32[] parameter(0)\n  ROOT %s = f32[] add(%a, %b)",
         "  %b = f32[] parameter(01)\n  %a = f32[] parameter(0)\n  ROOT %s = f32[] add(%a, %b)",
