@@ -56,6 +56,7 @@ __all__ = [
     "Provenance",
     "SourceOp",
     "before_facts",
+    "expect_index",
     "is_framework_file",
     "join",
     "kernel_index",
@@ -206,13 +207,6 @@ class Provenance:
         if callable(found):
             found = self._placements = found()
         return found
-
-    def expect_index(self, fetch: Callable[[], KernelIndex | None]) -> None:
-        """Take `kernel_index` from `fetch()` the first time it is needed: a worker
-        process finds it meanwhile from the after module, which this process then
-        never parses (`render.html`). Found here as usual if `fetch` gives None."""
-        if self._index is None:
-            self._index = fetch
 
     def _key(self) -> tuple[object, ...]:
         return (self.placements, self.kernel_ops, self.kernels_by_line, self.inferred)
@@ -886,7 +880,7 @@ def kernel_index(
     """`kernels_of_before_ops`'s after side, found once per provenance (a worker process
     of `hloscope.analysis.pool` finds it and sends it with the provenance)."""
     found = provenance._index
-    if callable(found):  # on its way from a worker process (`Provenance.expect_index`)
+    if callable(found):  # on its way from a worker process (`expect_index`)
         found = provenance._index = found()
     if found is None:
         if analysis is None:
@@ -895,6 +889,14 @@ def kernel_index(
             analysis = analyze_module(after)
         found = provenance._index = _kernel_index(after, analysis, provenance.kernel_ops)
     return found
+
+
+def expect_index(provenance: Provenance, fetch: Callable[[], KernelIndex | None]) -> None:
+    """Let `kernel_index` take the index from `fetch()` the first time it is needed: a
+    worker process finds it meanwhile from the after module, which this process then
+    never parses (`render.html`). Found here as usual if `fetch` gives None."""
+    if provenance._index is None:
+        provenance._index = fetch
 
 
 def _kernel_index(

@@ -407,7 +407,7 @@ def _drawn_apart(
     """The after side's extras and diagram, found in a worker process, and the before
     side's diagram, drawn here meanwhile with the worker's kernel index."""
     from hloscope.analysis import pool
-    from hloscope.analysis.provenance import kernel_index
+    from hloscope.analysis.provenance import expect_index, kernel_index
 
     assert m.provenance is not None and m.after_module is not None
 
@@ -416,7 +416,7 @@ def _drawn_apart(
 
     away = pool.elsewhere(partial(kernel_index, m.after_module, m.provenance, m.after), after_half)
     try:
-        m.provenance.expect_index(away.result)  # the op diagram's colours, read last
+        expect_index(m.provenance, away.result)  # the op diagram's colours, read last
         before = _diagrams_doc(draw, m, times, ("before",))
         found = away.then()
     finally:
