@@ -367,23 +367,3 @@ def test_a_page_finds_the_after_side_in_another_worker(
     assert not any("computations" in vars(m.after_module) for m in split)
     drawn = [d["diagrams"] for d in serial["modules"] if d["diagrams"] is not None]
     assert drawn and all(d["after"] and d["before"] and not d["note"] for d in drawn)
-
-
-@pytest.mark.parametrize("name", [*RUNS, "torch_mlp"])
-def test_a_side_by_side_picture_draws_the_after_side_in_another_worker(
-    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`graph --side-by-side` of a module whose after side a worker parsed: the kernel
-    graph is built in another worker while the op graph is drawn here; the picture is
-    the serial one, and the after file is never parsed here."""
-    from hloscope.render.diagram import module_diagram, views
-    from hloscope.render.dot import to_dot
-
-    for dump in [d for d in _dumps(name) if d.before is not None and d.after is not None]:
-        serial = _serial(dump, monkeypatch, drawn="both")
-        split = analyze_dump(dump, drawn="both")
-        placed = [op for op, kernels in views._kernels_of(serial).items() if kernels]
-        for around in (None, *placed[-1:]):  # an op: centres the after side on its kernel
-            drawn = to_dot(module_diagram(split, both=True, around=around))
-            assert "computations" not in vars(split.after_module)
-            assert drawn == to_dot(module_diagram(serial, both=True, around=around))

@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from hloscope.analysis import pool
 from hloscope.analysis.collapse import PINNED, collapse, collapse_rows
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
 from hloscope.analysis.memo import Later
@@ -420,31 +418,13 @@ def _module_diagram(
         kernel_of = {op: ks[0] for op, ks in kernels_of.items()}
         around_after = kernel_of.get(around, around) if around else None
         half = max(2, max_nodes // 2)
-        after = partial(
-            _after,
-            module,
-            timings,
-            total_us,
-            expand,
-            half,
-            around=around_after,
-            depth=depth,
-            scope=scope,
+        before_spec = _before(
+            module, kernels_of, max_nodes=half, around=around, depth=depth, scope=scope
         )
-        # The after module a worker parsed is read again for its picture in another
-        # worker while the op graph is drawn here (`analysis.pool.elsewhere`).
-        away: pool.Pending[DiagramSpec, None] | None = None
-        if _apart(module):
-            away = pool.elsewhere(after)
-        try:
-            before_spec = _before(
-                module, kernels_of, max_nodes=half, around=around, depth=depth, scope=scope
-            )
-            after_spec = away.result() if away is not None else None
-        finally:
-            if away is not None:
-                away.close()
-        return side_by_side(before_spec, after_spec or after())  # else its worker died
+        after_spec = _after(
+            module, timings, total_us, expand, half, around=around_after, depth=depth, scope=scope
+        )
+        return side_by_side(before_spec, after_spec)
     if stage == "after":
         return _after(
             module, timings, total_us, expand, max_nodes, around=around, depth=depth, scope=scope
@@ -486,12 +466,6 @@ def module_diagrams(
         if "before" in sides and _has(module, "before"):
             out["before"] = _before(module, _kernels_of(module), max_nodes=max_nodes)
     return out
-
-
-def _apart(module: ModuleReport) -> bool:
-    """Whether a module's after side is better read again in a worker process than
-    here: a worker parsed it, this process has not, and a worker can be forked."""
-    return not pool.parsed_here(module.after_module) and pool.may_split()
 
 
 def _has(module: ModuleReport, side: str) -> bool:
