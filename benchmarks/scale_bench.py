@@ -5,15 +5,18 @@ fusion per 12 ops after), through the real CLI, each command in its own process.
 `parse` and `report` of one side read a folder holding that file only; `graph` of the
 before file reads the pair (a file is loaded with its partner, whose kernels colour the
 ops), `graph` of the after file reads that file only (the kernel graph needs nothing of
-the before side), and `report` of the folder reads both, as do `ops`, `check` and
-`report --html` of it; `diff` of the folder with itself reads both twice. Every ratio
-is against the text that command reads (for `graph`, also against the one file it
-draws), and the size of what it writes against the same text. Prints, per command: wall seconds,
+the before side), and `report` of the folder reads both, as do `graph --side-by-side`
+of the before file and `ops`, `check` and `report --html` of the folder; `diff` of the
+folder with itself reads both twice. Every ratio is against the text that command reads
+(for `graph`, also against the one file it draws), and the size of what it writes
+against the same text. Prints, per command: wall seconds,
 peak resident memory (`wait4`'s ru_maxrss), and the peak over the text it reads, raw
 and less the interpreter's baseline (Python with hloscope, networkx and rich imported,
 measured the same way), each against issue 27's goals: at most 15 s and at most 8x the
-text read. A command that reads a big module's two sides in two processes
-(`hloscope.analysis.pool.beside`) is charged the most both held at once.
+text read. A command that reads a big module in two processes
+(`hloscope.analysis.pool.beside`, `elsewhere`) is charged the most its processes held
+at once, their resident sizes summed (pages a forked worker still shares with its
+parent count twice).
 
     python benchmarks/scale_bench.py [--mb 105] [--dir /tmp/hloscope-scale] [--only graph]
 
@@ -137,6 +140,7 @@ def main() -> None:
         ("report before (one side)", [*cli, "report", str(alone[before])], [before], None),
         ("graph before", [*cli, "graph", str(before), "-o", str(folder / "b.svg")], pair, before),
         ("graph after", [*cli, "graph", str(after), "-o", str(folder / "g.svg")], [after], after),
+        ("graph side by side", [*cli, "graph", str(before), "--side-by-side", "-o", str(folder / "s.svg")], pair, before),
         ("parse after", [*cli, "parse", str(after)], [after], None),
         ("report after (one side)", [*cli, "report", str(alone[after])], [after], None),
         ("report pair", [*cli, "report", str(folder)], pair, None),
