@@ -367,3 +367,9 @@ def test_a_page_finds_the_after_side_in_another_worker(
     assert not any("computations" in vars(m.after_module) for m in split)
     drawn = [d["diagrams"] for d in serial["modules"] if d["diagrams"] is not None]
     assert drawn and all(d["after"] and d["before"] and not d["note"] for d in drawn)
+    # the page's worker dies (killed for memory): its part is found here, the same
+    inspection = inspect_run(DATA / name)
+    monkeypatch.setattr(pool, "_task_worker", lambda *args: os._exit(9))
+    assert page_data(inspection, diagrams=graphviz_diagrams) == serial
+    split = [m for m in inspection.main if isinstance(m.after_module, pool._SentModule)]
+    assert split and all("computations" in vars(m.after_module) for m in split)
