@@ -276,17 +276,14 @@ def _print_lines(lines: Iterable[Any]) -> None:
     from hloscope.render.format import printable
     from hloscope.render.text import Line, as_printed
 
-    if _stdout_is_terminal():
-        for line in lines:
-            _print(line.text() if type(line) is Line else line)
-        return
-
+    terminal = _stdout_is_terminal()
     out: list[str] = []
     for line in lines:
-        plain = as_printed(line, _PIPED_WIDTH)
+        plain = None if terminal else as_printed(line, _PIPED_WIDTH)
         if plain is None:
-            sys.stdout.write("".join(out))
-            out.clear()
+            if out:
+                sys.stdout.write("".join(out))
+                out.clear()
             _print(line.text() if type(line) is Line else line)
             continue
         out.append(_piped(printable(plain) + "\n"))
