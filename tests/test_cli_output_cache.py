@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from hloscope import user_cache
 from hloscope.cli import app
 from hloscope.cli import output_cache as oc
 from hloscope.store import signature
@@ -216,7 +217,7 @@ def test_digests_taken_again_only_while_unchanged(
     """The digest index gives a file's digest back only while its stat fields are those
     it had; an index of another shape is empty, one naming another digest is not
     believed for a file that changed since."""
-    monkeypatch.setattr(oc, "_RACY_NS", 0)  # the copies' change times are now
+    monkeypatch.setattr(user_cache, "RACY_NS", 0)  # the copies' change times are now
     folder = tmp_path / "dump"
     shutil.copytree(BARE, folder)
     old = 1_000_000_000

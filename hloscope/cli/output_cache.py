@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
-import hmac
 import json
 import os
 import shutil
@@ -41,13 +39,15 @@ from typing import Any, TextIO
 
 from hloscope.cli.cached import code_stamps, probe_stamp
 from hloscope.files import inside, read_regular
-from hloscope.store import (
-    content_digest,
-    digest,
-    entry_key,
-    signature,
-    tree_stamps,
-    user_cache_dir,
+from hloscope.store import digest, entry_key, tree_stamps
+from hloscope.user_cache import (
+    CACHE_MB_VARIABLE,
+    RACY_NS,
+    DigestIndex,
+    cache_folder,
+    cache_limit,
+    read_entry,
+    write_entry,
 )
 
 __all__ = [
@@ -59,18 +59,13 @@ __all__ = [
     "outputs_dir",
 ]
 
-CACHE_MB_VARIABLE = "HLOSCOPE_CACHE_MB"
-"""Environment variable: the most megabytes the kept outputs may take (0: keep none)."""
-
 _VERSION = 1  # the shape of an entry
-_DEFAULT_MB = 1024
 # What one entry may hold: a bigger output (the 341 MB JSON document of the 107 MB
 # generated pair) is printed, not kept, and what was recorded of it is dropped.
 _MAX_ENTRY_BYTES = 128 << 20
 # The most bytes of input hashed for a key: a run folder holding GBs of profile would
 # spend longer hashing than a cache could save.
 _MAX_HASHED_BYTES = 4 << 30
-_RACY_NS = 1_000_000_000  # as `cli.cached`: a file changed this recently is not trusted
 # What rich reads from the environment to lay out and colour what it prints.
 _TERMINAL_VARIABLES = (
     "TERM",
@@ -85,8 +80,6 @@ _TERMINAL_VARIABLES = (
     "JUPYTER_LINES",
 )
 _MODULE_PREFIX = "module_"
-_MAX_INDEX_BYTES = 64 << 20
-_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True)
@@ -169,8 +162,6 @@ def cached_command(
     path = folder / f"{key}.json"
     found = _read(path, key)
     if found is not None:
-        with contextlib.suppress(OSError):
-            os.utime(path)  # the most recently used
         _replay(found)
         return
     started = time.time_ns()
@@ -181,7 +172,7 @@ def cached_command(
     if recorder.over or stamps is None:
         return
     with contextlib.suppress(OSError):
-        if _stamps(run) != stamps or any(s[-1] >= started - _RACY_NS for s in stamps):
+        if _stamps(run) != stamps or any(s[-1] >= started - RACY_NS for s in stamps):
             return  # a file changed while it ran, or may change unseen: keep nothing
         files = []
         size = recorder.size
@@ -202,14 +193,7 @@ def cached_command(
 def outputs_dir() -> Path:
     """Where kept outputs live: `outputs/` in the user's cache folder
     (`$HLOSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hloscope` or `~/.cache/hloscope`)."""
-    return user_cache_dir() / "outputs"
-
-
-def cache_limit() -> int:
-    """The most bytes kept outputs may take (`$HLOSCOPE_CACHE_MB`, default 1024 MB)."""
-    raw = os.environ.get(CACHE_MB_VARIABLE, "").strip()
-    mb = int(raw) if raw.isdigit() else _DEFAULT_MB
-    return mb << 20
+    return cache_folder("outputs")
 
 
 def input_digests(run: Path) -> list[list[Any]] | None:
@@ -218,9 +202,8 @@ def input_digests(run: Path) -> list[list[Any]] | None:
     file and the files of its module beside it (`module_0001.*`). None when they cannot
     all be read or there is too much to hash (nothing is cached then).
 
-    A file's digest is taken again from the last call's (`_DigestIndex`) while its
-    inode, size, modification and change times are those it had then, as git does for
-    its index: a change of content changes the change time, which no one can set back.
+    A file's digest is taken again from the last call's while its stat fields are
+    those it had then (`user_cache.DigestIndex`).
     """
     try:
         if run.is_dir():
@@ -231,7 +214,7 @@ def input_digests(run: Path) -> list[list[Any]] | None:
             names = [(n, stat.S_IFREG) for n in _module_files(run)]
         else:
             return None
-        index = _DigestIndex(root)
+        index = DigestIndex(root, outputs_dir())
         out: list[list[Any]] = []
         budget = _MAX_HASHED_BYTES
         for name, kind in names:
@@ -243,79 +226,11 @@ def input_digests(run: Path) -> list[list[Any]] | None:
             budget -= st.st_size
             if budget < 0:
                 return None
-            sha = index.get(name, st)
-            if sha is None:
-                sha = content_digest(p, st.st_size)
-                index.put(name, st, sha)
-            out.append([name, kind, sha])
+            out.append([name, kind, index.digest(name, st, st.st_size)])
         index.save()
     except OSError:
         return None
     return out
-
-
-class _DigestIndex:
-    """The digests of a folder's files as last hashed, by name, with the stat fields
-    that say a file is unchanged: a small JSON file beside the kept outputs, signed as
-    they are, evicted with them, read as untrusted (anything unsigned or of another
-    shape is an empty index)."""
-
-    def __init__(self, root: Path) -> None:
-        where = os.path.realpath(root)
-        self.path = outputs_dir() / f"digests-{hashlib.sha256(where.encode()).hexdigest()}.json"
-        self.root = where
-        self.files: dict[str, list[Any]] = {}
-        self.seen: dict[str, list[Any]] = {}
-        self.now = time.time_ns()
-        try:
-            if cache_limit() <= 0 or self.path.is_symlink():
-                return
-            mac, _, data = read_regular(self.path, _MAX_INDEX_BYTES).partition(b"\n")
-            expected = signature(self.path.name, data)
-            if expected is None or not hmac.compare_digest(mac, expected.encode()):
-                return  # not this user's: a digest read from it could serve stale output
-            doc = json.loads(data)
-        except (OSError, ValueError, RecursionError):
-            return
-        if isinstance(doc, dict) and doc.get("version") == _VERSION and doc.get("root") == where:
-            files = doc.get("files")
-            if isinstance(files, dict):
-                self.files = files
-
-    @staticmethod
-    def _stamp(st: os.stat_result) -> list[Any]:
-        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-    def get(self, name: str, st: os.stat_result) -> str | None:
-        """The digest kept for `name`, if it still has the stat fields it had."""
-        found = self.files.get(name)
-        if not isinstance(found, list) or len(found) != 6 or found[:5] != self._stamp(st):
-            return None
-        sha = found[5]
-        if not (isinstance(sha, str) and len(sha) == 64 and all(c in _HEX for c in sha)):
-            return None
-        self.seen[name] = found
-        return sha
-
-    def put(self, name: str, st: os.stat_result, sha: str) -> None:
-        """Remember a digest just taken, unless the file changed so recently that a
-        change now could leave its times as they are (racy, as `cached_command` says)."""
-        if max(st.st_mtime_ns, st.st_ctime_ns) < self.now - _RACY_NS:
-            self.seen[name] = [*self._stamp(st), sha]
-
-    def save(self) -> None:
-        """Keep what was seen (only the files read this time), when it changed."""
-        if cache_limit() <= 0:
-            return
-        if self.seen == self.files:
-            with contextlib.suppress(OSError):
-                os.utime(self.path)  # used: the most recently, for eviction
-            return
-        text = json.dumps({"version": _VERSION, "root": self.root, "files": self.seen})
-        data = text.encode("utf-8", "surrogateescape")
-        mac = signature(self.path.name, data)
-        if mac is not None:
-            _write_atomic(self.path, mac.encode() + b"\n" + data)
 
 
 # --- the key --------------------------------------------------------------------------
@@ -491,15 +406,12 @@ def _read_output(path: Path, limit: int) -> bytes | None:
 def _read(path: Path, key: str) -> Entry | None:
     """The entry kept under `key`, or None (absent, a link, not a regular file, too big,
     its signature not this user's for this key, not JSON, of another shape or key)."""
+    data = read_entry(path, key, 2 * _MAX_ENTRY_BYTES)
+    if data is None:
+        return None
     try:
-        if path.is_symlink():
-            return None
-        mac, _, data = read_regular(path, 2 * _MAX_ENTRY_BYTES + 65).partition(b"\n")
-        expected = signature(key, data)
-        if expected is None or not hmac.compare_digest(mac, expected.encode()):
-            return None
         doc = json.loads(data)
-    except (OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     return Entry.from_json(doc, key)
 
@@ -510,43 +422,4 @@ def _keep(folder: Path, key: str, doc: dict[str, Any], limit: int) -> None:
     nothing, silently."""
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     data = text.encode("utf-8", "surrogateescape")
-    mac = signature(key, data)
-    if mac is None or len(data) > min(limit, 2 * _MAX_ENTRY_BYTES):
-        return
-    if _write_atomic(folder / f"{key}.json", mac.encode() + b"\n" + data):
-        _evict(folder, limit)
-
-
-def _write_atomic(path: Path, data: bytes) -> bool:
-    """Write a file of the cache folder through a temporary file renamed over it (a
-    reader sees the old file or the new one); False when it cannot be written."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        tmp.replace(path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        return False
-    return True
-
-
-def _evict(folder: Path, limit: int) -> None:
-    """Remove the least recently used entries until they take at most `limit` bytes."""
-    entries = []
-    with contextlib.suppress(OSError), os.scandir(folder) as found:
-        for e in found:
-            if e.name.endswith(".json") and e.is_file(follow_symlinks=False):
-                with contextlib.suppress(OSError):
-                    st = e.stat(follow_symlinks=False)
-                    entries.append((st.st_mtime_ns, st.st_size, e.path))
-    total = sum(size for _, size, _ in entries)
-    for _, size, name in sorted(entries):
-        if total <= limit:
-            break
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-            total -= size
+    write_entry(folder / f"{key}.json", key, data, min(limit, 2 * _MAX_ENTRY_BYTES))

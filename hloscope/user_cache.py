@@ -1,0 +1,211 @@
+"""The user's cache folder: folders of signed entries, one file each, kept by the content
+of the files they were computed from and evicted least recently used first.
+
+Two caches live there: what a command printed (`hloscope.cli.output_cache`, in
+`outputs/`) and each module's analysis (`hloscope.analysis.kept`, in `analyses/`).
+Both name an entry by its key (`store.entry_key`: an HMAC with this user's secret of
+everything the entry depends on) and write it as its signature (`store.signature`), a
+newline and its bytes. An entry is read as untrusted input: a regular file under a size
+cap, never through a link, its signature checked before anything else reads it; one
+that fails is not there. A folder takes at most `cache_limit()` bytes
+(`$HLOSCOPE_CACHE_MB`, default 1024 MB; 0 keeps nothing).
+
+`DigestIndex` remembers the SHA-256 of the files hashed for keys, by their stat fields,
+as git's index does, so an unchanged file is not read again to name it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from hloscope.files import read_regular
+from hloscope.store import content_digest, signature, user_cache_dir
+
+__all__ = [
+    "CACHE_MB_VARIABLE",
+    "RACY_NS",
+    "DigestIndex",
+    "cache_folder",
+    "cache_limit",
+    "read_entry",
+    "write_entry",
+]
+
+CACHE_MB_VARIABLE = "HLOSCOPE_CACHE_MB"
+"""Environment variable: the most megabytes each cache folder may take (0: keep none)."""
+
+_DEFAULT_MB = 1024
+RACY_NS = 1_000_000_000
+"""A file changed this recently may change again unseen (its times kept as they are):
+what is computed from it is not kept, and its digest is not remembered."""
+_INDEX_VERSION = 1
+_MAX_INDEX_BYTES = 64 << 20
+_HEX = frozenset("0123456789abcdef")
+# Digests taken in this process, by file and stat fields: two caches keying one command
+# hash each file once.
+_TAKEN: dict[tuple[str, tuple[int, ...]], str] = {}
+
+
+def cache_limit() -> int:
+    """The most bytes a cache folder may take (`$HLOSCOPE_CACHE_MB`, default 1024 MB)."""
+    raw = os.environ.get(CACHE_MB_VARIABLE, "").strip()
+    mb = int(raw) if raw.isdigit() else _DEFAULT_MB
+    return mb << 20
+
+
+def cache_folder(name: str) -> Path:
+    """A cache's folder in the user's cache folder (`$HLOSCOPE_CACHE_DIR`, else
+    `$XDG_CACHE_HOME/hloscope` or `~/.cache/hloscope`)."""
+    return user_cache_dir() / name
+
+
+def read_entry(path: Path, key: str, max_bytes: int) -> bytes | None:
+    """The bytes kept under `key` at `path`; None when absent, a link, not a regular
+    file, over `max_bytes`, or not signed with this user's secret for this key."""
+    try:
+        if path.is_symlink():
+            return None
+        mac, _, data = read_regular(path, max_bytes + 65).partition(b"\n")
+    except OSError:
+        return None
+    expected = signature(key, data)
+    if expected is None or not hmac.compare_digest(mac, expected.encode()):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # the most recently used
+    return data
+
+
+def write_entry(path: Path, key: str, data: bytes, limit: int) -> bool:
+    """Keep `data` under `key` at `path`, signed, then evict the folder's least recently
+    used entries beyond `limit` bytes; False (nothing kept) when there is no secret to
+    sign with, `data` alone is over `limit`, or the folder cannot be written."""
+    mac = signature(key, data)
+    if mac is None or len(data) > limit:
+        return False
+    if not write_atomic(path, mac.encode() + b"\n" + data):
+        return False
+    _evict(path.parent, limit)
+    return True
+
+
+def write_atomic(path: Path, data: bytes) -> bool:
+    """Write a file of a cache folder through a temporary file renamed over it (a reader
+    sees the old file or the new one), readable by the user only; False when it cannot
+    be written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        tmp.replace(path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return False
+    return True
+
+
+def _evict(folder: Path, limit: int) -> None:
+    """Remove the least recently used entries until they take at most `limit` bytes
+    (a temporary file being written, named with a leading dot, is left alone)."""
+    entries = []
+    with contextlib.suppress(OSError), os.scandir(folder) as found:
+        for e in found:
+            if not e.name.startswith(".") and e.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    st = e.stat(follow_symlinks=False)
+                    entries.append((st.st_mtime_ns, st.st_size, e.path))
+    total = sum(size for _, size, _ in entries)
+    for _, size, name in sorted(entries):
+        if total <= limit:
+            break
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+            total -= size
+
+
+class DigestIndex:
+    """The digests of a folder's files as last hashed, by name, with the stat fields
+    that say a file is unchanged: a small JSON file in a cache folder, signed as its
+    entries are, evicted with them, read as untrusted (anything unsigned or of another
+    shape is an empty index).
+
+    A file's digest is taken again from it while its inode, size, modification and
+    change times are those it had then, as git does for its index: a change of content
+    changes the change time, which no one can set back.
+    """
+
+    def __init__(self, root: Path, folder: Path) -> None:
+        where = os.path.realpath(root)
+        self.path = folder / f"digests-{hashlib.sha256(where.encode()).hexdigest()}.json"
+        self.root = where
+        self.files: dict[str, list[Any]] = {}
+        self.seen: dict[str, list[Any]] = {}
+        self.now = time.time_ns()
+        try:
+            if cache_limit() <= 0 or self.path.is_symlink():
+                return
+            mac, _, data = read_regular(self.path, _MAX_INDEX_BYTES).partition(b"\n")
+            expected = signature(self.path.name, data)
+            if expected is None or not hmac.compare_digest(mac, expected.encode()):
+                return  # not this user's: a digest read from it could name stale content
+            doc = json.loads(data)
+        except (OSError, ValueError, RecursionError):
+            return
+        if isinstance(doc, dict) and doc.get("version") == _INDEX_VERSION:
+            files = doc.get("files")
+            if doc.get("root") == where and isinstance(files, dict):
+                self.files = files
+
+    @staticmethod
+    def _stamp(st: os.stat_result) -> list[Any]:
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+    def digest(self, name: str, st: os.stat_result, limit: int) -> str:
+        """The SHA-256 of file `name` (relative to the root), whose stat is `st`: as
+        kept while it has those stat fields, else hashed (up to `limit` bytes).
+
+        Raises:
+            OSError: It cannot be read, or is over `limit` bytes.
+        """
+        stamp = self._stamp(st)
+        taken = (os.path.join(self.root, name), tuple(stamp))
+        sha = self._get(name, stamp) or _TAKEN.get(taken)
+        if sha is None:
+            sha = content_digest(Path(self.root) / name, limit)
+        if max(st.st_mtime_ns, st.st_ctime_ns) < self.now - RACY_NS:  # else it may change
+            self.seen[name] = [*stamp, sha]
+            _TAKEN[taken] = sha
+        return sha
+
+    def _get(self, name: str, stamp: list[Any]) -> str | None:
+        found = self.files.get(name)
+        if not isinstance(found, list) or len(found) != 6 or found[:5] != stamp:
+            return None
+        sha = found[5]
+        if not (isinstance(sha, str) and len(sha) == 64 and all(c in _HEX for c in sha)):
+            return None
+        return sha
+
+    def save(self) -> None:
+        """Keep what was seen (only the files read this time), when it changed."""
+        if cache_limit() <= 0:
+            return
+        if self.seen == self.files:
+            with contextlib.suppress(OSError):
+                os.utime(self.path)  # used: the most recently, for eviction
+            return
+        text = json.dumps({"version": _INDEX_VERSION, "root": self.root, "files": self.seen})
+        data = text.encode("utf-8", "surrogateescape")
+        mac = signature(self.path.name, data)
+        if mac is not None:
+            write_atomic(self.path, mac.encode() + b"\n" + data)
