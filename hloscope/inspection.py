@@ -209,6 +209,7 @@ def inspect_run(
     passes: bool = False,
     drawn: Drawn | None = None,
     provenance: bool = True,
+    cache: bool = False,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
 
@@ -225,6 +226,9 @@ def inspect_run(
             `hloscope.analysis.report.analyze_dump`).
         provenance: Join each module's source ops across its two sides; False leaves
             every `provenance` None, for what needs only the counts (`hloscope check`).
+        cache: Read each module's analysis back from the user's cache folder
+            (`~/.cache/hloscope/analyses`) while its files are unchanged, and keep
+            those analysed there: what the CLI does unless `--no-cache`.
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason
@@ -240,7 +244,7 @@ def inspect_run(
     """
     loaded = run if isinstance(run, Run) else load_run(run)
     patterns = list(modules)
-    report = analyze_run(loaded, patterns, drawn, provenance=provenance)
+    report = analyze_run(loaded, patterns, drawn, provenance=provenance, cache=cache)
     selected = [m.key for m in report.modules] if patterns else None
     profile, error = None, ""
     if timings:

@@ -55,6 +55,7 @@ __all__ = [
     "STORE_VERSION",
     "TIMINGS_CACHE",
     "TooManyFiles",
+    "code_stamps",
     "content_digest",
     "digest",
     "entry_key",
@@ -247,6 +248,19 @@ def file_stamps(root: Path, files: Iterable[Path]) -> list[list[Any]]:
             name = str(f)
         out.append([name, st.st_size, st.st_mtime_ns])
     return out
+
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def code_stamps() -> list[list[Any]]:
+    """hloscope's own source files, by name, size and time (an editable install
+    changes without a new version): what a cache of computed results is keyed by.
+
+    Raises:
+        OSError: A file cannot be stat'ed.
+    """
+    return file_stamps(_PACKAGE, sorted(_PACKAGE.rglob("*.py")))
 
 
 class TooManyFiles(OSError):

@@ -53,10 +53,13 @@ __all__ = [
     "beside",
     "beside_pays",
     "elsewhere",
+    "file_loaders",
     "jobs_for",
     "may_split",
+    "pack_reports",
     "parsed_here",
     "side_sizes",
+    "unpack_reports",
 ]
 
 JOBS_VARIABLE = "HLOSCOPE_JOBS"
@@ -130,9 +133,9 @@ def analyze_dumps(
             sender.close()
             workers.append((process, receiver))
         found[0] = [analyze(d) for d in _TODO[0]]  # this process's share
-        loaders = _loaders(dumps)
+        loaders = file_loaders(dumps)
         for k, (_, receiver) in enumerate(workers, 1):
-            found[k] = _receive(receiver.recv_bytes(), loaders)
+            found[k] = unpack_reports(receiver.recv_bytes(), loaders)
     finally:
         _TODO = []
         _ANALYZE.clear()
@@ -434,8 +437,16 @@ class _Failed:
 
 
 def _analyze_share(k: int) -> bytes:
-    """Analyse share `k` of `_TODO`; its reports, pickled small (`_Sender`)."""
-    reports = [_ANALYZE[0](d) for d in _TODO[k]]
+    """Analyse share `k` of `_TODO`; its reports, pickled small (`pack_reports`)."""
+    return pack_reports([_ANALYZE[0](d) for d in _TODO[k]])
+
+
+def pack_reports(reports: Sequence[Report]) -> bytes:
+    """Reports pickled small, as a worker sends them (`_Sender`): each parsed module as
+    its file, each after-side kernel's instructions by the kernel's number, with their
+    placements joined and the kernels' costs and devices (`Derived`) computed first, so
+    that `unpack_reports` gives reports that need their files only for what reads
+    instructions (a diagram, the HTML page)."""
     derived: list[Derived | None] = []
     for r in reports:
         if r.provenance is not None:
@@ -443,6 +454,17 @@ def _analyze_share(k: int) -> bytes:
         derived.append(Derived.of(r.after_module, r.after))
     modules = [m for r in reports for m in (r.before_module, r.after_module)]
     return _send((reports, derived), modules, [(r.after_module, r.after) for r in reports])
+
+
+def unpack_reports(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -> list[Any]:
+    """What `pack_reports` pickled (or the exception a worker raised, raised here): each
+    module a stand-in that parses its file again through `loaders[path]` if something
+    asks for its instructions, each kernel's costs and devices kept for it."""
+    reports, derived = _unpickle(data, loaders)
+    for r, found in zip(reports, derived, strict=True):
+        if found is not None:
+            found.keep(r.after_module, r.after)
+    return list(reports)
 
 
 def _send(
@@ -491,7 +513,10 @@ class _Sender(pickle.Pickler):
             if module is None or module.path is None or analysis is None:
                 continue
             for n, kernel in enumerate(analysis.kernels):
-                opcodes = tuple([sys.intern(i.opcode) for i in kernel.ops])
+                if isinstance(kernel.ops, _SentOps):  # sent before: not analysed again
+                    opcodes = kernel.ops.opcodes
+                else:
+                    opcodes = tuple([sys.intern(i.opcode) for i in kernel.ops])
                 self.ops.setdefault(id(kernel.ops), (module.path, n, opcodes))
 
     def reducer_override(self, obj: Any) -> Any:
@@ -541,7 +566,7 @@ class _OpsAt:
 # --- back in this process ---------------------------------------------------------------
 
 
-def _loaders(dumps: Sequence[ModuleDump]) -> dict[str, Callable[[], HloModule | None]]:
+def file_loaders(dumps: Sequence[ModuleDump]) -> dict[str, Callable[[], HloModule | None]]:
     """How this process reads each module file again: as the worker did."""
     found: dict[str, Callable[[], HloModule | None]] = {}
     for d in dumps:
@@ -550,14 +575,6 @@ def _loaders(dumps: Sequence[ModuleDump]) -> dict[str, Callable[[], HloModule | 
         if d.after is not None:
             found[str(d.after)] = d.load_after
     return found
-
-
-def _receive(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -> list[Any]:
-    reports, derived = _unpickle(data, loaders)
-    for r, found in zip(reports, derived, strict=True):
-        if found is not None:
-            found.keep(r.after_module, r.after)
-    return list(reports)
 
 
 def _unpickle(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -> Any:

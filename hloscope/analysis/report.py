@@ -372,6 +372,7 @@ def analyze_run(
     drawn: Drawn | None = None,
     *,
     provenance: bool = True,
+    cache: bool = False,
 ) -> RunReport:
     """Analyse a run's modules.
 
@@ -382,6 +383,9 @@ def analyze_run(
             `jit_attend#3` or `jit_attend(f32[24,32])`); all modules when empty.
         drawn: Only what a diagram of each module reads (see `analyze_dump`).
         provenance: Join each module's source ops (see `analyze_dump`).
+        cache: Read each module's report back from the user's cache folder where it
+            was kept, and keep those analysed (`hloscope.analysis.kept`); not for a
+            drawing, which reads every instruction of what it draws.
 
     Returns:
         The report, biggest modules first, trivial ones last.
@@ -396,7 +400,12 @@ def analyze_run(
     found = {d.key: d for p in patterns for d in find_modules(run, p)}
     dumps = list(found.values()) if patterns else list(run.modules)
     analyze = partial(analyze_dump, drawn=drawn, provenance=provenance)
-    reports = analyze_dumps(dumps, analyze)  # in parallel when it pays
+    if cache and drawn is None:
+        from hloscope.analysis.kept import analyses
+
+        reports = analyses(dumps, analyze, {"provenance": provenance})
+    else:
+        reports = analyze_dumps(dumps, analyze)  # in parallel when it pays
     if len(reports) == 1:  # nothing to order (a drawing's report is not waited for)
         return RunReport(run, tuple(reports))
     # a function's compilations stay together, in compile order, where its biggest is

@@ -322,6 +322,18 @@ StrictOption = Annotated[
 ]
 
 
+NoCacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Compute again, and keep nothing: each module's analysis, and the output of "
+        "report, ops, graph and parse, are otherwise kept in the user's cache folder "
+        "(~/.cache/hloscope, or $HLOSCOPE_CACHE_DIR) by the content of the files read, and "
+        "read back while they are unchanged.",
+    ),
+]
+
+
 RunArgument = Annotated[
     Path,
     typer.Argument(

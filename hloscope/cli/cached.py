@@ -26,8 +26,8 @@ from hloscope.manifest import MANIFEST
 from hloscope.store import (
     PEAKS_FILE,
     REPORT_CACHE,
+    code_stamps,
     entry_key,
-    file_stamps,
     keep,
     lookup,
     machine_key,
@@ -42,7 +42,6 @@ _VERSION = 1  # the shape of a kept entry
 _MAX_ENTRIES = 4
 # DenseNet121's report is 4 MB; a module-heavy GPU run's a few tens.
 _MAX_BYTES = 256 * 1024 * 1024
-_PACKAGE = Path(__file__).resolve().parents[1]
 _RACY_NS = 1_000_000_000
 
 
@@ -134,16 +133,6 @@ def keeps_output(run: Path) -> bool:
     """Whether `cached_output` keeps what a command prints on `run`: only a run folder
     does."""
     return run.is_dir() and (run / MANIFEST).is_file()
-
-
-def code_stamps() -> list[list[Any]]:
-    """hloscope's own source files, by name, size and time (an editable install
-    changes without a new version).
-
-    Raises:
-        OSError: A file cannot be stat'ed.
-    """
-    return file_stamps(_PACKAGE, sorted(_PACKAGE.rglob("*.py")))
 
 
 def _key(what: Mapping[str, Any], files: Any, code: Any) -> str | None:

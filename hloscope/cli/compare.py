@@ -10,6 +10,7 @@ import typer
 from hloscope.cli.app import (
     JsonOption,
     ModuleOption,
+    NoCacheOption,
     RunArgument,
     _command,
     _echo,
@@ -72,6 +73,7 @@ def diff(
     show_all: Annotated[
         bool, typer.Option("--all", help="Also show JAX's trivial helper modules.")
     ] = False,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """What changed between two runs of the same program, module by module.
 
@@ -94,9 +96,9 @@ def diff(
     tol = parse_tolerance(tolerance)
     # Millions of objects each on big dumps: not walked by the collector while the other
     # run is read, nor freed one by one at exit.
-    a = inspect_run(run_a, bench=False)
+    a = inspect_run(run_a, bench=False, cache=not no_cache)
     keep(a)
-    b = inspect_run(run_b, bench=False)
+    b = inspect_run(run_b, bench=False, cache=not no_cache)
     keep(b)
     result = diff_runs(
         a.report,
@@ -160,6 +162,7 @@ def check(
             metavar="X",
         ),
     ] = None,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """Hold a run to a fusion budget, for CI.
 
@@ -190,7 +193,9 @@ def check(
     if failure is not None:  # a run that failed fails the check, whatever it dumped
         _echo(f"hloscope: {loaded.manifest.script or run}: {failure}", err=True)
         raise typer.Exit(1)
-    inspection = inspect_run(loaded, module or (), timings=False, bench=False, provenance=False)
+    inspection = inspect_run(
+        loaded, module or (), timings=False, bench=False, provenance=False, cache=not no_cache
+    )
     keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
     checked = select_checked(inspection.report, selected=bool(module))
     violations = check_run(checked, budget)

@@ -15,6 +15,7 @@ import typer
 from hloscope.cli.app import (
     JsonOption,
     ModuleOption,
+    NoCacheOption,
     RunArgument,
     StrictOption,
     _command,
@@ -37,15 +38,6 @@ FormatOption = Annotated[
         help="text, or tsv: one tab-separated record per line with a header (for grep, "
         "cut, spreadsheets); --json for the full schema.",
         metavar="text|tsv",
-    ),
-]
-NoCacheOption = Annotated[
-    bool,
-    typer.Option(
-        "--no-cache",
-        help="Compute again, and keep nothing: the output is otherwise kept in the user's "
-        "cache folder (~/.cache/hloscope/outputs, or $HLOSCOPE_CACHE_DIR/outputs) by the "
-        "content of the files read, and printed back while they are unchanged.",
     ),
 ]
 
@@ -124,6 +116,7 @@ def report(
         "peak_bandwidth": peak_bandwidth,
         "peak_tflops": peak_flops,
     }
+    peaks = (peak_bandwidth, peak_flops)
 
     def body() -> list[Path]:
         from hloscope.hlo.parser import paused_gc
@@ -131,9 +124,9 @@ def report(
         # The JSON stream makes cyclic garbage: with the collector paused, the 107 MB
         # pair's document peaked at 10.5x its text (7.6x with it running).
         if json:
-            return _report(run, module, json, fmt, show_all, html, peak_bandwidth, peak_flops)
+            return _report(run, module, json, fmt, show_all, html, peaks, not no_cache)
         with paused_gc():  # as `graph`'s: one module's objects, acyclic, kept to the end
-            return _report(run, module, json, fmt, show_all, html, peak_bandwidth, peak_flops)
+            return _report(run, module, json, fmt, show_all, html, peaks, not no_cache)
 
     _cached(run, "report", options, body, no_cache)
 
@@ -145,17 +138,19 @@ def _report(
     fmt: str,
     show_all: bool,
     html: Path | None,
-    peak_bandwidth: float | None,
-    peak_flops: float | None,
+    roofs: tuple[float | None, float | None],
+    cache: bool,
 ) -> list[Path]:
-    """`report`, computed; the files it wrote (the HTML page)."""
+    """`report`, computed (each module's analysis read back from the user's cache folder
+    where kept, with `cache`); the files it wrote (the HTML page)."""
+    peak_bandwidth, peak_flops = roofs
     if json and html is None:
-        _report_json(run, module or [], peak_bandwidth, peak_flops, True)
+        _report_json(run, module or [], peak_bandwidth, peak_flops, True, cache)
         return []
     from hloscope.cli.teardown import keep
     from hloscope.inspection import inspect_run
 
-    inspection = inspect_run(run, module or (), passes=html is not None)
+    inspection = inspect_run(run, module or (), passes=html is not None, cache=cache)
     keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
     _something_read(inspection)
     for line in _warnings(inspection):
@@ -195,11 +190,13 @@ def _report_json(
     bandwidth_gbs: float | None,
     tflops: float | None,
     no_cache: bool,
+    cache: bool = True,
 ) -> None:
     """`report --json`: read back from the run folder when nothing it depends on changed
     (`cli.cached`: no HLO parsed, no profile read), else computed and kept there; what
     is not a run folder (or `--no-cache`) keeps nothing here, and its document is
-    written as it is made."""
+    written as it is made; its modules' analyses are read back from the user's cache
+    folder where kept, with `cache`."""
     from hloscope.cli.cached import Output, cached_output, keeps_output
 
     if no_cache or not keeps_output(run):
@@ -209,7 +206,7 @@ def _report_json(
         from hloscope.render.json import report_fields
 
         with paused_gc():  # and frozen by `keep` before the collector runs again
-            inspection = inspect_run(run, modules)
+            inspection = inspect_run(run, modules, cache=cache)
             keep(inspection)  # not freed one by one at exit, nor walked by the collector
         _something_read(inspection)
         peaks = _peaks(inspection, bandwidth_gbs, tflops)
@@ -222,7 +219,7 @@ def _report_json(
         from hloscope.inspection import inspect_run
         from hloscope.render.json import report_doc
 
-        inspection = inspect_run(run, modules)
+        inspection = inspect_run(run, modules, cache=cache)
         _something_read(inspection)
         peaks = _peaks(inspection, bandwidth_gbs, tflops)
         return Output(_json_text(report_doc(inspection, peaks)), _warnings(inspection))
@@ -346,7 +343,7 @@ def ops(
     }
 
     def body() -> list[Path]:
-        _ops(run, module, op, unfused, kernel, json, fmt, history)
+        _ops(run, module, op, unfused, kernel, json, fmt, history, not no_cache)
         return []
 
     _cached(run, "ops", options, body, no_cache)
@@ -361,12 +358,14 @@ def _ops(
     json: bool,
     fmt: str,
     history: bool,
+    cache: bool,
 ) -> None:
-    """`ops`, computed."""
+    """`ops`, computed (each module's analysis read back from the user's cache folder
+    where kept, with `cache`)."""
     from hloscope.cli.teardown import keep
     from hloscope.inspection import inspect_run
 
-    inspection = inspect_run(run, module or (), timings=False, bench=False)
+    inspection = inspect_run(run, module or (), timings=False, bench=False, cache=cache)
     keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
     _something_read(inspection)
     _say_outcome(inspection)

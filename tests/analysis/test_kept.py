@@ -1,0 +1,218 @@
+"""Each module's analysis kept in the user's cache folder (`hloscope.analysis.kept`): read
+back, it equals the one computed, without parsing; a changed file, a forged or damaged
+entry, or a file changed too recently to trust is analysed again."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import hloscope.hlo.parser
+import hloscope.runs
+from hloscope import user_cache
+from hloscope.analysis import kept, pool
+from hloscope.analysis.cost import module_cost
+from hloscope.cli import app
+from hloscope.inspection import inspect_run
+from hloscope.render.json import report_doc
+from hloscope.store import signature
+from tests.conftest import DATA
+
+runner = CliRunner()
+OLD = 1_000_000_000  # a time long past: the copies' files are settled, not racy
+
+pytestmark = pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of its own, on (the suite runs with it off: conftest). Files the
+    tests copied are trusted at once (their change times are now: in use, a file changed
+    less than a second before is not, `test_nothing_kept_from_files_just_changed`)."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(folder))
+    monkeypatch.setenv(user_cache.CACHE_MB_VARIABLE, "256")
+    monkeypatch.setattr(kept, "RACY_NS", 0)
+    monkeypatch.setattr(user_cache, "RACY_NS", 0)
+    return folder / "analyses"
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    """A test run copied, its files' modification times set long past."""
+    run = tmp_path / name
+    shutil.copytree(DATA / name, run)
+    for p in run.rglob("*"):
+        os.utime(p, (OLD, OLD))
+    return run
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*.pickle"))
+
+
+def _no_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any parse from here on fails the test."""
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("parsed a module kept in the cache")
+
+    hloscope.runs._load_cached.cache_clear()
+    monkeypatch.setattr(hloscope.hlo.parser._Parser, "parse", fail)
+
+
+@pytest.mark.parametrize("name", ["jax_mlp_profile", "tf_resnet50", "torch_mlp"])
+def test_read_back_equals_computed_without_parsing(
+    name: str, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _copy(name, tmp_path)
+    computed = inspect_run(run, cache=True)
+    modules = len(computed.modules)
+    assert len(_entries(cache)) == modules  # one per module
+    doc = report_doc(computed)
+    _no_parsing(monkeypatch)
+    again = inspect_run(run, cache=True)
+    assert report_doc(again) == doc  # the whole JSON report: counts, placements, costs
+    for m in again.modules:
+        assert not pool.parsed_here(m.after_module)
+        assert not pool.parsed_here(m.before_module)
+    monkeypatch.undo()  # parsed again for what follows: the kernels' instructions
+    assert again.report.modules == computed.report.modules  # analyses and provenance
+
+
+def test_read_back_modules_parse_again_when_drawn(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What reads instructions (a diagram, the HTML page) has the file parsed again:
+    the same module, the same kernels and costs."""
+    run = _copy("jax_mlp", tmp_path)
+    computed = inspect_run(run, ["jit_mlp"], cache=True)
+    again = inspect_run(run, ["jit_mlp"], cache=True)
+    (mine,), (theirs,) = computed.modules, again.modules
+    assert theirs.after_module is not None and mine.after_module is not None
+    assert not pool.parsed_here(theirs.after_module)
+    assert theirs.after_module.computations == mine.after_module.computations
+    assert theirs.after is not None and mine.after is not None
+    assert [k.ops for k in theirs.after.kernels] == [k.ops for k in mine.after.kernels]
+    assert module_cost(theirs.after_module, theirs.after) == module_cost(
+        mine.after_module, mine.after
+    )
+
+
+def test_the_cli_reads_back_what_another_command_kept(cache: Path, tmp_path: Path) -> None:
+    """`report` keeps each module's analysis; `ops` then reads it back and prints what
+    it prints computed; `--no-cache` reads and keeps nothing."""
+    run = _copy("jax_transformer_block", tmp_path)
+    first = runner.invoke(app, ["report", str(run)])
+    assert first.exit_code == 0, first.output
+    kept_now = _entries(cache)
+    assert kept_now
+    stamps = {p: p.stat().st_mtime_ns for p in kept_now}
+    read_back = runner.invoke(app, ["ops", str(run), "--json"])
+    computed = runner.invoke(app, ["ops", str(run), "--json", "--no-cache"])
+    assert read_back.exit_code == computed.exit_code == 0
+    assert read_back.stdout == computed.stdout
+    assert _entries(cache) == kept_now  # nothing new: the same analyses
+    assert all(p.stat().st_mtime_ns >= stamps[p] for p in kept_now)  # used: newest
+    shutil.rmtree(cache)
+    assert runner.invoke(app, ["report", str(run), "--no-cache"]).exit_code == 0
+    assert not cache.exists() or not _entries(cache)
+
+
+def test_a_changed_file_is_analysed_again(cache: Path, tmp_path: Path) -> None:
+    run = _copy("jax_mlp", tmp_path)
+    (before,) = inspect_run(run, ["jit_mlp"], cache=True).modules
+    after = before.after_module
+    assert after is not None and after.path is not None
+    path = Path(after.path)
+    # one kernel fewer: a fusion's name changed in the text changes what is read
+    text = path.read_text()
+    path.write_text(text.replace("ENTRY", "ENTRY", 1) + "\n")  # a new byte, same module
+    os.utime(path, (OLD, OLD))  # same times: the content decides
+    (again,) = inspect_run(run, ["jit_mlp"], cache=True).modules
+    assert pool.parsed_here(again.after_module)  # analysed again, not read back
+    assert again == before
+    assert len(_entries(cache)) == 2  # the old key and the new one
+
+
+def test_forged_and_damaged_entries_are_analysed_again(cache: Path, tmp_path: Path) -> None:
+    """An entry not signed with this user's secret is never unpickled; one signed but
+    damaged, or of another module, is analysed again and replaced."""
+    run = _copy("jax_mlp", tmp_path)
+    (computed,) = inspect_run(run, ["jit_mlp"], cache=True).modules
+    (entry,) = _entries(cache)
+    marker = tmp_path / "unpickled"
+    payload = pickle.dumps(_Touch(str(marker)))
+    entry.write_bytes(b"0" * 64 + b"\n" + payload)  # forged: a pickle that runs code
+    (again,) = inspect_run(run, ["jit_mlp"], cache=True).modules
+    assert not marker.exists()
+    assert again == computed and pool.parsed_here(again.after_module)
+    assert entry.read_bytes() != b"0" * 64 + b"\n" + payload  # replaced
+    for data in (b"garbage", pickle.dumps(([], [])), pickle.dumps({"headers": 1})):
+        _sign(entry, data)
+        (again,) = inspect_run(run, ["jit_mlp"], cache=True).modules
+        assert again == computed
+    other = inspect_run(run, ["jit__threefry_split"], cache=True).modules[0]
+    theirs = next(p for p in _entries(cache) if p != entry)
+    entry.write_bytes(theirs.read_bytes().partition(b"\n")[2])
+    _sign(entry, entry.read_bytes())
+    (again,) = inspect_run(run, ["jit_mlp"], cache=True).modules
+    assert again == computed and again.key != other.key
+
+
+def test_nothing_kept_from_files_just_changed(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file changed less than a second ago could change again with the same times:
+    what was computed from it is not kept."""
+    monkeypatch.setattr(kept, "RACY_NS", 1_000_000_000)  # as in use
+    run = tmp_path / "jax_mlp"
+    shutil.copytree(DATA / "jax_mlp", run)  # its files' times: now
+    inspect_run(run, ["jit_mlp"], cache=True)
+    assert not _entries(cache)
+
+
+def test_the_folder_is_bounded(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond `HLOSCOPE_CACHE_MB`, the least recently used entries go; 0 keeps none."""
+    run = _copy("jax_mlp", tmp_path)
+    inspect_run(run, cache=True)
+    entries = _entries(cache)
+    assert len(entries) > 3
+    for n, p in enumerate(entries):
+        os.utime(p, ns=(OLD + n, OLD + n))
+    total = sum(p.stat().st_size for p in cache.iterdir())
+    monkeypatch.setattr(kept, "cache_limit", lambda: total)  # full: the next one evicts
+    inspect_run(run, ["jit_mlp"], cache=True, provenance=False)  # another key
+    left = {p.name for p in _entries(cache)}
+    assert entries[0].name not in left  # the least recently used went first
+    assert entries[-1].name in left
+    assert len(left - {p.name for p in entries}) == 1  # the new one
+    assert sum(p.stat().st_size for p in cache.iterdir()) <= total
+    shutil.rmtree(cache)
+    monkeypatch.setattr(kept, "cache_limit", lambda: 0)
+    inspect_run(run, cache=True)
+    assert not cache.exists()
+
+
+class _Touch:
+    """Unpickled, it makes a file: the proof a pickle was loaded."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (Path(self.path),))
+
+
+def _sign(path: Path, data: bytes) -> None:
+    """Write `data` as this user's hloscope signs an entry under its name."""
+    mac = signature(path.name, data)
+    assert mac is not None
+    path.write_bytes(mac.encode() + b"\n" + data)
