@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from hloscope.analysis.pool import Report, analyze_dumps, file_loaders, pack_reports, unpack_reports
 from hloscope.hlo.fusion_log import find_log
+from hloscope.hlo.parser import paused_gc
 from hloscope.runs import ModuleDump
 from hloscope.store import code_stamps, entry_key
 from hloscope.user_cache import (
@@ -90,7 +91,8 @@ def analyses(
         found[i] = report
         key = keys[i]
         if key is not None and key.unchanged():
-            data = pack_reports([report])
+            with paused_gc():  # pickling makes no garbage worth a walk of the analysis
+                data = pack_reports([report])
             write_entry(folder / key.name, key.name, data, min(limit, _MAX_ENTRY_BYTES))
     return [r for r in found if r is not None]
 
@@ -101,7 +103,8 @@ def _read(folder: Path, name: str, dump: ModuleDump) -> Any | None:
     if data is None:
         return None
     try:  # signed by this user's hloscope for this key: its own pickle
-        (report,) = unpack_reports(data, file_loaders([dump]))
+        with paused_gc():  # millions of objects made, none of them garbage
+            (report,) = unpack_reports(data, file_loaders([dump]))
     except Exception:  # a damaged entry is analysed again
         return None
     return report if getattr(report, "key", None) == dump.key else None

@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import io
 import multiprocessing
+import operator
 import os
 import pickle
 import sys
@@ -87,6 +88,8 @@ class Report(Protocol):
     def before_module(self) -> HloModule | None: ...
     @property
     def after_module(self) -> HloModule | None: ...
+    @property
+    def before(self) -> ModuleAnalysis | None: ...
     @property
     def after(self) -> ModuleAnalysis | None: ...
     @property
@@ -443,7 +446,7 @@ def _analyze_share(k: int) -> bytes:
 
 def pack_reports(reports: Sequence[Report]) -> bytes:
     """Reports pickled small, as a worker sends them (`_Sender`): each parsed module as
-    its file, each after-side kernel's instructions by the kernel's number, with their
+    its file, each kernel's instructions by the kernel's number, with their
     placements joined and the kernels' costs and devices (`Derived`) computed first, so
     that `unpack_reports` gives reports that need their files only for what reads
     instructions (a diagram, the HTML page)."""
@@ -453,7 +456,9 @@ def pack_reports(reports: Sequence[Report]) -> bytes:
             r.provenance.placements  # noqa: B018  # joined here, not after the trip
         derived.append(Derived.of(r.after_module, r.after))
     modules = [m for r in reports for m in (r.before_module, r.after_module)]
-    return _send((reports, derived), modules, [(r.after_module, r.after) for r in reports])
+    after = [(r.after_module, r.after) for r in reports]
+    before = [(r.before_module, r.before) for r in reports]
+    return _send((reports, derived), modules, after, unread=before)
 
 
 def unpack_reports(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -> list[Any]:
@@ -471,11 +476,14 @@ def _send(
     obj: object,
     modules: Iterable[HloModule | None],
     analysed: Iterable[tuple[HloModule | None, ModuleAnalysis | None]],
+    unread: Iterable[tuple[HloModule | None, ModuleAnalysis | None]] = (),
 ) -> bytes:
     """`obj` pickled small (`_Sender`): each of `modules` as its file, the kernels of
-    each (module, analysis) in `analysed` by the kernel's number there."""
+    each (module, analysis) in `analysed` by the kernel's number there, and those of
+    each in `unread` (what nothing reads but a diagram: a before side's) as the
+    analysis of the file made again."""
     buffer = io.BytesIO()
-    sender = _Sender(buffer, modules, analysed)
+    sender = _Sender(buffer, modules, analysed, unread)
     # the modules' headers first (by file), then what refers to them
     headers = {path: (name, attrs) for path, name, attrs in sender.modules.values()}
     pickle.dump(headers, buffer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -485,7 +493,8 @@ def _send(
 
 class _Sender(pickle.Pickler):
     """Pickles reports without the parsed modules: a module as its file, a kernel's
-    instructions by the kernel's number in its module's analysis.
+    instructions by the kernel's number in its module's analysis, or a whole analysis's
+    kernels as the analysis of its file (`_SentKernels`).
 
     It works through `reducer_override`, which pickle calls for objects other than
     plain strings, numbers, tuples, lists and dicts: millions of those go by at C
@@ -498,8 +507,13 @@ class _Sender(pickle.Pickler):
         file: io.BytesIO,
         modules: Iterable[HloModule | None],
         analysed: Iterable[tuple[HloModule | None, ModuleAnalysis | None]],
+        unread: Iterable[tuple[HloModule | None, ModuleAnalysis | None]] = (),
     ) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        # an analysis whose kernels go as its module's file (`_SentKernels`)
+        self.unread = {
+            id(a): m.path for m, a in unread if m is not None and m.path and a is not None
+        }
         # a module as its file, name and header (small, and what the grouping of
         # compilations reads: `compilations.module_shapes`)
         self.modules: dict[int, tuple[str, str, dict[str, str]]] = {}
@@ -523,44 +537,59 @@ class _Sender(pickle.Pickler):
         key = id(obj)
         if key in self.modules and isinstance(obj, HloModule):
             return (_sent_module, (self.modules[key][0],))
-        fields = _slots_fields(type(obj))
-        if fields is None:
+        if key in self.unread and isinstance(obj, ModuleAnalysis):
+            state = {f: getattr(obj, f) for f in _ANALYSIS_FIELDS}
+            return (_sent_analysis, (state, self.unread[key], len(obj.kernels)))
+        cls = type(obj)
+        found = _FIELDS.get(cls, _UNSEEN)
+        if found is _UNSEEN:
+            found = _FIELDS[cls] = _fields_of(cls)
+        if found is None:
             return NotImplemented
-        values = tuple(getattr(obj, f) for f in fields)
-        if isinstance(obj, Kernel) and id(obj.ops) in self.ops:
-            at = _OpsAt(*self.ops[id(obj.ops)])
-            values = tuple(at if f == "ops" else v for f, v in zip(fields, values, strict=True))
-        return (type(obj), values)
+        values = found(obj)
+        if cls is Kernel and id(obj.ops) in self.ops:
+            # the kernel and its instructions by number in one call (`_sent_kernel`)
+            return (_sent_kernel, (values[:_OPS], values[_OPS + 1 :], *self.ops[id(obj.ops)]))
+        return (cls, values)
 
 
-def _slots_fields(cls: type) -> tuple[str, ...] | None:
-    """The fields of a slotted dataclass that takes them all, in order, as arguments
-    (pickled as a call: pickle's default for slots reads them one by one in Python),
-    else None."""
-    if cls not in _FIELDS:
-        fields = None
-        if dataclasses.is_dataclass(cls) and "__slots__" in cls.__dict__:
-            found = dataclasses.fields(cls)
-            if all(f.init and f.kw_only is False for f in found):
-                fields = tuple(f.name for f in found)
-        _FIELDS[cls] = fields
-    return _FIELDS[cls]
+def _fields_of(cls: type) -> Callable[[Any], tuple[Any, ...]] | None:
+    """What reads the fields of a slotted dataclass that takes them all, in order, as
+    arguments (pickled as a call: pickle's default for slots reads them one by one in
+    Python), at C speed; None for any other class."""
+    if not (dataclasses.is_dataclass(cls) and "__slots__" in cls.__dict__):
+        return None
+    found = dataclasses.fields(cls)
+    if not all(f.init and f.kw_only is False for f in found):
+        return None
+    names = [f.name for f in found]
+    if len(names) == 1:
+        return lambda obj: (getattr(obj, names[0]),)
+    getter: Callable[[Any], tuple[Any, ...]] = operator.attrgetter(*names)
+    return getter
 
 
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
+_UNSEEN = object()
+_FIELDS: dict[type, Any] = {}
+_OPS = [f.name for f in dataclasses.fields(Kernel)].index("ops")
 
 
-class _OpsAt:
-    """A kernel's instructions as the kernel's number in the analysis of a module file,
-    and their opcodes: `_SentOps` when unpickled."""
+_ANALYSIS_FIELDS = [f.name for f in dataclasses.fields(ModuleAnalysis) if f.name != "kernels"]
 
-    def __init__(self, path: str, number: int, opcodes: tuple[str, ...]) -> None:
-        self.path = path
-        self.number = number
-        self.opcodes = opcodes
 
-    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        return (_sent_ops, (self.path, self.number, self.opcodes))
+def _sent_analysis(state: dict[str, Any], path: str, count: int) -> ModuleAnalysis:
+    """An analysis a worker made, its kernels made again from its module file when first
+    read (`_SentKernels`)."""
+    return ModuleAnalysis(**state, kernels=_SentKernels(_RECEIVING[path], count))  # type: ignore[arg-type]
+
+
+def _sent_kernel(
+    head: tuple[Any, ...], tail: tuple[Any, ...], path: str, number: int, opcodes: tuple[str, ...]
+) -> Kernel:
+    """A kernel a worker analysed, its instructions taken from its module file when
+    first read (`_SentOps`)."""
+    make: Callable[..., Kernel] = Kernel  # its fields in order, `ops` between
+    return make(*head, _SentOps(_RECEIVING[path], number, opcodes), *tail)
 
 
 # --- back in this process ---------------------------------------------------------------
@@ -599,10 +628,6 @@ _RECEIVING: dict[str, _SentModule] = {}
 
 def _sent_module(path: str) -> _SentModule:
     return _RECEIVING[path]
-
-
-def _sent_ops(path: str, number: int, opcodes: tuple[str, ...]) -> _SentOps:
-    return _SentOps(_RECEIVING[path], number, opcodes)
 
 
 class _SentModule(HloModule):
@@ -679,6 +704,51 @@ class _SentOps(Sequence[Instruction]):
 
     def __add__(self, other: tuple[Instruction, ...]) -> tuple[Instruction, ...]:
         return self._load() + tuple(other)
+
+    def __repr__(self) -> str:
+        return repr(self._load())
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (tuple, (self._load(),))
+
+
+class _SentKernels(Sequence[Kernel]):
+    """An analysis's kernels, made again from its module here on first use (what only a
+    diagram reads: a before side's kernels, one per instruction). Their number came
+    along (`ModuleAnalysis.kernel_count`)."""
+
+    def __init__(self, module: _SentModule, count: int) -> None:
+        self.module = module
+        self.size = count
+        self._kernels: tuple[Kernel, ...] | None = None
+
+    def _load(self) -> tuple[Kernel, ...]:
+        if self._kernels is None:
+            kernels = _analysed_again(self.module).kernels
+            assert len(kernels) == self.size  # the analysis the worker made
+            self._kernels = tuple(kernels)
+        return self._kernels
+
+    @overload
+    def __getitem__(self, index: int) -> Kernel: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Kernel, ...]: ...
+    def __getitem__(self, index: int | slice) -> Kernel | tuple[Kernel, ...]:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[Kernel]:
+        return iter(self._load())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _SentKernels):
+            other = other._load()
+        return self._load() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._load())
 
     def __repr__(self) -> str:
         return repr(self._load())

@@ -186,7 +186,7 @@ def cached_command(
         key = _with_peaks(base)
         if key is None:
             return
-        entry = Entry(tuple(recorder.chunks), tuple(files))
+        entry = Entry(recorder.chunks(), tuple(files))
         _keep(folder, key, entry.to_json(key), limit)
 
 
@@ -351,7 +351,9 @@ class _Recording:
     """What stdout and stderr were given, in order, up to a size (then nothing)."""
 
     def __init__(self, limit: int) -> None:
-        self.chunks: list[tuple[int, str]] = []
+        # each stream's consecutive writes, joined when asked (`chunks`): adding each
+        # to the last one's string copied a streamed JSON document over and over
+        self._runs: list[tuple[int, list[str]]] = []
         self.size = 0
         self.limit = limit
         self.over = False
@@ -362,12 +364,16 @@ class _Recording:
         self.size += len(text.encode("utf-8", "surrogateescape"))
         if self.size > self.limit:
             self.over = True
-            self.chunks = []
+            self._runs = []
             return
-        if self.chunks and self.chunks[-1][0] == number:
-            self.chunks[-1] = (number, self.chunks[-1][1] + text)
+        if self._runs and self._runs[-1][0] == number:
+            self._runs[-1][1].append(text)
         else:
-            self.chunks.append((number, text))
+            self._runs.append((number, [text]))
+
+    def chunks(self) -> tuple[tuple[int, str], ...]:
+        """`(stream, text)` in the order printed, a stream's consecutive writes joined."""
+        return tuple((number, "".join(texts)) for number, texts in self._runs)
 
     @contextlib.contextmanager
     def installed(self) -> Any:
