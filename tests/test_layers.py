@@ -2,8 +2,8 @@
 
 The one written order (`LAYERS`; README.md and `hloscope/__init__.py` state the same):
 
-    errors, frameworks, files, store -> hlo -> manifest, runs, unpack, passes, pass_log
-    -> capture -> analysis -> timing -> inspection -> render -> notebook, cli, __main__
+    errors, frameworks, files, store, user_cache -> hlo -> manifest, runs, unpack, passes,
+    pass_log -> capture -> analysis -> timing -> inspection -> render -> notebook, cli, __main__
 
 A module may import its own layer and the layers before it, never after; display hooks
 (`_repr_html_`) reach `render` only through `hloscope.render.display.repr_html`. Imports
@@ -23,7 +23,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hloscope"
 
 # Lowest first. A module's layer is the longest prefix listed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("hloscope.errors", "hloscope.frameworks", "hloscope.files", "hloscope.store"),
+    (
+        "hloscope.errors",
+        "hloscope.frameworks",
+        "hloscope.files",
+        "hloscope.store",
+        "hloscope.user_cache",
+    ),
     ("hloscope.hlo",),
     (
         "hloscope.manifest",
