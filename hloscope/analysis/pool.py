@@ -662,47 +662,50 @@ class _SentModule(HloModule):
         return HloModule.__reduce__(self)
 
 
-class _SentOps(Sequence[Instruction]):
-    """A kernel's instructions, by the kernel's number in its module's analysis: taken
-    from the module analysed again here on first use (the analysis is deterministic:
-    the same file gives the same kernels in the same order). Their opcodes came along
-    (`Kernel.opcodes`: what `hloscope diff` matches kernels on)."""
+E = TypeVar("E")
 
-    def __init__(self, module: _SentModule, number: int, opcodes: tuple[str, ...]) -> None:
+
+class _MadeAgain(Sequence[E]):
+    """A tuple of what a worker analysed, made again here from its module file on first
+    use (the analysis is deterministic: the same file gives the same kernels in the same
+    order), its length known at once. Equal to the tuple, and pickled as it."""
+
+    def __init__(self, module: _SentModule, size: int) -> None:
         self.module = module
-        self.number = number
-        self.opcodes = opcodes
-        self._ops: tuple[Instruction, ...] | None = None
+        self.size = size
+        self._made: tuple[E, ...] | None = None
 
-    def _load(self) -> tuple[Instruction, ...]:
-        if self._ops is None:
-            ops = _analysed_again(self.module).kernels[self.number].ops
-            assert tuple(i.opcode for i in ops) == self.opcodes  # the kernel the worker found
-            self._ops = tuple(ops)
-        return self._ops
+    def _make(self) -> tuple[E, ...]:
+        raise NotImplementedError
+
+    def _load(self) -> tuple[E, ...]:
+        if self._made is None:
+            self._made = self._make()
+            assert len(self._made) == self.size  # what the worker found
+        return self._made
 
     @overload
-    def __getitem__(self, index: int) -> Instruction: ...
+    def __getitem__(self, index: int) -> E: ...
     @overload
-    def __getitem__(self, index: slice) -> tuple[Instruction, ...]: ...
-    def __getitem__(self, index: int | slice) -> Instruction | tuple[Instruction, ...]:
+    def __getitem__(self, index: slice) -> tuple[E, ...]: ...
+    def __getitem__(self, index: int | slice) -> E | tuple[E, ...]:
         return self._load()[index]
 
     def __len__(self) -> int:
-        return len(self.opcodes)
+        return self.size
 
-    def __iter__(self) -> Iterator[Instruction]:
+    def __iter__(self) -> Iterator[E]:
         return iter(self._load())
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, _SentOps):
+        if isinstance(other, _MadeAgain):
             other = other._load()
         return self._load() == other if isinstance(other, tuple) else NotImplemented
 
     def __hash__(self) -> int:
         return hash(self._load())
 
-    def __add__(self, other: tuple[Instruction, ...]) -> tuple[Instruction, ...]:
+    def __add__(self, other: tuple[E, ...]) -> tuple[E, ...]:
         return self._load() + tuple(other)
 
     def __repr__(self) -> str:
@@ -712,49 +715,27 @@ class _SentOps(Sequence[Instruction]):
         return (tuple, (self._load(),))
 
 
-class _SentKernels(Sequence[Kernel]):
-    """An analysis's kernels, made again from its module here on first use (what only a
-    diagram reads: a before side's kernels, one per instruction). Their number came
-    along (`ModuleAnalysis.kernel_count`)."""
+class _SentOps(_MadeAgain[Instruction]):
+    """A kernel's instructions, by the kernel's number in its module's analysis. Their
+    opcodes came along (`Kernel.opcodes`: what `hloscope diff` matches kernels on)."""
 
-    def __init__(self, module: _SentModule, count: int) -> None:
-        self.module = module
-        self.size = count
-        self._kernels: tuple[Kernel, ...] | None = None
+    def __init__(self, module: _SentModule, number: int, opcodes: tuple[str, ...]) -> None:
+        super().__init__(module, len(opcodes))
+        self.number = number
+        self.opcodes = opcodes
 
-    def _load(self) -> tuple[Kernel, ...]:
-        if self._kernels is None:
-            kernels = _analysed_again(self.module).kernels
-            assert len(kernels) == self.size  # the analysis the worker made
-            self._kernels = tuple(kernels)
-        return self._kernels
+    def _make(self) -> tuple[Instruction, ...]:
+        ops = tuple(_analysed_again(self.module).kernels[self.number].ops)
+        assert tuple(i.opcode for i in ops) == self.opcodes  # the kernel the worker found
+        return ops
 
-    @overload
-    def __getitem__(self, index: int) -> Kernel: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Kernel, ...]: ...
-    def __getitem__(self, index: int | slice) -> Kernel | tuple[Kernel, ...]:
-        return self._load()[index]
 
-    def __len__(self) -> int:
-        return self.size
+class _SentKernels(_MadeAgain[Kernel]):
+    """An analysis's kernels (what only a diagram reads: a before side's, one per
+    instruction). Their number came along (`ModuleAnalysis.kernel_count`)."""
 
-    def __iter__(self) -> Iterator[Kernel]:
-        return iter(self._load())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _SentKernels):
-            other = other._load()
-        return self._load() == other if isinstance(other, tuple) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._load())
-
-    def __repr__(self) -> str:
-        return repr(self._load())
-
-    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        return (tuple, (self._load(),))
+    def _make(self) -> tuple[Kernel, ...]:
+        return tuple(_analysed_again(self.module).kernels)
 
 
 # A module a worker analysed, analysed again here for its kernels' instructions.
