@@ -35,7 +35,7 @@ from hloscope.analysis.pool import Report, analyze_dumps, file_loaders, pack_rep
 from hloscope.hlo.fusion_log import find_log
 from hloscope.hlo.parser import paused_gc
 from hloscope.runs import ModuleDump
-from hloscope.store import code_stamps, entry_key
+from hloscope.store import code_stamps, digest, entry_key
 from hloscope.user_cache import (
     RACY_NS,
     DigestIndex,
@@ -136,24 +136,28 @@ class _Keys:
     def __init__(self, options: Mapping[str, Any]) -> None:
         from hloscope import __version__
 
+        self.base: str | None = None  # None: nothing is kept
         try:
             code = code_stamps()
         except OSError:
-            code = None
-        self.base = {
-            "what": "analysis",
-            "version": _VERSION,
-            "hloscope": __version__,
-            "python": sys.version,
-            "pickle": pickle.HIGHEST_PROTOCOL,
-            "code": code,
-            "options": dict(options),
-        }
+            return
+        # what every module's key holds, hashed once
+        self.base = digest(
+            {
+                "what": "analysis",
+                "version": _VERSION,
+                "hloscope": __version__,
+                "python": sys.version,
+                "pickle": pickle.HIGHEST_PROTOCOL,
+                "code": code,
+                "options": dict(options),
+            }
+        )
 
     def of(self, dumps: Sequence[ModuleDump]) -> list[_Key | None]:
         """Each module's key; None for one whose files cannot all be hashed (or without
         this user's secret to key with)."""
-        if self.base["code"] is None:
+        if self.base is None:
             return [None] * len(dumps)
         indexes: dict[Path, DigestIndex] = {}
         keys = [self._key(d, indexes) for d in dumps]
@@ -179,7 +183,7 @@ class _Keys:
         except OSError:
             return None
         what = [dump.key, dump.name, dump.module_id, dump.platform, dump.stamp]
-        name = entry_key({**self.base, "module": what, "files": digests})
+        name = entry_key({"base": self.base, "module": what, "files": digests})
         return _Key(f"{name}.pickle", files, stamps) if name is not None else None
 
 
