@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from sys import intern
+from typing import TYPE_CHECKING
 
 from hloscope.hlo.model import (
     INT64_MAX,
@@ -66,7 +67,7 @@ _WS = r"\s*+"
 _HEAD = rf"{_WS}(?:(ROOT\s++)|){_NAME}{_WS}={_WS}(?:({_SHAPE}){_WS}|)([a-z][\w\-]*+)\("
 INSTRUCTION = re.compile(_HEAD)
 # One whole instruction on one line: the fast path taken by nearly every line XLA prints.
-FULL_INSTRUCTION = re.compile(
+_FULL_INSTRUCTION = (
     rf"{_HEAD}({_IN_PARENS})\)"
     rf"((?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+){_WS}"
 )
@@ -130,10 +131,8 @@ _RECORD = (
     )
     + r"|([^\S\n]*+(?://[^\n]*+)?)\n|[^\n]*+\n?"
 ).replace(r"\w", "0-9A-Za-z_")  # ASCII, as a bitmap: faster than the \w category
-RECORD = re.compile(_RECORD, re.ASCII)
-assert RECORD.groupindex["role"] == 9  # as `_RECORD_ATTRIBUTE` refers to it
-r"""One line of the text, read as the line-by-line parser would read it alone: an
-instruction as `FULL_INSTRUCTION` reads it (groups 1-6 its groups 1-6; 7 the last
+r"""`RECORD`: one line of the text, read as the line-by-line parser would read it alone:
+an instruction as `FULL_INSTRUCTION` reads it (groups 1-6 its groups 1-6; 7 the last
 `metadata=` value; 8 empty when two attributes name called computations, 9 and 10 the
 key and value of the last one); the `}` that ends a computation as `COMPUTATION_END`
 reads it (group 11; 12 its execution thread); a computation's header as `COMPUTATION`
@@ -146,8 +145,43 @@ The parser reads computations record by record with `finditer`, one scan in C.""
 
 
 OPERAND_NAMES = re.compile(r"[%@]?([^\s,%@]++)")
-ATTRIBUTES = re.compile(rf"(?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+{_WS}")
-ATTRIBUTE = re.compile(rf"{_WS},{_WS}([\w\-]++){_WS}={_WS}({_VALUE})")
+_ATTRIBUTES = rf"(?:{_WS},{_WS}[\w\-]++{_WS}={_WS}{_VALUE})*+{_WS}"
+_ATTRIBUTE = rf"{_WS},{_WS}([\w\-]++){_WS}={_WS}({_VALUE})"
+
+# The parser's four big patterns take about 100 ms to compile together: compiled when
+# first used (`__getattr__`), so a command that parses nothing (its analyses read back
+# from the user's cache folder) does not pay for them.
+_LAZY = {
+    "FULL_INSTRUCTION": (_FULL_INSTRUCTION, 0),
+    "RECORD": (_RECORD, re.ASCII),
+    "ATTRIBUTES": (_ATTRIBUTES, 0),
+    "ATTRIBUTE": (_ATTRIBUTE, 0),
+}
+if TYPE_CHECKING:
+    FULL_INSTRUCTION: re.Pattern[str]
+    RECORD: re.Pattern[str]
+    ATTRIBUTES: re.Pattern[str]
+    ATTRIBUTE: re.Pattern[str]
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    """One of the parser's big patterns (`_LAZY`), compiled on first use and kept."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    pattern = re.compile(*_LAZY[name])
+    if name == "RECORD":
+        assert pattern.groupindex["role"] == 9  # as `_RECORD_ATTRIBUTE` refers to it
+    globals()[name] = pattern
+    return pattern
+
+
+def _compiled(name: str) -> re.Pattern[str]:
+    """One of `_LAZY`'s patterns, for this module (whose own names `__getattr__` does
+    not see)."""
+    found: re.Pattern[str] | None = globals().get(name)
+    return found if found is not None else __getattr__(name)
+
+
 MODULE = re.compile(rf"HloModule\s++{_NAME}")
 TABLE_ROW = re.compile(r"([0-9]++)\s++(.*)")
 CALLED_NAME = re.compile(r"[%@]?([\w.\-]++)")
@@ -271,7 +305,8 @@ class Attributes(Mapping[str, str]):
     def _load(self) -> dict[str, str]:
         found = self._map
         if found is None:
-            found = self._map = {intern(k): v for k, v in ATTRIBUTE.findall(self.text)}
+            pairs = _compiled("ATTRIBUTE").findall(self.text)
+            found = self._map = {intern(k): v for k, v in pairs}
         return found
 
     # A key that is nowhere in the text is not an attribute: asked for one, most lookups

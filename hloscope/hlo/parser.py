@@ -27,17 +27,14 @@ from types import MappingProxyType
 from typing import NoReturn
 
 from hloscope.errors import HloParseError
+from hloscope.hlo import lexical
 from hloscope.hlo.calls import called_computations, called_in, find_cycle
 from hloscope.hlo.lexical import (
-    ATTRIBUTE,
-    ATTRIBUTES,
     COMPUTATION,
     COMPUTATION_END,
-    FULL_INSTRUCTION,
     INSTRUCTION,
     MODULE,
     OPERAND_NAMES,
-    RECORD,
     TABLE_LINE,
     TABLE_ROW,
     TABLES,
@@ -216,7 +213,7 @@ class _Parser:
         is a whole instruction is matched once and yielded at once (the fast path).
         """
         n = len(self.lf_text)
-        full = FULL_INSTRUCTION.fullmatch
+        full = lexical.FULL_INSTRUCTION.fullmatch
         while self.at < n:
             line = self.next_line()
             number = self.i
@@ -440,7 +437,7 @@ class _Parser:
         # Each record is one line: enumerate numbers them. The last record of the text
         # is always an empty "anything" match at its end, so the loop ends at a `break`.
         line, m = self.i, None
-        for line, m in enumerate(RECORD.finditer(self.lf_text, self.at), self.i + 1):
+        for line, m in enumerate(lexical.RECORD.finditer(self.lf_text, self.at), self.i + 1):
             (root, name, shape_text, opcode, inner, rest, raw_md, calls_again, role, callee,
              end, thread, header, entry, computation, blank) = m.groups()  # fmt: skip
             if name is None:
@@ -520,7 +517,7 @@ class _Parser:
                     attributes = Attributes(rest)
                     called = called_in(intern(role), callee)
                 else:
-                    attrs = self.shared_keys(ATTRIBUTE.findall(rest))
+                    attrs = self.shared_keys(lexical.ATTRIBUTE.findall(rest))
                     attributes = Attributes(rest, attrs)
                     called = called_computations(attrs)
                 inst = new(
@@ -640,8 +637,8 @@ class _Parser:
         """
         if not text or text.isspace():
             return {}
-        if ATTRIBUTES.fullmatch(text):
-            return self.shared_keys(ATTRIBUTE.findall(text))
+        if lexical.ATTRIBUTES.fullmatch(text):
+            return self.shared_keys(lexical.ATTRIBUTE.findall(text))
         return self.attributes_slow(text, line, offset)
 
     def attributes_slow(self, text: str, line: int, offset: int) -> dict[str, str]:
@@ -713,7 +710,7 @@ class _Parser:
     ) -> Instruction:
         """Build an instruction from a `FULL_INSTRUCTION` match (the fast path)."""
         rest = m.group(6)
-        attributes = self.shared_keys(ATTRIBUTE.findall(rest)) if rest else None
+        attributes = self.shared_keys(lexical.ATTRIBUTE.findall(rest)) if rest else None
         return self.build(line, m, m.group(5), attributes, scope, rest)
 
     @staticmethod
@@ -721,7 +718,7 @@ class _Parser:
         """The `FULL_INSTRUCTION` match of a record's line alone: its columns are the
         line's, for error messages."""
         line = record.group(0)
-        match = FULL_INSTRUCTION.fullmatch(line[:-1] if line.endswith("\n") else line)
+        match = lexical.FULL_INSTRUCTION.fullmatch(line[:-1] if line.endswith("\n") else line)
         assert match is not None  # RECORD is FULL_INSTRUCTION kept to one line
         return match
 
