@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import HloParseError, HloscopeError, UsageError
-from hloscope.files import inside, read_regular
+from hloscope.files import inside, path_order, read_regular
 from hloscope.hlo.fusion_log import SUFFIX as FUSION_LOG_SUFFIX
 from hloscope.hlo.fusion_log import FusionDecisions, find_log, read_decisions
 from hloscope.hlo.model import HloModule
@@ -401,7 +401,7 @@ def scan_dump_dir(folder: Path, *, root: Path | None = None) -> tuple[ModuleDump
     if not inside(folder, base):
         return ()
     try:
-        entries = sorted(folder.iterdir())
+        entries = sorted(folder.iterdir(), key=path_order)
     except OSError:
         return ()
     for entry in entries:
@@ -446,7 +446,7 @@ def left_out_of_dump(folder: Path, root: Path) -> tuple[str, ...]:
         root: The run folder reading must stay in.
     """
     try:
-        entries = sorted(folder.iterdir()) if inside(folder, root) else []
+        entries = sorted(folder.iterdir(), key=path_order) if inside(folder, root) else []
     except OSError:
         return ()
     out = []

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ RACY_NS = 1_000_000_000
 what is computed from it is not kept, and its digest is not remembered."""
 _INDEX_VERSION = 1
 _MAX_INDEX_BYTES = 64 << 20
-_HEX = frozenset("0123456789abcdef")
+_SHA256 = re.compile("[0-9a-f]{64}")
 # Digests taken in this process, by file and stat fields: two caches keying one command
 # hash each file once.
 _TAKEN: dict[tuple[str, tuple[int, ...]], str] = {}
@@ -192,7 +193,7 @@ class DigestIndex:
         if not isinstance(found, list) or len(found) != 6 or found[:5] != stamp:
             return None
         sha = found[5]
-        if not (isinstance(sha, str) and len(sha) == 64 and all(c in _HEX for c in sha)):
+        if not (isinstance(sha, str) and _SHA256.fullmatch(sha)):
             return None
         return sha
 
