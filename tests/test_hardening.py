@@ -586,3 +586,18 @@ def test_a_run_of_which_nothing_could_be_read_is_an_error_not_an_empty_report(
     done = hloscope("report", str(folder), "--all", "--no-cache")
     assert done.returncode == 0, done.stderr
     assert "could not read" in done.stdout and "jit_mlp" in done.stdout
+
+
+def test_path_order_sorts_as_paths_compare() -> None:
+    """`files.path_order` (a walk's and a dump folder's sort key) orders paths as `Path`
+    compares them, where a name's characters sort before and after the separator."""
+    import random
+
+    from hloscope.files import path_order
+
+    rng = random.Random(27)
+    names = ["a", "a-b", "a.b", "a/b", "a/b/c", "a0", "A", "b", "a b", "a_b", "é", "a/-"]
+    paths = [Path(rng.choice(names), *rng.sample(names, rng.randrange(3))) for _ in range(400)]
+    paths += [Path("/", *p.parts) for p in paths[:100]]
+    assert sorted(paths, key=path_order) == sorted(paths)
+    assert sorted(map(str, paths)) != [str(p) for p in sorted(paths)]  # not their text
