@@ -17,7 +17,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from operator import attrgetter
 
 from hloscope.analysis import kernels as K
 from hloscope.analysis.evidence import (
@@ -222,9 +223,12 @@ class Provenance:
         return f"Provenance({len(self.placements)} placements, {len(self.kernel_ops)} kernels)"
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        # joined, to travel without its modules
+        # joined, to travel without its modules; its placements and their source ops as
+        # columns (`_Columns`): a 318k-op module's 636k objects pickled one by one took
+        # a second
         index = None if callable(self._index) else self._index
-        return (_rebuilt, (*self._key(), index))
+        columns = _Columns.of(self.placements, self.kernel_ops)
+        return (_rebuilt, (columns, self.kernels_by_line, self.inferred, index))
 
     def unfused(self) -> list[Placement]:
         """Source ops that run alone, biggest memory traffic first."""
@@ -252,16 +256,63 @@ class Provenance:
 
 
 def _rebuilt(
-    placements: tuple[Placement, ...],
-    kernel_ops: Mapping[str, tuple[SourceOp, ...]],
+    columns: _Columns,
     kernels_by_line: Mapping[str, int],
     inferred: Mapping[str, Inferred],
     index: KernelIndex | None,
 ) -> Provenance:
     """A pickled provenance, as it was."""
+    placements, kernel_ops = columns.made()
     found = Provenance(placements, kernel_ops, kernels_by_line, inferred)
     found._index = index
     return found
+
+
+_OP_FIELDS = tuple(f.name for f in fields(SourceOp))
+_PLACEMENT_FIELDS = tuple(f.name for f in fields(Placement))
+assert _PLACEMENT_FIELDS[0] == "op"
+
+
+class _Columns:
+    """A provenance's placements and the source ops of its kernels as it pickles them:
+    each field a column (lists and tuples of strings and numbers, pickled at C speed),
+    a kernel's ops by their place among the placements' ops where they are one of them.
+    `made` gives the same placements and kernel ops back, each op one object again."""
+
+    def __init__(
+        self,
+        ops: list[tuple[object, ...]],
+        placements: list[tuple[object, ...]],
+        kernel_ops: dict[str, tuple[int | SourceOp, ...]],
+    ) -> None:
+        self.ops = ops
+        self.placements = placements
+        self.kernel_ops = kernel_ops
+
+    @classmethod
+    def of(
+        cls, placements: tuple[Placement, ...], kernel_ops: Mapping[str, tuple[SourceOp, ...]]
+    ) -> _Columns:
+        ops = [p.op for p in placements]
+        at = {id(op): n for n, op in enumerate(ops)}
+        by_kernel = {
+            kernel: tuple([at.get(id(op), op) for op in found])  # an op not placed: itself
+            for kernel, found in kernel_ops.items()
+        }
+        op_columns = list(zip(*map(attrgetter(*_OP_FIELDS), ops), strict=True))
+        rest = attrgetter(*_PLACEMENT_FIELDS[1:])
+        columns = list(zip(*map(rest, placements), strict=True))
+        return cls(op_columns, columns, by_kernel)
+
+    def made(self) -> tuple[tuple[Placement, ...], dict[str, tuple[SourceOp, ...]]]:
+        """The placements and each kernel's ops."""
+        ops = list(map(SourceOp, *self.ops)) if self.ops else []
+        placements = tuple(map(Placement, ops, *self.placements)) if ops else ()
+        kernel_ops = {
+            kernel: tuple([ops[x] if isinstance(x, int) else x for x in found])
+            for kernel, found in self.kernel_ops.items()
+        }
+        return placements, kernel_ops
 
 
 def source_op(module: HloModule, inst: Instruction, scope: str = "") -> SourceOp | None:
