@@ -66,6 +66,7 @@ def analyses(
     dumps: Sequence[ModuleDump],
     analyze: Callable[[ModuleDump], R],
     options: Mapping[str, Any],
+    serves: Sequence[Mapping[str, Any]] = (),
 ) -> list[R]:
     """`analyze(dump)` of every module, read back where it was kept, else computed and
     kept.
@@ -74,6 +75,9 @@ def analyses(
         dumps: The modules.
         analyze: `hloscope.analysis.report.analyze_dump` with its options bound.
         options: Those options, as JSON values: part of each module's key.
+        serves: Other options whose reports serve as well, read back when there is
+            none kept for `options` (a report with its source ops joined serves what
+            needs none).
 
     Returns:
         One report per module, in the order given, equal to what `analyze` gives.
@@ -82,10 +86,15 @@ def analyses(
     if limit <= 0 or not dumps:
         return analyze_dumps(dumps, analyze)
     keys = _Keys(options).of(dumps)
+    others = [_Keys(o).of(dumps) for o in serves]
     folder = analyses_dir()
     found: list[R | None] = []
-    for dump, key in zip(dumps, keys, strict=True):
-        found.append(_read(folder, key.name, dump) if key is not None else None)
+    for n, dump in enumerate(dumps):
+        report = None
+        for key in (keys[n], *(other[n] for other in others)):
+            if report is None and key is not None:
+                report = _read(folder, key.name, dump)
+        found.append(report)
     todo = [i for i, report in enumerate(found) if report is None]
     for i, report in zip(todo, analyze_dumps([dumps[i] for i in todo], analyze), strict=True):
         found[i] = report

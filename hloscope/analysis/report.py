@@ -13,7 +13,7 @@ read (`_Awaited`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Literal
 
@@ -403,7 +403,11 @@ def analyze_run(
     if cache and drawn is None:
         from hloscope.analysis.kept import analyses
 
-        reports = analyses(dumps, analyze, {"provenance": provenance})
+        # a report with its source ops joined serves one without (`check`), less them
+        serves = [{"provenance": True}] if not provenance else []
+        reports = analyses(dumps, analyze, {"provenance": provenance}, serves)
+        if not provenance:
+            reports = [r if r.provenance is None else replace(r, provenance=None) for r in reports]
     else:
         reports = analyze_dumps(dumps, analyze)  # in parallel when it pays
     if len(reports) == 1:  # nothing to order (a drawing's report is not waited for)

@@ -18,9 +18,11 @@ import hloscope.runs
 from hloscope import user_cache
 from hloscope.analysis import kept, pool
 from hloscope.analysis.cost import module_cost
+from hloscope.analysis.report import analyze_dump
 from hloscope.cli import app
 from hloscope.inspection import inspect_run
 from hloscope.render.json import report_doc
+from hloscope.runs import load_run
 from hloscope.store import signature
 from tests.conftest import DATA
 
@@ -191,7 +193,7 @@ def test_the_folder_is_bounded(
     # next call reads)
     total = sum(p.stat().st_size for p in entries)
     monkeypatch.setattr(kept, "cache_limit", lambda: total)
-    inspect_run(run, ["jit_mlp"], cache=True, provenance=False)  # another key
+    kept.analyses([load_run(run).module("jit_mlp")], analyze_dump, {"another": "key"})
     left = {p.name for p in _entries(cache)}
     assert entries[0].name not in left  # the least recently used went first
     assert entries[-1].name in left
@@ -218,3 +220,20 @@ def _sign(path: Path, data: bytes) -> None:
     mac = signature(path.name, data)
     assert mac is not None
     path.write_bytes(mac.encode() + b"\n" + data)
+
+
+def test_a_report_with_source_ops_serves_one_without(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `check` reads (no source ops joined) is read back from what `report` kept,
+    without parsing, its provenance left out as computed; nothing more is kept."""
+    run = _copy("jax_transformer_block", tmp_path)
+    computed = inspect_run(run, provenance=False).report.modules
+    inspect_run(run, cache=True)  # keeps the reports with their source ops
+    kept_now = _entries(cache)
+    _no_parsing(monkeypatch)
+    served = inspect_run(run, provenance=False, cache=True).report.modules
+    assert all(m.provenance is None for m in served)
+    assert _entries(cache) == kept_now
+    monkeypatch.undo()
+    assert served == computed
