@@ -8,13 +8,15 @@ of the modules given, equal to a serial run's. `beside` is what `analyze_dump` c
 for a module whose two sides are big (`beside_pays`): its after side is parsed and
 analysed in a worker while this process reads the before side.
 
-What a worker sends back is small: its reports with each parsed module replaced by a
-stand-in (`_SentModule`) that parses the file again if something asks for its
-instructions, and each kernel's instructions by the kernel's number (`_SentOps`); the
-kernels' bytes and FLOPs and the module's devices come along (`Derived`). The text and
-JSON reports need nothing else, so a report of many modules parses each once; a diagram
-or the HTML page of a module parses (and analyses) it again in this process, when it is
-drawn.
+What a worker sends back is small (`pack_reports`): its reports with each parsed module
+replaced by a stand-in (`_SentModule`) that parses the file again if something asks for
+its instructions, each kernel's instructions by the kernel's number (`_SentOps`), and a
+before side's kernels, which only a diagram reads, as its analysis made again
+(`_SentKernels`); the kernels' bytes and FLOPs and the module's devices come along
+(`Derived`). The text and JSON reports need nothing else, so a report of many modules
+parses each once; a diagram or the HTML page of a module parses (and analyses) it again
+in this process, when it is drawn. The analyses kept in the user's cache folder are
+packed the same way (`hloscope.analysis.kept`).
 
 Workers are forked from this process once its modules are known (nothing is imported
 again); where `fork` is not available or another thread runs (a notebook's kernel), the

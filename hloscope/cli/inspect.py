@@ -105,7 +105,7 @@ def report(
         from hloscope.cli.cached import keeps_output
 
         if keeps_output(run):  # kept in the run folder itself
-            _report_json(run, module or [], peak_bandwidth, peak_flops, no_cache)
+            _report_json(run, module or [], peak_bandwidth, peak_flops, no_cache, not no_cache)
             return
     options = {
         "module": module or [],
@@ -190,7 +190,7 @@ def _report_json(
     bandwidth_gbs: float | None,
     tflops: float | None,
     no_cache: bool,
-    cache: bool = True,
+    cache: bool,
 ) -> None:
     """`report --json`: read back from the run folder when nothing it depends on changed
     (`cli.cached`: no HLO parsed, no profile read), else computed and kept there; what

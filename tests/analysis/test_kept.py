@@ -237,3 +237,16 @@ def test_a_report_with_source_ops_serves_one_without(
     assert _entries(cache) == kept_now
     monkeypatch.undo()
     assert served == computed
+
+
+@pytest.mark.parametrize("args", [["report", "--json"], ["check", "--max-kernels", "999"], ["ops"]])
+def test_no_cache_keeps_no_analysis(args: list[str], cache: Path, tmp_path: Path) -> None:
+    """`--no-cache` keeps and reads no analysis, a run folder's `report --json` (kept in
+    the run folder otherwise) included."""
+    run = _copy("jax_recompile", tmp_path)  # a run folder
+    result = runner.invoke(app, [*args[:1], str(run), *args[1:], "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert not cache.exists() or not _entries(cache)
+    result = runner.invoke(app, [*args[:1], str(run), *args[1:]])
+    assert result.exit_code == 0, result.output
+    assert _entries(cache)
