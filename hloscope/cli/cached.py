@@ -36,7 +36,7 @@ from hloscope.store import (
     user_cache_dir,
 )
 
-__all__ = ["Output", "cached_output", "code_stamps", "keeps_output", "probe_stamp"]
+__all__ = ["Output", "cached_output", "keeps_output", "probe_stamp"]
 
 _VERSION = 1  # the shape of a kept entry
 _MAX_ENTRIES = 4

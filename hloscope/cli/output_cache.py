@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from hloscope.cli.cached import code_stamps, probe_stamp
+from hloscope.cli.cached import probe_stamp
 from hloscope.files import inside, read_regular
-from hloscope.store import digest, entry_key, tree_stamps
+from hloscope.store import code_stamps, digest, entry_key, tree_stamps
 from hloscope.user_cache import (
     CACHE_MB_VARIABLE,
     RACY_NS,
