@@ -295,10 +295,12 @@ class _Columns:
     ) -> _Columns:
         ops = [p.op for p in placements]
         at = {id(op): n for n, op in enumerate(ops)}
-        by_kernel = {
-            kernel: tuple([at.get(id(op), op) for op in found])  # an op not placed: itself
-            for kernel, found in kernel_ops.items()
-        }
+        by_kernel: dict[str, tuple[int | SourceOp, ...]] = {}
+        for kernel, found in kernel_ops.items():
+            places: tuple[int | SourceOp | None, ...] = tuple(map(at.get, map(id, found)))
+            if None in places:  # an op not placed: itself
+                places = tuple([at.get(id(op), op) for op in found])
+            by_kernel[kernel] = places  # type: ignore[assignment]  # no None left
         op_columns = list(zip(*map(attrgetter(*_OP_FIELDS), ops), strict=True))
         rest = attrgetter(*_PLACEMENT_FIELDS[1:])
         columns = list(zip(*map(rest, placements), strict=True))
