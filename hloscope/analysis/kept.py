@@ -6,7 +6,9 @@ reads its report back instead of parsing and analysing it again.
 `--no-cache`): for each module it looks up its key, reads back the report kept under it,
 and analyses the others (`pool.analyze_dumps`, in parallel when it pays), keeping each
 as a worker process sends it (`pool.pack_reports`: small, each parsed module as its
-file, parsed again only if something asks for its instructions, as a diagram does).
+file, parsed again only if something asks for its instructions, as a diagram does). A
+report kept with more than a command asks for serves it too (`serves`: one with its
+source ops joined serves `check`, which joins none).
 
 A module's key (`store.entry_key`, an HMAC with this user's secret) is of the SHA-256 of
 each file its report reads (its before and after files and XLA's fusion log beside
