@@ -35,6 +35,7 @@ from hloscope.store import (
     tree_stamps,
     user_cache_dir,
 )
+from hloscope.user_cache import RACY_NS
 
 __all__ = ["Output", "cached_output", "keeps_output", "probe_stamp"]
 
@@ -42,7 +43,6 @@ _VERSION = 1  # the shape of a kept entry
 _MAX_ENTRIES = 4
 # DenseNet121's report is 4 MB; a module-heavy GPU run's a few tens.
 _MAX_BYTES = 256 * 1024 * 1024
-_RACY_NS = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def cached_output(
     # Not kept when a file changed while computing (the output may be of either state),
     # or so recently that a change now could leave its size and time as they are (file
     # times are coarse: git calls such entries racy).
-    racy = any(stamp[-1] >= started - _RACY_NS for stamp in files)
+    racy = any(stamp[-1] >= started - RACY_NS for stamp in files)
     if unchanged and not racy:
         # keyed as computed: a first CPU roofline has probed and kept this machine's roofs
         key = _key(what, contents, code)
