@@ -87,15 +87,15 @@ def analyses(
     limit = cache_limit()
     if limit <= 0 or not dumps:
         return analyze_dumps(dumps, analyze)
-    keys = _Keys(options).of(dumps)
-    others = [_Keys(o).of(dumps) for o in serves]
+    keys = _Keys([options, *serves]).of(dumps)
     folder = analyses_dir()
     found: list[R | None] = []
-    for n, dump in enumerate(dumps):
+    for dump, key in zip(dumps, keys, strict=True):
         report = None
-        for key in (keys[n], *(other[n] for other in others)):
-            if report is None and key is not None:
-                report = _read(folder, key.name, dump)
+        for name in key.names if key is not None else ():
+            report = _read(folder, name, dump)
+            if report is not None:
+                break
         found.append(report)
     todo = [i for i, report in enumerate(found) if report is None]
     for i, report in zip(todo, analyze_dumps([dumps[i] for i in todo], analyze), strict=True):
@@ -122,13 +122,19 @@ def _read(folder: Path, name: str, dump: ModuleDump) -> Any | None:
 
 
 class _Key:
-    """A module's key (the name its entry is kept under) and the stamps of its files
-    when they were hashed: what it was computed from must still have them after."""
+    """A module's keys (the names its entry is kept under: for the options asked, then
+    for each that serves them) and the stamps of its files when they were hashed: what
+    it was computed from must still have them after."""
 
-    def __init__(self, name: str, files: list[Path], stamps: list[tuple[int, ...]]) -> None:
-        self.name = name
+    def __init__(self, names: list[str], files: list[Path], stamps: list[tuple[int, ...]]) -> None:
+        self.names = names
         self.files = files
         self.stamps = stamps
+
+    @property
+    def name(self) -> str:
+        """The name of its entry for the options asked (where it is kept)."""
+        return self.names[0]
 
     def unchanged(self) -> bool:
         """Whether its files are as they were hashed, and were not changed less than a
@@ -142,33 +148,31 @@ class _Key:
 
 
 class _Keys:
-    """The keys of modules analysed with `options`."""
+    """The keys of modules analysed with each of `options` (its files hashed once)."""
 
-    def __init__(self, options: Mapping[str, Any]) -> None:
+    def __init__(self, options: Sequence[Mapping[str, Any]]) -> None:
         from hloscope import __version__
 
-        self.base: str | None = None  # None: nothing is kept
+        self.bases: list[str] = []  # none: nothing is kept
         try:
             code = code_stamps()
         except OSError:
             return
-        # what every module's key holds, hashed once
-        self.base = digest(
-            {
-                "what": "analysis",
-                "version": _VERSION,
-                "hloscope": __version__,
-                "python": sys.version,
-                "pickle": pickle.HIGHEST_PROTOCOL,
-                "code": code,
-                "options": dict(options),
-            }
-        )
+        # what every module's key holds, hashed once per options
+        common = {
+            "what": "analysis",
+            "version": _VERSION,
+            "hloscope": __version__,
+            "python": sys.version,
+            "pickle": pickle.HIGHEST_PROTOCOL,
+            "code": code,
+        }
+        self.bases = [digest({**common, "options": dict(o)}) for o in options]
 
     def of(self, dumps: Sequence[ModuleDump]) -> list[_Key | None]:
-        """Each module's key; None for one whose files cannot all be hashed (or without
+        """Each module's keys; None for one whose files cannot all be hashed (or without
         this user's secret to key with)."""
-        if self.base is None:
+        if not self.bases:
             return [None] * len(dumps)
         indexes: dict[Path, DigestIndex] = {}
         keys = [self._key(d, indexes) for d in dumps]
@@ -194,8 +198,13 @@ class _Keys:
         except OSError:
             return None
         what = [dump.key, dump.name, dump.module_id, dump.platform, dump.stamp]
-        name = entry_key({"base": self.base, "module": what, "files": digests})
-        return _Key(f"{name}.pickle", files, stamps) if name is not None else None
+        names = []
+        for base in self.bases:
+            name = entry_key({"base": base, "module": what, "files": digests})
+            if name is None:
+                return None
+            names.append(f"{name}.pickle")
+        return _Key(names, files, stamps)
 
 
 def _stamp(st: os.stat_result) -> tuple[int, ...]:
