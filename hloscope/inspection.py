@@ -21,7 +21,7 @@ from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
 from hloscope.analysis.passes import PassStory, pass_story
-from hloscope.analysis.report import Drawn, ModuleReport, RunReport, analyze_run
+from hloscope.analysis.report import DrawAfter, Drawn, ModuleReport, RunReport, analyze_run
 from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
 from hloscope.errors import DocumentError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
@@ -210,6 +210,7 @@ def inspect_run(
     drawn: Drawn | None = None,
     provenance: bool = True,
     cache: bool = False,
+    draw_after: DrawAfter | None = None,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
 
@@ -229,6 +230,9 @@ def inspect_run(
         cache: Read each module's analysis back from the user's cache folder
             (`~/.cache/hloscope/analyses`) while its files are unchanged, and keep
             those analysed there: what the CLI does unless `--no-cache`.
+        draw_after: With `drawn="both"`, what to draw of a big module's after side in
+            the worker process that analyses it
+            (`hloscope.analysis.report.drawn_after`).
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason
@@ -244,7 +248,9 @@ def inspect_run(
     """
     loaded = run if isinstance(run, Run) else load_run(run)
     patterns = list(modules)
-    report = analyze_run(loaded, patterns, drawn, provenance=provenance, cache=cache)
+    report = analyze_run(
+        loaded, patterns, drawn, provenance=provenance, cache=cache, draw_after=draw_after
+    )
     selected = [m.key for m in report.modules] if patterns else None
     profile, error = None, ""
     if timings:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from hloscope.analysis.compilations import find_modules, run_functions
 from hloscope.analysis.fusion import ModuleAnalysis, analyze_module
@@ -157,9 +157,16 @@ class RunReport:
 Drawn = Literal["after", "both"]
 """What a diagram reads of a module (`analyze_dump`'s `drawn`)."""
 
+DrawAfter = Callable[["ModuleReport"], object]
+"""What to draw of a module's after side alone, where it was analysed (`analyze_dump`)."""
+
 
 def analyze_dump(
-    dump: ModuleDump, drawn: Drawn | None = None, *, provenance: bool = True
+    dump: ModuleDump,
+    drawn: Drawn | None = None,
+    *,
+    provenance: bool = True,
+    draw_after: DrawAfter | None = None,
 ) -> ModuleReport:
     """Analyse one module of a run: both sides, and the provenance join.
 
@@ -173,21 +180,30 @@ def analyze_dump(
             None: the whole report.
         provenance: Join the two sides' source ops. False: the sides' analyses alone,
             what `hloscope check` holds to a budget (`provenance` is None).
+        draw_after: With `drawn="both"`: what to draw of the after side alone (a report
+            whose before side is None) in the worker process that analyses it, when
+            one does; `drawn_after` of the report gives it.
     """
     with paused_gc():
-        return _analyze_dump(dump, drawn, provenance)
+        return _analyze_dump(dump, drawn, provenance, draw_after)
 
 
-def _analyze_dump(dump: ModuleDump, drawn: Drawn | None, provenance: bool) -> ModuleReport:
+def _analyze_dump(
+    dump: ModuleDump, drawn: Drawn | None, provenance: bool, draw_after: DrawAfter | None = None
+) -> ModuleReport:
     from hloscope.analysis.pool import Pending, beside, beside_pays, side_sizes  # it runs this
 
     # Two big sides are read at once: the after side in a worker process, the before
     # side here (a diagram of it is drawn here). For a report, the worker then finds
     # the kernels' costs and the devices while the two sides are joined here.
-    pending: Pending[_AfterSide, Derived | None] | None = None
+    pending: Pending[_AfterSide, object] | None = None
     if drawn != "after" and beside_pays(side_sizes(dump)):
         loaders = {str(dump.after): dump.load_after}
-        then = _derived if drawn is None and provenance else None
+        then: Callable[[_AfterSide], object] | None = None
+        if drawn is None and provenance:
+            then = _derived
+        elif drawn == "both" and draw_after is not None:
+            then = partial(_drawn, dump, draw_after)
         task = partial(_after_side, dump, drawn, sent=True, ops=provenance)
         pending = beside(task, loaders, then)
     try:
@@ -203,10 +219,11 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None, provenance: bool) -> Mo
             waiting, pending = pending, None
 
             def finish() -> ModuleReport:  # the worker is done with once its side is in
-                side = waiting.result()
+                side = waiting.result()  # (or once it has drawn, with `draw_after`)
                 return _joined(dump, drawn, None, before_module, None, errors, side)
 
-            return _Awaited.of(dump, before_module, finish)
+            drawing = waiting.then if draw_after is not None else None
+            return _Awaited.of(dump, before_module, finish, drawing)
         if before_module is not None and drawn is None:  # no diagram reads its kernels
             before = analyze_module(before_module)
             if pending is not None and provenance:  # joined below, once the after side is back
@@ -216,7 +233,7 @@ def _analyze_dump(dump: ModuleDump, drawn: Drawn | None, provenance: bool) -> Mo
         if pending is not None and side is not None and drawn is None and provenance:
             if report.provenance is not None:
                 report.provenance.placements  # noqa: B018  # while the worker costs
-            derived = pending.then()
+            derived = cast("Derived | None", pending.then())  # `_derived`'s
             if derived is not None:  # else found here when asked (its file parsed again)
                 derived.keep(report.after_module, report.after)
     finally:
@@ -273,7 +290,11 @@ class _Awaited(ModuleReport):
 
     @classmethod
     def of(
-        cls, dump: ModuleDump, before_module: HloModule, finish: Callable[[], ModuleReport]
+        cls,
+        dump: ModuleDump,
+        before_module: HloModule,
+        finish: Callable[[], ModuleReport],
+        drawing: Callable[[], object] | None = None,
     ) -> _Awaited:
         report = object.__new__(cls)
         fields = {
@@ -285,8 +306,18 @@ class _Awaited(ModuleReport):
             "before": None,
             "before_module": before_module,
         }
-        report.__dict__.update(fields, _finish=finish)
+        report.__dict__.update(fields, _finish=finish, _drawing=drawing)
         return report
+
+    def drawn_after(self) -> object | None:
+        """What `analyze_dump`'s `draw_after` drew in the worker (waited for), or None:
+        not asked, or the worker died first."""
+        drawing = self.__dict__.pop("_drawing", None)
+        if drawing is None:
+            return None
+        self._done()  # the worker's side first: it was sent first
+        found: object = drawing()
+        return found
 
     def _done(self) -> ModuleReport:
         kept = self.__dict__
@@ -359,6 +390,18 @@ def _after_side(
     return _AfterSide(module, analysis, found, [])
 
 
+def drawn_after(report: ModuleReport) -> object | None:
+    """What `analyze_dump`'s `draw_after` drew of `report`'s after side in the worker
+    process that analysed it, or None where none did (a small module, one process, or
+    the worker died): the caller draws it from `report` then."""
+    return report.drawn_after() if isinstance(report, _Awaited) else None
+
+
+def _drawn(dump: ModuleDump, draw: DrawAfter, side: _AfterSide) -> object:
+    """`draw` of the after side alone (in the worker that analysed it)."""
+    return draw(_joined(dump, "both", None, None, None, [], side))
+
+
 def _derived(side: _AfterSide) -> Derived | None:
     """The costs and devices of an after side (in the worker that analysed it)."""
     from hloscope.analysis.pool import Derived  # the process that sends it
@@ -373,6 +416,7 @@ def analyze_run(
     *,
     provenance: bool = True,
     cache: bool = False,
+    draw_after: DrawAfter | None = None,
 ) -> RunReport:
     """Analyse a run's modules.
 
@@ -386,6 +430,8 @@ def analyze_run(
         cache: Read each module's report back from the user's cache folder where it
             was kept, and keep those analysed (`hloscope.analysis.kept`); not for a
             drawing, which reads every instruction of what it draws.
+        draw_after: With `drawn="both"`, what to draw of each after side in the worker
+            that analyses it (see `analyze_dump`, `drawn_after`).
 
     Returns:
         The report, biggest modules first, trivial ones last.
@@ -399,7 +445,7 @@ def analyze_run(
     patterns = list(modules)
     found = {d.key: d for p in patterns for d in find_modules(run, p)}
     dumps = list(found.values()) if patterns else list(run.modules)
-    analyze = partial(analyze_dump, drawn=drawn, provenance=provenance)
+    analyze = partial(analyze_dump, drawn=drawn, provenance=provenance, draw_after=draw_after)
     if cache and drawn is None:
         from hloscope.analysis.kept import analyses
 

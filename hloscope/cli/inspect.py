@@ -696,18 +696,26 @@ def _graph(
 ) -> list[Path]:
     """`graph`, computed; the files it wrote (the picture and its DOT source)."""
     import re
+    from functools import partial
 
-    from hloscope.analysis.report import analyze_run
+    from hloscope.analysis.report import analyze_run, drawn_after
     from hloscope.cli.teardown import keep
     from hloscope.errors import UsageError
     from hloscope.inspection import inspect_run
-    from hloscope.render.diagram import module_diagram
+    from hloscope.render.diagram import DiagramSpec, after_half, module_diagram
     from hloscope.render.dot import render
     from hloscope.render.format import counted, short_name
     from hloscope.runs import load_run
+    from hloscope.timing.sources import measured
 
     if stage not in (None, "before", "after"):
         raise UsageError(f"--stage {stage!r}: use before or after")
+    expand_arg: list[str] | Literal["all"] = list(expand or ())
+    if "all" in expand_arg:
+        expand_arg = "all"
+    drawing: dict[str, Any] = {"expand": expand_arg, "depth": depth, "scope": scope}
+    if max_nodes is not None:
+        drawing["max_nodes"] = max_nodes
     loaded = load_run(run)
     dump = _graph_module(loaded, module)
     given_before = run.is_file() and dump.before is not None and run == dump.before
@@ -717,33 +725,40 @@ def _graph(
     only_after = not side_by_side and stage != "before" and not given_before
     drawn: Literal["after", "both"] = "after" if only_after and dump.after else "both"
     op_graph_alone = not side_by_side and (stage or ("before" if given_before else "")) == "before"
-    if op_graph_alone:
-        # The op graph alone: no kernel times to read, and the after side, analysed in
-        # a worker process when big (`pool.beside`), is waited for only for the
-        # colours, once the before side is walked and folded
-        inspection, analysed = None, analyze_run(loaded, [dump.key], drawn).modules[0]
-        stage = "before"
+    # Both sides of a big module not measured: its after side is drawn in the worker
+    # process that analyses it, while this process draws the before side (issue 27)
+    apart = side_by_side and not around and not measured(loaded)
+    if op_graph_alone or apart:
+        # No kernel times to read, and the after side, analysed in a worker process when
+        # big (`pool.beside`), is waited for only for the colours, once the before side
+        # is walked and folded
+        draw = partial(after_half, **drawing) if apart else None
+        inspection, analysed = (
+            None,
+            analyze_run(loaded, [dump.key], drawn, draw_after=draw).modules[0],
+        )
+        stage = "before" if op_graph_alone else stage
     else:
         inspection = inspect_run(loaded, [dump.key], bench=False, drawn=drawn)
         analysed = inspection.module(dump.key)
         if drawn == "after" and analysed.after_module is None:
             inspection = inspect_run(loaded, [dump.key], bench=False, drawn="both")
             analysed = inspection.module(dump.key)
-    if stage is None:
+    if stage is None and not side_by_side:  # (both sides drawn: the after one may be away)
         stage = "before" if given_before or analysed.after_module is None else "after"
-    expand_arg: list[str] | str = list(expand or ())
-    if "all" in expand_arg:
-        expand_arg = "all"
+
+    def drawn_there() -> DiagramSpec | None:  # None: drawn here
+        found = drawn_after(analysed)
+        return found if isinstance(found, DiagramSpec) else None
+
     spec = module_diagram(
         analysed,
         stage="before" if stage == "before" else "after",
         both=side_by_side,
         timings=inspection.kernel_times(dump.key) if inspection is not None else None,
-        expand=expand_arg,
-        **({"max_nodes": max_nodes} if max_nodes is not None else {}),
         around=around,
-        depth=depth,
-        scope=scope,
+        after=drawn_there,
+        **drawing,
     )
     if out is None:
         name = re.sub(r"[^\w.\-]+", "_", short_name(dump.name, 80))

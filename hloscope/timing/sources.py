@@ -190,6 +190,12 @@ def run_timings(
     return None
 
 
+def measured(run: Run) -> bool:
+    """Whether the run holds a measurement `run_timings` would read (cheap: nothing is
+    parsed)."""
+    return any(source.found(run) for source in SOURCES)
+
+
 def has_profile(folder: Path) -> bool:
     """Whether a folder holds a profile (`*.xplane.pb` or `*.trace.json.gz`) anywhere
     (no deeper than `files.MAX_DEPTH`, never through a link out of it)."""

@@ -285,6 +285,7 @@ def test_the_cli_prints_the_same_with_both_sides_at_once(tmp_path: Path) -> None
             ["report", str(DATA / "jax_mlp"), "--module", "jit_mlp", "--json"],
             ["ops", str(DATA / "jax_mlp"), "--module", "jit_mlp"],
             ["graph", str(before), "-o", "before.dot"],
+            ["graph", str(before), "--side-by-side", "-o", "both.dot"],
         ]
         for command in commands:
             done = subprocess.run(
@@ -296,9 +297,11 @@ def test_the_cli_prints_the_same_with_both_sides_at_once(tmp_path: Path) -> None
             )
             outputs.append(done.stdout)
         outputs.append((tmp_path / jobs / "before.dot").read_bytes())
+        outputs.append((tmp_path / jobs / "both.dot").read_bytes())
     half = len(outputs) // 2
     assert outputs[:half] == outputs[half:]
     assert b"jit_mlp" in outputs[0] and b"digraph" in outputs[half - 1]
+    assert b"before optimization" in outputs[half - 1] and b"after optimization" in outputs[half - 1]
 
 
 def test_a_drawing_reads_the_after_side_only_when_it_needs_its_kernels(
@@ -316,6 +319,65 @@ def test_a_drawing_reads_the_after_side_only_when_it_needs_its_kernels(
     assert dict(kernels) == dict(views._kernels_of(serial))  # read: taken now
     assert "_finish" not in vars(split)
     assert (split.after, split.provenance, split.error) == (serial.after, serial.provenance, "")
+
+
+def _side_by_side(report: ModuleReport, **drawing: object) -> str:
+    """`graph --side-by-side` of `report` as DOT, its after side drawn in the worker
+    that analysed it where one did (`drawn_after`), else here."""
+    from hloscope.analysis.report import drawn_after
+    from hloscope.render.diagram import DiagramSpec, module_diagram
+    from hloscope.render.dot import to_dot
+
+    def there() -> DiagramSpec | None:
+        found = drawn_after(report)
+        return found if isinstance(found, DiagramSpec) else None
+
+    return to_dot(module_diagram(report, both=True, after=there, **drawing))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_both_sides_drawn_at_once_are_drawn_as_here(
+    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`graph --side-by-side`: the worker that analyses the after side draws it
+    (`draw_after`) while the before side is drawn here; the picture is the serial one,
+    and the after file is never parsed here."""
+    from functools import partial
+
+    from hloscope.render.diagram import after_half
+
+    for dump in [d for d in _dumps(name) if d.before is not None and d.after is not None]:
+        for drawing in ({}, {"max_nodes": 6}, {"expand": "all", "max_nodes": 1000}):
+            serial = _serial(dump, monkeypatch, drawn="both")
+            split = analyze_dump(dump, drawn="both", draw_after=partial(after_half, **drawing))
+            assert "_drawing" in vars(split)  # drawn there
+            assert _side_by_side(split, **drawing) == _side_by_side(serial, **drawing)
+            assert "computations" not in vars(split.after_module)
+
+
+def test_an_after_side_not_drawn_in_its_worker_is_drawn_here(
+    sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker dies before it has drawn (killed for memory): drawn here, the same;
+    an option that names nothing there raises here what it raises serially."""
+    from functools import partial
+
+    from hloscope.analysis import report
+    from hloscope.errors import UsageError
+    from hloscope.render.diagram import after_half
+
+    dump = next(d for d in _dumps("jax_mlp") if d.key == "0030.jit_mlp")
+    serial = _side_by_side(_serial(dump, monkeypatch, drawn="both"))
+    with pytest.raises(UsageError) as here:
+        _side_by_side(_serial(dump, monkeypatch, drawn="both"), expand=["nothing"])
+    split = analyze_dump(dump, drawn="both", draw_after=partial(after_half, expand=["nothing"]))
+    with pytest.raises(UsageError) as there:
+        _side_by_side(split, expand=["nothing"])
+    assert str(there.value) == str(here.value)
+    monkeypatch.setattr(report, "_drawn", lambda *args: os._exit(9))
+    split = analyze_dump(dump, drawn="both", draw_after=after_half)
+    assert _side_by_side(split) == serial
+    assert "computations" in vars(split.after_module)  # drawn here: its file read again
 
 
 def test_a_side_worker_costs_the_kernels_after_it_sent_the_side(

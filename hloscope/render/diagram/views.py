@@ -10,7 +10,7 @@ Nothing here parses, analyses or reads a file.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -361,6 +361,7 @@ def module_diagram(
     around: str | None = None,
     depth: int = 2,
     scope: str | None = None,
+    after: Callable[[], DiagramSpec | None] | None = None,
 ) -> DiagramSpec:
     """The diagram of one module: `hloscope graph`, the notebook's `graph`, the HTML page.
 
@@ -376,6 +377,9 @@ def module_diagram(
         around: Neighbourhood of this kernel or instruction.
         depth: Edges to follow from `around`.
         scope: Only what comes from this name scope.
+        after: With `both` and no `around`: the after side drawn elsewhere (by
+            `after_half` with the same arguments, where the after module was analysed),
+            asked for once the before side is drawn; None from it: drawn here.
 
     Returns:
         The diagram.
@@ -389,15 +393,47 @@ def module_diagram(
         >>> len(spec.nodes) > 0, '->' in hloscope.to_dot(spec)
         (True, True)
     """
-    for side in ("before", "after") if both else (stage,):
+    # An after side drawn elsewhere is checked there, once this process's side is drawn
+    # (asking for it here would wait for the worker analysing it)
+    away = both and after is not None and not around
+    for side in ("before",) if away else ("before", "after") if both else (stage,):
         if not _has(module, side):
             raise UsageError(_missing(module, side, both))
     # A unit per op of a big module: millions of objects and few cycles, which the
     # collector would walk several times over (a fifth of `graph`, issue 27)
     with paused_gc():
         return _module_diagram(
-            module, stage, both, timings, total_us, expand, max_nodes, around, depth, scope
+            module, stage, both, timings, total_us, expand, max_nodes, around, depth, scope, after
         )
+
+
+def after_half(
+    module: ModuleReport,
+    *,
+    timings: Mapping[str, float] | None = None,
+    total_us: float | None = None,
+    expand: Sequence[str] | Literal["all"] = (),
+    max_nodes: int = DEFAULT_MAX_NODES,
+    depth: int = 2,
+    scope: str | None = None,
+) -> DiagramSpec:
+    """The after side of `module_diagram(module, both=True)` with the same arguments
+    (without `around`): what the worker process that analyses a big module's after side
+    draws there (`hloscope.analysis.report.analyze_dump`'s `draw_after`), while this
+    process draws the before side.
+
+    Raises:
+        UsageError: The after side is missing, or `expand` or `scope` names nothing.
+    """
+    if not _has(module, "after"):
+        raise UsageError(_missing(module, "after", True))
+    with paused_gc():
+        return _after(module, timings, total_us, expand, _half(max_nodes), depth=depth, scope=scope)
+
+
+def _half(max_nodes: int) -> int:
+    """The node budget of each side of a side-by-side diagram."""
+    return max(2, max_nodes // 2)
 
 
 def _module_diagram(
@@ -411,16 +447,22 @@ def _module_diagram(
     around: str | None,
     depth: int,
     scope: str | None,
+    after: Callable[[], DiagramSpec | None] | None = None,
 ) -> DiagramSpec:
     if both:
         kernels_of = _kernels_of(module)
-        # A name from either side centres both: an op centres the after side on its kernel.
-        kernel_of = {op: ks[0] for op, ks in kernels_of.items()}
-        around_after = kernel_of.get(around, around) if around else None
-        half = max(2, max_nodes // 2)
+        half = _half(max_nodes)
         before_spec = _before(
             module, kernels_of, max_nodes=half, around=around, depth=depth, scope=scope
         )
+        drawn = after() if after is not None and not around else None
+        if drawn is not None:
+            return side_by_side(before_spec, drawn)
+        if not _has(module, "after"):
+            raise UsageError(_missing(module, "after", both))
+        # A name from either side centres both: an op centres the after side on its kernel.
+        kernel_of = {op: ks[0] for op, ks in kernels_of.items()}
+        around_after = kernel_of.get(around, around) if around else None
         after_spec = _after(
             module, timings, total_us, expand, half, around=around_after, depth=depth, scope=scope
         )
