@@ -107,6 +107,37 @@ def test_diff_of_a_run_with_itself_reports_no_change() -> None:
     assert "jit_mlp  [0030.jit_mlp]  no change" in result.stdout
 
 
+def test_diff_of_a_run_with_itself_reads_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same folder twice (here once through a link) is read once; the same run in
+    another folder is read again, and the two print the same."""
+    import hloscope.inspection
+
+    read: list[Path] = []
+    inspect = hloscope.inspection.inspect_run
+
+    def counted(run: Path, *args: object, **kw: object) -> object:
+        read.append(run)
+        return inspect(run, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hloscope.inspection, "inspect_run", counted)
+    run = DATA / "jax_mlp"
+    (tmp_path / "link").symlink_to(run)
+    copy = shutil.copytree(run, tmp_path / "copy")
+    printed = []
+    for other in (run, tmp_path / "link", copy):
+        read.clear()
+        result = runner.invoke(app, ["diff", str(run), str(other), "--json", "--no-cache"])
+        assert result.exit_code == 0, result.output
+        assert len(read) == (2 if other == copy else 1)
+        doc = json.loads(result.stdout)
+        doc.pop("b")  # where B was read from
+        printed.append(doc)
+    assert printed[0] == printed[1] == printed[2]
+    assert printed[0]["modules"]
+
+
 def test_diff_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
     a = _run(tmp_path / "a", FUSED_ALL)
     b = _run(tmp_path / "b", SPLIT)

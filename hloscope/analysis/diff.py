@@ -439,7 +439,8 @@ def _op_changes(a: ModuleReport, b: ModuleReport) -> list[OpChange]:
     def index(placements: Iterable[Placement]) -> dict[str, Placement]:
         return {op_name_key(p.op.name): p for p in placements}
 
-    pa, pb = index(a.provenance.placements), index(b.provenance.placements)
+    pa = index(a.provenance.placements)
+    pb = pa if b is a else index(b.provenance.placements)
     out = []
     for key in [*pa, *(k for k in pb if k not in pa)]:
         x, y = pa.get(key), pb.get(key)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from hloscope.analysis.fusion import Kernel
 from hloscope.analysis.provenance import SourceOp, is_framework_file
 from hloscope.analysis.report import ModuleReport
+from hloscope.hlo.model import SourceLocation
 
 __all__ = [
     "KernelGroup",
@@ -34,7 +35,6 @@ KernelTimes = Mapping[str, Mapping[str, float]]
 
 _TF_HASH = re.compile(r"_*XlaMustCompile_(?:true|false)_config_proto_\d+_executor_type_\d+_*")
 _TF_FUNCTION_ID = re.compile(r"^(a?_?inference_.+?)_\d+$")
-_OUTER_JIT = re.compile(r"^p?jit\([^/]*\)/")
 _MODULE_NUMBER = re.compile(r"(\d+)\.")
 _STRUCTURE_THRESHOLD = 0.6
 
@@ -261,7 +261,12 @@ them)."""
 
 def op_name_key(name: str) -> str:
     """A source op name without the outer `jit(<function>)/`, which renames with it."""
-    return _OUTER_JIT.sub("", name)
+    # `^p?jit\([^/]*\)/` without a regular expression: hundreds of thousands per diff
+    if name.startswith(("jit(", "pjit(")):
+        slash = name.find("/")
+        if slash > 0 and name[slash - 1] == ")":
+            return name[slash + 1 :]
+    return name
 
 
 def match_kernels(a: ModuleReport, b: ModuleReport) -> list[KernelGroup]:
@@ -280,8 +285,10 @@ def match_kernels(a: ModuleReport, b: ModuleReport) -> list[KernelGroup]:
     Returns:
         Groups `(kernels of A, kernels of B)`; every kernel of both sides is in one.
     """
-    split = _split_by_line(a, b)
-    sa, sb = _matched_kernels(a, split), _matched_kernels(b, split)
+    places = _Places()
+    split = _split_by_line(a, b, places)
+    sa = _matched_kernels(a, split, places)
+    sb = sa if b is a else _matched_kernels(b, split, places)  # a module with itself: once
     named_a = [s for s in sa if s.keys]
     named_b = [s for s in sb if s.keys]
     groups, rest_a, rest_b = _pair_identical(named_a, named_b)
@@ -290,13 +297,27 @@ def match_kernels(a: ModuleReport, b: ModuleReport) -> list[KernelGroup]:
     return groups
 
 
-def _location(op: SourceOp) -> str | None:
-    if op.location is None or is_framework_file(op.location.file):
-        return None
-    return str(op.location)
+class _Places:
+    """Each source op's user source location (None for none, or a framework's), found
+    once per location: a big module's kernels hold a few hundred lines, hundreds of
+    thousands of times."""
+
+    def __init__(self) -> None:
+        self._places: dict[SourceLocation, str | None] = {}
+
+    def where(self, op: SourceOp) -> str | None:
+        location = op.location
+        if location is None:
+            return None
+        if location not in self._places:
+            user = not is_framework_file(location.file)
+            self._places[location] = str(location) if user else None
+        return self._places[location]
 
 
-def _matched_kernels(m: ModuleReport, split_by_line: frozenset[str]) -> list[MatchedKernel]:
+def _matched_kernels(
+    m: ModuleReport, split_by_line: frozenset[str], places: _Places
+) -> list[MatchedKernel]:
     if m.after is None:
         return []
     kernel_ops = m.provenance.kernel_ops if m.provenance else {}
@@ -306,14 +327,14 @@ def _matched_kernels(m: ModuleReport, split_by_line: frozenset[str]) -> list[Mat
         shown: dict[str, str] = {}
         for op in ops:
             key = op_name_key(op.name)
-            where = _location(op)
-            shown.setdefault(f"{key}@{where}" if key in split_by_line and where else key, op.name)
+            where = places.where(op) if key in split_by_line else None
+            shown.setdefault(f"{key}@{where}" if where else key, op.name)
         names = tuple(dict.fromkeys(o.name for o in ops))
         out.append(MatchedKernel(k, index, frozenset(shown), names, shown, k.opcodes))
     return out
 
 
-def _split_by_line(a: ModuleReport, b: ModuleReport) -> frozenset[str]:
+def _split_by_line(a: ModuleReport, b: ModuleReport, places: _Places) -> frozenset[str]:
     """Source op names to tell apart by source line: those both sides place on the same
     lines. Names whose lines moved (an edited script) match on the name alone."""
 
@@ -322,10 +343,11 @@ def _split_by_line(a: ModuleReport, b: ModuleReport) -> frozenset[str]:
         if m.provenance is not None:
             for ops in m.provenance.kernel_ops.values():
                 for op in ops:
-                    out[op_name_key(op.name)].add(_location(op))
+                    out[op_name_key(op.name)].add(places.where(op))
         return out
 
-    la, lb = lines(a), lines(b)
+    la = lines(a)
+    lb = la if b is a else lines(b)
     return frozenset(
         name
         for name in la.keys() & lb.keys()

@@ -264,6 +264,40 @@ def test_outer_jit_name_is_ignored_when_matching_ops() -> None:
 # Timings
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "jit(f)/add",
+        "pjit(g)/while/body/mul",
+        "jit(f)",
+        "jit()/a",
+        "jit(/a",
+        "jit(a)b)/c",
+        "jit(a/b)/c",
+        "xjit(f)/a",
+        "jit(f)//",
+        "jit(f)\n)/x",
+        "",
+        "/",
+        "pjit(",
+    ],
+)
+def test_op_name_key_drops_the_outer_jit_as_its_pattern_does(name: str) -> None:
+    """`op_name_key` is written without a regular expression; this one is its oracle."""
+    assert M.op_name_key(name) == re.sub(r"^p?jit\([^/]*\)/", "", name)
+
+
+@pytest.mark.parametrize("name", ["jax_mlp", "jax_transformer_block"])
+def test_a_module_diffed_with_itself_is_diffed_as_with_its_copy(name: str) -> None:
+    """A module diffed with the same report (`hloscope diff RUN RUN` reads it once) is
+    matched once for both sides: the result is that of two equal reports."""
+    a, b = (analyze_run(load_run(DATA / name)) for _ in range(2))
+    assert a.modules[0] is not b.modules[0]
+    for x, y in zip(a.modules, b.modules, strict=True):
+        assert D.diff_modules(x, x) == D.diff_modules(x, y)
+    assert D.diff_runs(a, a) == D.diff_runs(a, b)
+
+
 def test_timings_order_changes_and_give_time_deltas() -> None:
     a = {"dot": 100.0, "k0": 10.0}
     b = {"dot": 130.0, "renamed0": 4.0, "renamed1": 3.0, "renamed2": 3.0, "renamed3": 2.0}

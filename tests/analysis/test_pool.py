@@ -301,7 +301,9 @@ def test_the_cli_prints_the_same_with_both_sides_at_once(tmp_path: Path) -> None
     half = len(outputs) // 2
     assert outputs[:half] == outputs[half:]
     assert b"jit_mlp" in outputs[0] and b"digraph" in outputs[half - 1]
-    assert b"before optimization" in outputs[half - 1] and b"after optimization" in outputs[half - 1]
+    assert (
+        b"before optimization" in outputs[half - 1] and b"after optimization" in outputs[half - 1]
+    )
 
 
 def test_a_drawing_reads_the_after_side_only_when_it_needs_its_kernels(
