@@ -52,7 +52,11 @@ def timed(args: list[str], jobs: int, cache: Path) -> tuple[float, bytes]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "hloscope", *args], check=True, env=env, stdout=subprocess.PIPE
+        [sys.executable, "-m", "hloscope", *args],
+        check=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,  # `-m` reads the working folder first: this checkout's code, wherever run
     )
     return time.perf_counter() - start, done.stdout
 
@@ -93,7 +97,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     args = ap.parse_args()
     tmp = Path(tempfile.gettempdir())
-    folder = args.folder or make_dump(tmp)
+    folder = (args.folder or make_dump(tmp)).resolve()  # the CLI runs in this checkout
     if (folder / "dump").is_dir():
         folder = folder / "dump"
     modules = len(list(folder.glob("*before_optimizations.txt")))

@@ -52,7 +52,9 @@ def measure(argv: list[str], out: Path | None = None) -> tuple[float, int]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
     with open(out or os.devnull, "wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=env)
+        # in this checkout: `python -m` puts the working folder first on the path, so
+        # another checkout's bench run from here would measure this one's code
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=env, cwd=ROOT)
         tree = _TreePeak(proc.pid)
         assert proc.stderr is not None
         err = proc.stderr.read()
@@ -111,7 +113,7 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "hloscope-scale")
     ap.add_argument("--only", default="", help="comma-separated parts of the labels to run")
     args = ap.parse_args()
-    folder = args.dir / f"{args.mb:g}mb"
+    folder = args.dir.resolve() / f"{args.mb:g}mb"  # the CLI runs in this checkout
     before = folder / "module_0001.jit_train.before_optimizations.txt"
     after = folder / "module_0001.jit_train.cpu_after_optimizations.txt"
     if not after.exists():  # in a process of its own: a child's ru_maxrss can start
