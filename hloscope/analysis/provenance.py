@@ -833,7 +833,9 @@ def before_facts(before: HloModule) -> BeforeFacts:
                 continue
             alive.add(name)
             stack.extend(index[name].operands)
-    return BeforeFacts(by_op, names, constant, live, cse_twins(before))
+    # The twins are read only for an op no kernel holds, live and not folded (`_merged`):
+    # found then (a module whose ops all went to kernels never reads them)
+    return BeforeFacts(by_op, names, constant, live, Later(lambda: cse_twins(before)))
 
 
 def _before_evidence(
