@@ -8,9 +8,9 @@ ops), `graph` of the after file reads that file only (the kernel graph needs not
 the before side), and `report` of the folder reads both, as do `graph --side-by-side`
 of the before file and `ops`, `check` and `report --html` of the folder; `diff` of the
 folder with itself reads them once, and `diff` of the folder with its twin (another run
-folder of the same files, hard links) reads them twice. Every ratio is against the text that command reads
-(for `graph`, also against the one file it draws), and the size of what it writes
-against the same text. Prints, per command: wall seconds,
+folder of the same files, hard links) reads them twice. Every ratio is against the text
+that command reads (for `graph`, also against the one file it draws), and the size of
+what it writes against the same text. Prints, per command: wall seconds,
 peak resident memory (`wait4`'s ru_maxrss), and the peak over the text it reads, raw
 and less the interpreter's baseline (Python with hloscope, networkx and rich imported,
 measured the same way), each against issue 27's goals: at most 15 s and at most 8x the
