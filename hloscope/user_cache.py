@@ -47,7 +47,8 @@ RACY_NS = 1_000_000_000
 """A file changed this recently may change again unseen (its times kept as they are):
 what is computed from it is not kept, and its digest is not remembered."""
 _INDEX_VERSION = 1
-_MAX_INDEX_BYTES = 64 << 20
+_MAX_INDEX_BYTES = 64 << 20  # the whole file, its signature line included
+_SIGNATURE_LINE = 65  # a SHA-256 HMAC in hex and a newline, before an entry's bytes
 _SHA256 = re.compile("[0-9a-f]{64}")
 # Digests taken in this process, by file and stat fields: two caches keying one command
 # hash each file once.
@@ -73,7 +74,7 @@ def read_entry(path: Path, key: str, max_bytes: int) -> bytes | None:
     try:
         if path.is_symlink():
             return None
-        mac, _, data = read_regular(path, max_bytes + 65).partition(b"\n")
+        mac, _, data = read_regular(path, max_bytes + _SIGNATURE_LINE).partition(b"\n")
     except OSError:
         return None
     expected = signature(key, data)
@@ -152,15 +153,15 @@ class DigestIndex:
         self.files: dict[str, list[Any]] = {}
         self.seen: dict[str, list[Any]] = {}
         self.now = time.time_ns()
+        if cache_limit() <= 0:
+            return
+        # not this user's (unsigned): a digest read from it could name stale content
+        data = read_entry(self.path, self.path.name, _MAX_INDEX_BYTES - _SIGNATURE_LINE)
+        if data is None:
+            return
         try:
-            if cache_limit() <= 0 or self.path.is_symlink():
-                return
-            mac, _, data = read_regular(self.path, _MAX_INDEX_BYTES).partition(b"\n")
-            expected = signature(self.path.name, data)
-            if expected is None or not hmac.compare_digest(mac, expected.encode()):
-                return  # not this user's: a digest read from it could name stale content
             doc = json.loads(data)
-        except (OSError, ValueError, RecursionError):
+        except (ValueError, RecursionError):
             return
         if isinstance(doc, dict) and doc.get("version") == _INDEX_VERSION:
             files = doc.get("files")
