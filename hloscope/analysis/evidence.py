@@ -101,7 +101,10 @@ def _find_constant_like(module: HloModule) -> frozenset[int]:
     out: set[int] = set()
     comps = module.computation_map
     while True:
-        before = len(out)
+        # Within a computation one pass in text order finds all; only a fusion
+        # parameter marked in this pass (its callee printed, and read, before) can
+        # mark more in the next.
+        marked = False
         for comp in module.computations:
             index = comp.by_name
             for inst in comp.instructions:
@@ -112,8 +115,8 @@ def _find_constant_like(module: HloModule) -> frozenset[int]:
                 ):
                     out.add(id(inst))
                 elif inst.opcode == "fusion":
-                    _mark_parameters(inst, index, comps, out)
-        if len(out) == before:
+                    marked = _mark_parameters(inst, index, comps, out) or marked
+        if not marked:
             return frozenset(out)
 
 
@@ -122,17 +125,26 @@ def _mark_parameters(
     index: Mapping[str, Instruction],
     comps: Mapping[str, Computation],
     out: set[int],
-) -> None:
+) -> bool:
+    """Mark the parameters of `fusion`'s callees that it passes a constant-like
+    operand; whether any was not marked yet."""
+    passed = set()  # the numbers of the constant-like operands: most fusions pass none
+    for n, name in enumerate(fusion.operands):
+        operand = index.get(name)
+        if operand is not None and id(operand) in out:
+            passed.add(n)
+    if not passed:
+        return False
+    marked = False
     for name in fusion.calls():
         callee = comps.get(name)
         if callee is None:
             continue
         for param in callee.parameters:
-            n = param.parameter_number
-            if n is not None and n < len(fusion.operands):
-                operand = index.get(fusion.operands[n])
-                if operand is not None and id(operand) in out:
-                    out.add(id(param))
+            if param.parameter_number in passed and id(param) not in out:
+                out.add(id(param))
+                marked = True
+    return marked
 
 
 def is_work(inst: Instruction, free: frozenset[int]) -> bool:

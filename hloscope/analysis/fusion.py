@@ -379,6 +379,46 @@ def _walk(module: HloModule, platform: str | None) -> Iterator[Executed]:
         stack.extend(reversed(frames))
 
 
+def entered(module: HloModule) -> Iterator[tuple[Computation, str]]:
+    """The computations `walk` goes into, in the order it first meets an instruction of
+    each, with the scope of that first call site: what a pass that needs no classes
+    or counts reads of the walk. It looks only at the instructions that call
+    computations (of the rest, the walk yields every one, in text order).
+    """
+    platform = K.platform(module)
+    comps = module.computation_map
+    seen: set[str] = {module.entry.name}
+    # (computation, its calling instructions not yet met or None before it is entered,
+    # scope, branch), as `_walk`'s stack
+    stack: list[tuple[Computation, Iterator[Instruction] | None, str, str | None]] = [
+        (module.entry, None, "", None)
+    ]
+    while stack:
+        comp, rest, scope, branch = stack[-1]
+        if rest is None:
+            if comp.instructions:  # the walk yields nothing of an empty computation
+                yield comp, scope
+            rest = filter(_calls, comp.instructions)
+            stack[-1] = (comp, rest, scope, branch)
+        inst = next(rest, None)
+        if inst is None:
+            stack.pop()
+            continue
+        if not _is_control(inst, _class(inst, platform)):
+            continue
+        frames: list[tuple[Computation, Iterator[Instruction] | None, str, str | None]] = []
+        for name, inner, tag, _ in _callees(inst, scope, branch):
+            callee = comps.get(name)
+            if callee is not None and name not in seen:
+                seen.add(name)
+                frames.append((callee, None, inner, tag))
+        stack.extend(reversed(frames))
+
+
+def _calls(inst: Instruction) -> bool:
+    return bool(inst.called)
+
+
 def _class(inst: Instruction, platform: str | None) -> str:
     """The class an instruction launches as: an async wrapper as the op it wraps."""
     cls = K.classify(inst, platform)

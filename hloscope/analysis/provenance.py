@@ -34,7 +34,7 @@ from hloscope.analysis.evidence import (
     user_location,
     user_locator,
 )
-from hloscope.analysis.fusion import Kernel, ModuleAnalysis, walk
+from hloscope.analysis.fusion import Kernel, ModuleAnalysis, entered, walk
 from hloscope.analysis.memo import Later
 from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source_op
 from hloscope.hlo.fusion_log import FusionDecisions
@@ -654,7 +654,16 @@ def _kernel_ops(
             if not is_work(inst, free):
                 idle.append((kernel.name, inst))
                 continue
-            key = id(inst.metadata)
+            md = inst.metadata
+            if md is None:
+                continue
+            name = md.op_name
+            # A kernel keeps the first op of each name, and counts the rest: those need
+            # no `SourceOp` (its location) when their name is the op's (not torch's).
+            if name in found and not is_torch_op(md.op_type, name):
+                count[name] += 1
+                continue
+            key = id(md)
             if key in seen:
                 op = seen[key]
             else:
@@ -803,15 +812,14 @@ def before_facts(before: HloModule) -> BeforeFacts:
     names: dict[str, dict[str, str]] = {}
     constant: dict[str, set[str]] = {}
     live: dict[str, set[str]] = {}
-    for comp_name, insts in _executed_by_computation(before).items():
-        comp = before.computation_map[comp_name]
-        index = comp.by_name
+    for comp, scope in entered(before):  # what one execution runs, as `walk` meets it
+        comp_name, index = comp.name, comp.by_name
         named = names[comp_name] = {}
         # Constant-ness flows forward through operands, in text order (XLA prints
         # operands before users). Only this computation's instructions are in `const`:
         # an operand that is not one of them (a name the module lacks) makes none.
         const = constant[comp_name] = set()
-        for inst, scope in insts:
+        for inst in comp.instructions:  # each once: the parser rejects a name given twice
             operands = inst.operands
             if inst.opcode in ("constant", "iota") or (
                 operands and inst.opcode not in _NOT_CONSTANT and const.issuperset(operands)
@@ -889,25 +897,6 @@ def _merged(
         )
         return MERGED, why, kept
     return None
-
-
-def _executed_by_computation(
-    module: HloModule,
-) -> dict[str, list[tuple[Instruction, str]]]:
-    """Each computation's instructions the walk executes, once each, in walk order."""
-    out: dict[str, list[tuple[Instruction, str]]] = {}
-    seen: dict[str, set[str]] = {}  # computation -> its instructions met
-    for ex in walk(module):
-        comp, inst = ex.computation.name, ex.instruction
-        met = seen.get(comp)
-        if met is None:
-            met = seen[comp] = set()
-            out[comp] = []
-        if inst.name in met:
-            continue
-        met.add(inst.name)
-        out[comp].append((inst, ex.scope))
-    return out
 
 
 # --- op -> kernel, for each instruction before optimization ------------------------------

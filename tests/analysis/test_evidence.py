@@ -364,3 +364,74 @@ def test_frame_memo_goes_with_its_module() -> None:
     del module, inst
     gc.collect()
     assert key not in E._frame_memos._kept
+
+
+# --- constant_like: one pass unless a fusion parameter was marked ----------------------
+
+
+def _constant_like_fixpoint(module: Any) -> set[int]:
+    """`constant_like` as its docstring defines it, by brute force: every computation
+    walked again until a whole walk marks nothing new."""
+    out: set[int] = set()
+    while True:
+        size = len(out)
+        for comp in module.computations:
+            index = comp.by_name
+            for inst in comp.instructions:
+                if inst.opcode == "constant" or (
+                    inst.opcode in E.DATA_MOVEMENT
+                    and inst.operands
+                    and all(id(index[o]) in out for o in inst.operands if o in index)
+                    and all(o in index for o in inst.operands)
+                ):
+                    out.add(id(inst))
+                elif inst.opcode == "fusion":
+                    for callee in map(module.computation_map.get, inst.calls()):
+                        for param in callee.parameters if callee else ():
+                            n = param.parameter_number
+                            if n is not None and n < len(inst.operands):
+                                operand = index.get(inst.operands[n])
+                                if operand is not None and id(operand) in out:
+                                    out.add(id(param))
+        if len(out) == size:
+            return out
+
+
+# XLA prints callees before their callers: the constant reaches `a`, then `x` and `bx`,
+# only on later walks, through a chain of two fusions.
+_CHAINED = """HloModule chained
+
+%inner_computation (x: f32[]) -> f32[4] {
+  %x = f32[] parameter(0)
+  ROOT %bx = f32[4]{0} broadcast(%x), dimensions={}
+}
+
+%outer_computation (a: f32[], b: f32[4]) -> f32[4] {
+  %a = f32[] parameter(0)
+  %b = f32[4]{0} parameter(1)
+  %inner = f32[4]{0} fusion(%a), kind=kLoop, calls=%inner_computation
+  ROOT %m = f32[4]{0} multiply(%inner, %b)
+}
+
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %c = f32[] constant(0)
+  %outer = f32[4]{0} fusion(%c, %p), kind=kLoop, calls=%outer_computation
+  ROOT %add = f32[4]{0} add(%outer, %p)
+}
+"""
+
+
+def test_constant_like_walks_again_while_fusion_parameters_are_marked() -> None:
+    module = parse_module(_CHAINED)
+    found = E.constant_like(module)
+    names = {i.name for c in module.computations for i in c.instructions if id(i) in found}
+    assert names == {"c", "a", "x", "bx"}  # `b`, `inner` and `m` carry the parameter p
+    assert found == _constant_like_fixpoint(module)
+
+
+@pytest.mark.parametrize("folder", sorted({f for f, _ in SAMPLES}))
+def test_constant_like_equals_the_brute_force_walk(folder: str) -> None:
+    for path in sorted((DATA / folder).rglob("*after_optimizations.txt")):
+        module = parse_file(path)
+        assert E.constant_like(module) == _constant_like_fixpoint(module), path.name

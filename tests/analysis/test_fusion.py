@@ -8,7 +8,9 @@ import re
 import pytest
 
 from hloscope.analysis import kernels as K
-from hloscope.analysis.fusion import analyze_module
+from hloscope.analysis.fusion import analyze_module, entered, walk
+from hloscope.errors import HloscopeError
+from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import parse_file, parse_module
 from hloscope.hlo.text import split_modules
 from tests.conftest import CORPUS, DATA, dump_file
@@ -377,3 +379,44 @@ def test_collapse_orders_names_with_huge_numbers() -> None:
 
     assert _DIGITS.findall("layer_" + "7" * 5000)  # found in int()-sized pieces
     assert all(len(d) <= 18 for d in _DIGITS.findall("x" + "7" * 5000))
+
+
+def _entered_by_walk(module: HloModule) -> tuple[list[tuple[str, str]], bool]:
+    """From `walk` itself: each computation at its first instruction met, with that
+    instruction's scope; and whether the walk met every instruction of each, in text
+    order."""
+    first: dict[str, str] = {}
+    met: dict[str, list[str]] = {}
+    for ex in walk(module):
+        first.setdefault(ex.computation.name, ex.scope)
+        met.setdefault(ex.computation.name, []).append(ex.instruction.name)
+    whole = all(
+        names == [i.name for i in module.computation_map[c].instructions]
+        for c, names in met.items()
+    )
+    return list(first.items()), whole
+
+
+def _texts_with_calls() -> list[tuple[str, str]]:
+    """Modules that call computations (loops, branches, calls), from the test data and
+    the corpus."""
+    paths = sorted(p for p in DATA.rglob("*optimizations*.txt") if p.is_file())
+    found = [(str(p.relative_to(DATA)), p.read_text()) for p in paths]
+    found += _corpus_modules()
+    keys = ("while(", "conditional(", " call(", "to_apply=")
+    return [(name, text) for name, text in found if any(k in text for k in keys)]
+
+
+def test_entered_is_the_order_walk_enters_computations() -> None:
+    """`entered` reads only the calling instructions; `walk` reads them all."""
+    checked = 0
+    for name, text in _texts_with_calls():
+        try:
+            module = parse_module(text)
+        except HloscopeError:
+            continue  # the corpus's modules XLA rejects
+        by_walk, whole = _entered_by_walk(module)
+        assert whole, name
+        assert [(c.name, scope) for c, scope in entered(module)] == by_walk, name
+        checked += 1
+    assert checked >= 20
