@@ -76,6 +76,10 @@ def test_embed_json_cannot_end_the_script_block_and_round_trips() -> None:
         assert bad not in text
     assert "é" in text  # non-ASCII stays readable
     assert json.loads(text) == doc
+    # each unsafe character as its \uXXXX escape, and nothing else changed
+    compact = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    escaped = re.sub("[<>&\u2028\u2029]", lambda m: f"\\u{ord(m.group()):04x}", compact)
+    assert text == escaped
 
 
 def test_embed_json_writes_nan_as_null() -> None:
