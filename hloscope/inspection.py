@@ -230,9 +230,10 @@ def inspect_run(
         cache: Read each module's analysis back from the user's cache folder
             (`~/.cache/hloscope/analyses`) while its files are unchanged, and keep
             those analysed there: what the CLI does unless `--no-cache`.
-        draw_after: With `drawn="both"`, what to draw of a big module's after side in
-            the worker process that analyses it
-            (`hloscope.analysis.report.drawn_after`).
+        draw_after: With `drawn="both"`, or for whole reports, what to draw of a big
+            module's after side in the worker process that analyses it
+            (`hloscope.analysis.report.drawn_after`; `render.html.page_after` for the
+            page of a run without timings).
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason

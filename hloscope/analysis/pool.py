@@ -36,6 +36,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.connection import Connection
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar, overload
@@ -185,17 +186,22 @@ class Pending(Generic[T, U]):
         loaders: dict[str, Callable[[], HloModule | None]],
         then: Callable[[T], U] | None,
         pack: Callable[[T], bytes],
+        more: Sequence[Callable[[T], object]] = (),
     ) -> None:
         self._loaders = loaders
         context = multiprocessing.get_context("fork")
         self._receiver, sender = context.Pipe(duplex=False)
         _widen(self._receiver)
-        args = (task, then, pack, sender)
+        later = ([] if then is None else [then]) + list(more)
+        args = (task, later, pack, sender)
         self._process = context.Process(target=_task_worker, args=args, daemon=True)
         self._process.start()
         sender.close()
-        # what the worker sent: the task's result, then `then`'s (None: it died first)
-        self._data: list[bytes | None] = [None] * (1 if then is None else 2)
+        # what the worker sent: the task's result, then `then`'s and `more`'s, in turn
+        # (None: it died first); the worker is closed once all are taken
+        self._data: list[bytes | None] = [None] * (1 + len(later))
+        self._taken = [False] * len(self._data)
+        self._more = 1 + (then is not None)  # where `more`'s results start
         self._sent = [threading.Event() for _ in self._data]
         self._reader = threading.Thread(target=self._read, name="hloscope-beside", daemon=True)
         self._reader.start()
@@ -214,11 +220,8 @@ class Pending(Generic[T, U]):
     def result(self) -> T | None:
         """Wait for the task's result; raise what it raised there; None when the worker
         died without a word (killed for memory: the caller runs the task itself). The
-        worker is closed then, unless `then` is still to come."""
-        self._sent[0].wait()
-        data, self._data[0] = self._data[0], None
-        if len(self._data) == 1 or data is None:
-            self.close()
+        worker is closed then, unless `then` or `more` is still to come."""
+        data = self._take(0)
         if data is None:
             return None
         found: T = _unpickle(data, self._loaders)
@@ -227,16 +230,35 @@ class Pending(Generic[T, U]):
     def then(self) -> U | None:
         """Wait for `then(result)`, which the worker finds after it has sent the result;
         raise what it raised there; None when the worker died first."""
-        self._sent[-1].wait()
-        data, self._data[-1] = self._data[-1], None
-        self.close()
-        if data is None or len(self._data) == 1:
+        if self._more == 1:  # no `then` was given
+            return None
+        later: U | None = self._later(1)
+        return later
+
+    def more(self, n: int) -> object | None:
+        """Wait for the result of `more[n]`, found in turn after `then`'s; raise what
+        it raised there; None when the worker died first."""
+        found: object | None = self._later(self._more + n)
+        return found
+
+    def _later(self, n: int) -> Any:
+        data = self._take(n)
+        if data is None:
             return None
         found = pickle.loads(data)
         if isinstance(found, _Failed):
             raise found.error
-        later: U = found
-        return later
+        return found
+
+    def _take(self, n: int) -> bytes | None:
+        """The `n`th message, waited for; the worker is closed once each is taken, or
+        once one never came."""
+        self._sent[n].wait()
+        data, self._data[n] = self._data[n], None
+        self._taken[n] = True
+        if data is None or all(self._taken):
+            self.close()
+        return data
 
     def close(self) -> None:
         """Stop the worker if it still runs (nobody will read its result)."""
@@ -261,6 +283,7 @@ def beside(
     task: Callable[[], S],
     loaders: dict[str, Callable[[], HloModule | None]],
     then: Callable[[S], T] | None = None,
+    more: Sequence[Callable[[S], object]] = (),
 ) -> Pending[S, T]:
     """Run `task()` in a forked worker while this process goes on.
 
@@ -274,8 +297,10 @@ def beside(
         then: What the worker computes from the task's result once it has sent it
             (`Pending.then`), while this process works on that result: pickled as it
             is, so nothing in it should hold the worker's module.
+        more: What the worker computes after `then`, each in turn and sent as it is
+            found (`Pending.more`), pickled as `then`'s.
     """
-    return Pending(task, loaders, then, _side)
+    return Pending(task, loaders, then, _side, more)
 
 
 def _side(side: Side) -> bytes:
@@ -371,24 +396,27 @@ def _worker(k: int, sender: Connection) -> None:
 
 def _task_worker(
     task: Callable[[], T],
-    then: Callable[[T], object] | None,
+    later: Sequence[Callable[[T], object]],
     pack: Callable[[T], bytes],
     sender: Connection,
 ) -> None:
-    """A forked worker of `Pending`: send `task()` as `pack` pickles it, then `then()`
-    of it."""
+    """A forked worker of `Pending`: send `task()` as `pack` pickles it, then each of
+    `later` of it, in turn."""
     found: list[T] = []
 
     def run() -> bytes:
         found.append(task())
         return pack(found[0])
 
-    if then is None:
-        _send_and_exit(sender, run)
-        return
-    later = then
-    _send_and_exit(sender, run, stay=True)
-    _send_and_exit(sender, lambda: pickle.dumps(later(found[0]), protocol=pickle.HIGHEST_PROTOCOL))
+    _send_and_exit(sender, run, stay=bool(later))
+    for n, then in enumerate(later):
+        last = n == len(later) - 1
+        made = partial(_pickled, then, found)
+        _send_and_exit(sender, made, stay=not last)
+
+
+def _pickled(then: Callable[[T], object], found: list[T]) -> bytes:
+    return pickle.dumps(then(found[0]), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _send_and_exit(sender: Connection, make: Callable[[], bytes], stay: bool = False) -> None:

@@ -12,6 +12,7 @@ read (`_Awaited`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -27,6 +28,7 @@ from hloscope.analysis.provenance import (
     Placement,
     Provenance,
     before_facts,
+    expect_index,
     join,
 )
 from hloscope.errors import HloscopeError
@@ -180,9 +182,12 @@ def analyze_dump(
             None: the whole report.
         provenance: Join the two sides' source ops. False: the sides' analyses alone,
             what `hloscope check` holds to a budget (`provenance` is None).
-        draw_after: With `drawn="both"`: what to draw of the after side alone (a report
-            whose before side is None) in the worker process that analyses it, when
-            one does; `drawn_after` of the report gives it.
+        draw_after: With `drawn="both"`, or a whole report: what to draw of the after
+            side alone (a report whose before side is None) in the worker process that
+            analyses it, when one does; `drawn_after` of the report gives it. For a
+            whole report the worker draws it after the costs, and first sends the
+            kernel index that colours a drawing of the before side here
+            (`provenance.kernel_index`): the page of `hloscope report --html`.
     """
     with paused_gc():
         return _analyze_dump(dump, drawn, provenance, draw_after)
@@ -195,17 +200,21 @@ def _analyze_dump(
 
     # Two big sides are read at once: the after side in a worker process, the before
     # side here (a diagram of it is drawn here). For a report, the worker then finds
-    # the kernels' costs and the devices while the two sides are joined here.
+    # the kernels' costs and the devices while the two sides are joined here; with
+    # `draw_after`, then the kernel index and the drawing, while the caller goes on.
     pending: Pending[_AfterSide, object] | None = None
+    more: list[Callable[[_AfterSide], object]] = []
     if drawn != "after" and beside_pays(side_sizes(dump)):
         loaders = {str(dump.after): dump.load_after}
         then: Callable[[_AfterSide], object] | None = None
         if drawn is None and provenance:
             then = _derived
+            if draw_after is not None:  # then what colours the op diagram, then the drawing
+                more = [_index, partial(_drawn, dump, draw_after)]
         elif drawn == "both" and draw_after is not None:
             then = partial(_drawn, dump, draw_after)
         task = partial(_after_side, dump, drawn, sent=True, ops=provenance)
-        pending = beside(task, loaders, then)
+        pending = beside(task, loaders, then, more)
     try:
         errors: list[str] = []
         before = before_module = facts = None
@@ -236,6 +245,11 @@ def _analyze_dump(
             derived = cast("Derived | None", pending.then())  # `_derived`'s
             if derived is not None:  # else found here when asked (its file parsed again)
                 derived.keep(report.after_module, report.after)
+            if more and report.provenance is not None:  # the worker goes on: read later
+                working, pending = pending, None
+                index = partial(working.more, 0)
+                expect_index(report.provenance, cast("Callable[[], KernelIndex | None]", index))
+                report = _Drawing.of(report, partial(working.more, 1))
     finally:
         if pending is not None:
             pending.close()
@@ -343,6 +357,29 @@ class _Awaited(ModuleReport):
         return self._done().error
 
 
+class _Drawing(ModuleReport):
+    """A module's report whose after side a worker process still draws (`analyze_dump`'s
+    `draw_after`, for a whole report): `drawn_after` waits for it. It pickles, and so
+    is kept, as the plain report; like any dataclass of its own class, it equals only
+    another `_Drawing`."""
+
+    @classmethod
+    def of(cls, report: ModuleReport, drawing: Callable[[], object]) -> _Drawing:
+        found = object.__new__(cls)
+        found.__dict__.update(vars(report), _drawing=drawing)
+        return found
+
+    def drawn_after(self) -> object | None:
+        """What the worker drew (waited for), or None: asked before, or the worker died
+        first."""
+        drawing = self.__dict__.pop("_drawing", None)
+        return None if drawing is None else drawing()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        fields = dataclasses.fields(ModuleReport)
+        return (ModuleReport, tuple(getattr(self, f.name) for f in fields))
+
+
 @dataclass
 class _AfterSide:
     """A module's after side, analysed: what `_analyze_dump` joins with the before side
@@ -392,9 +429,22 @@ def _after_side(
 
 def drawn_after(report: ModuleReport) -> object | None:
     """What `analyze_dump`'s `draw_after` drew of `report`'s after side in the worker
-    process that analysed it, or None where none did (a small module, one process, or
-    the worker died): the caller draws it from `report` then."""
-    return report.drawn_after() if isinstance(report, _Awaited) else None
+    process that analysed it, or None where none did (a small module, one process, a
+    report read back from the cache, or the worker died): the caller draws it from
+    `report` then. Given once: a second call gives None."""
+    return report.drawn_after() if isinstance(report, _Awaited | _Drawing) else None
+
+
+def draws_after(report: ModuleReport) -> bool:
+    """Whether a worker process draws `report`'s after side (`drawn_after` waits for
+    it), so that the caller draws the rest meanwhile."""
+    return isinstance(report, _Awaited | _Drawing) and vars(report).get("_drawing") is not None
+
+
+def _index(side: _AfterSide) -> KernelIndex | None:
+    """The kernel index of an after side (in the worker that analysed it), which
+    colours a drawing of the before side."""
+    return side.ops.index() if side.ops is not None else None
 
 
 def _drawn(dump: ModuleDump, draw: DrawAfter, side: _AfterSide) -> object:
@@ -430,8 +480,9 @@ def analyze_run(
         cache: Read each module's report back from the user's cache folder where it
             was kept, and keep those analysed (`hloscope.analysis.kept`); not for a
             drawing, which reads every instruction of what it draws.
-        draw_after: With `drawn="both"`, what to draw of each after side in the worker
-            that analyses it (see `analyze_dump`, `drawn_after`).
+        draw_after: With `drawn="both"`, or for whole reports, what to draw of each
+            after side in the worker that analyses it (see `analyze_dump`,
+            `drawn_after`).
 
     Returns:
         The report, biggest modules first, trivial ones last.

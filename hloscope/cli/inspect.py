@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -30,6 +30,10 @@ from hloscope.cli.app import (
     _width,
     app,
 )
+
+if TYPE_CHECKING:
+    from hloscope.analysis.report import DrawAfter
+    from hloscope.runs import Run
 
 FormatOption = Annotated[
     str,
@@ -150,7 +154,10 @@ def _report(
     from hloscope.cli.teardown import keep
     from hloscope.inspection import inspect_run
 
-    inspection = inspect_run(run, module or (), passes=html is not None, cache=cache)
+    source, draw_after = _page_source(run) if html is not None else (run, None)
+    inspection = inspect_run(
+        source, module or (), passes=html is not None, cache=cache, draw_after=draw_after
+    )
     keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
     _something_read(inspection)
     for line in _warnings(inspection):
@@ -182,6 +189,18 @@ def _report(
     view = report_view(inspection, show_all=show_all, full_names=full, peaks=peaks, width=_width())
     _print(view)
     return []
+
+
+def _page_source(run: Path) -> tuple[Run, DrawAfter | None]:
+    """The run a page is made of, and what of a big module's page the worker process
+    that analyses its after side finds (`render.html.page_after`): for a run without
+    kernel times, which the kernel diagram would show (issue 27)."""
+    from hloscope.render.html import page_after
+    from hloscope.runs import load_run
+    from hloscope.timing.sources import measured
+
+    loaded = load_run(run)
+    return loaded, None if measured(loaded) else page_after
 
 
 def _report_json(

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from hloscope.analysis.report import ModuleReport
+from hloscope.analysis.report import ModuleReport, drawn_after, draws_after
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.printer import computation_text, instruction_text
@@ -51,6 +51,7 @@ __all__ = [
     "embed_json",
     "graphviz_diagrams",
     "iframe_html",
+    "page_after",
     "page_data",
     "report_html",
     "report_page",
@@ -357,7 +358,16 @@ def _module_extras(
         "hlo": {},
         "diagrams": None,
     }
-    if draw is None:
+    if draws_after(m) and (draw is None or (draw is graphviz_diagrams and times is None)):
+        # the worker that analysed the after side found its part (`page_after`): the
+        # op diagram is drawn here meanwhile
+        before = _diagrams_doc(draw, m, times, ("before",)) if draw is not None else None
+        found = cast("_Half | None", drawn_after(m))
+        after = found if found is not None else page_after(m)  # else it died
+        extras.update(after[0])
+        if before is not None:
+            extras["diagrams"] = _joined(after[1], before)
+    elif draw is None:
         extras.update(_after_extras(m))
     elif _apart(m):
         after, before = _drawn_apart(m, draw, times)
@@ -367,6 +377,18 @@ def _module_extras(
         extras.update(_after_extras(m))
         extras["diagrams"] = _diagrams_doc(draw, m, times, SIDES)
     return extras
+
+
+def page_after(m: ModuleReport) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The after side's part of a module's page, as `write_html` draws it: its kernels'
+    instructions and HLO, and its kernel diagram, without kernel times.
+
+    `inspect_run(draw_after=page_after)` has the worker process that analyses a big
+    module's after side find it (`hloscope.analysis.report.drawn_after`) while the page
+    of a run without timings draws the op diagram here: what `hloscope report --html`
+    does.
+    """
+    return _after_extras(m), _diagrams_doc(graphviz_diagrams, m, None, ("after",))
 
 
 def _after_extras(m: ModuleReport) -> dict[str, Any]:

@@ -286,6 +286,7 @@ def test_the_cli_prints_the_same_with_both_sides_at_once(tmp_path: Path) -> None
             ["ops", str(DATA / "jax_mlp"), "--module", "jit_mlp"],
             ["graph", str(before), "-o", "before.dot"],
             ["graph", str(before), "--side-by-side", "-o", "both.dot"],
+            ["report", str(DATA / "jax_mlp"), "--module", "jit_mlp", "--html", "page.html"],
         ]
         for command in commands:
             done = subprocess.run(
@@ -298,12 +299,14 @@ def test_the_cli_prints_the_same_with_both_sides_at_once(tmp_path: Path) -> None
             outputs.append(done.stdout)
         outputs.append((tmp_path / jobs / "before.dot").read_bytes())
         outputs.append((tmp_path / jobs / "both.dot").read_bytes())
+        outputs.append((tmp_path / jobs / "page.html").read_bytes())
     half = len(outputs) // 2
     assert outputs[:half] == outputs[half:]
-    assert b"jit_mlp" in outputs[0] and b"digraph" in outputs[half - 1]
+    assert b"jit_mlp" in outputs[0] and b"digraph" in outputs[half - 2]
     assert (
-        b"before optimization" in outputs[half - 1] and b"after optimization" in outputs[half - 1]
+        b"before optimization" in outputs[half - 2] and b"after optimization" in outputs[half - 2]
     )
+    assert b"\\u003csvg" in outputs[half - 1]  # the page, with its diagrams (escaped)
 
 
 def test_a_drawing_reads_the_after_side_only_when_it_needs_its_kernels(
@@ -437,3 +440,58 @@ def test_a_page_finds_the_after_side_in_another_worker(
     assert page_data(inspection, diagrams=graphviz_diagrams) == serial
     split = [m for m in inspection.main if isinstance(m.after_module, pool._SentModule)]
     assert split and all("computations" in vars(m.after_module) for m in split)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@pytest.mark.parametrize("name", [*RUNS, "tf_dense_relu", "torch_transformer"])
+def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
+    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report --html` of a run without timings: the worker that analysed a module's
+    after side then sends the kernel index and the page's after half (`page_after`)
+    while the op diagram is drawn here. The page's data is that of a serial run; no
+    process parses the after file again; a report of it pickles (is kept) as the plain
+    report; and when the worker dies first, its part is found here, the same."""
+    from hloscope.analysis.report import draws_after
+    from hloscope.inspection import inspect_run
+    from hloscope.render.html import graphviz_diagrams, page_after, page_data
+
+    with monkeypatch.context() as m:
+        m.setenv(pool.JOBS_VARIABLE, "1")
+        serial = page_data(inspect_run(DATA / name), diagrams=graphviz_diagrams)
+    inspection = inspect_run(DATA / name, draw_after=page_after)
+    split = [m for m in inspection.main if draws_after(m)]
+    assert split  # read at once, drawn there
+    # kept as the cache keeps it: the plain report, the worker still drawing
+    dumps = [d for d in _dumps(name) if d.key == split[0].key]
+    (plain,) = pool.unpack_reports(pool.pack_reports(split[:1]), pool.file_loaders(dumps))
+    assert type(plain) is ModuleReport and plain.key == split[0].key
+    monkeypatch.setattr(pool, "elsewhere", None)  # no other worker is asked
+    assert page_data(inspection, diagrams=graphviz_diagrams) == serial
+    assert not any(draws_after(m) for m in split)  # each drawing taken once
+    assert not any("computations" in vars(m.after_module) for m in split)
+    # the worker dies once it has sent the costs: its part is found here
+    from hloscope.analysis import report
+
+    monkeypatch.setattr(report, "_index", lambda side: os._exit(9))
+    inspection = inspect_run(DATA / name, draw_after=page_after)
+    assert any(draws_after(m) for m in inspection.main)
+    assert page_data(inspection, diagrams=graphviz_diagrams) == serial
+
+
+def test_a_measured_page_draws_its_kernel_times_here(
+    sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A profiled run's kernel diagram shows the times read here: the worker's drawing
+    (asked for all the same) is not used, and the page is the serial one."""
+    from hloscope.inspection import inspect_run
+    from hloscope.render.html import graphviz_diagrams, page_after, page_data
+    from hloscope.timing.sources import measured
+
+    assert measured(load_run(DATA / "torch_mlp"))
+    with monkeypatch.context() as m:
+        m.setenv(pool.JOBS_VARIABLE, "1")
+        serial = page_data(inspect_run(DATA / "torch_mlp"), diagrams=graphviz_diagrams)
+    inspection = inspect_run(DATA / "torch_mlp", draw_after=page_after)
+    assert any(inspection.kernel_times(m.key) for m in inspection.main)
+    assert page_data(inspection, diagrams=graphviz_diagrams) == serial
