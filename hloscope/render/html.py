@@ -345,9 +345,11 @@ def _module_extras(
 
     When its after module was parsed by a worker process and is not here (the two
     sides of a big module are read at once, `analysis.pool.beside`), all that reads it
-    is done in another worker (`analysis.pool.elsewhere`): the kernels' instructions and
-    HLO, the kernel diagram, and first the kernel index that colours the op diagram,
-    which is drawn here meanwhile. This process never parses the after module then.
+    is done there: by that worker, when it was asked to (`inspect_run`'s `draw_after`
+    of `page_after`, which draws with `graphviz_diagrams` and no kernel times), else
+    in another worker (`analysis.pool.elsewhere`): the kernels' instructions and HLO,
+    the kernel diagram, and first the kernel index that colours the op diagram, which
+    is drawn here meanwhile. This process never parses the after module then.
     """
     extras: dict[str, Any] = {
         "files": {
@@ -384,9 +386,9 @@ def page_after(m: ModuleReport) -> tuple[dict[str, Any], dict[str, Any]]:
     instructions and HLO, and its kernel diagram, without kernel times.
 
     `inspect_run(draw_after=page_after)` has the worker process that analyses a big
-    module's after side find it (`hloscope.analysis.report.drawn_after`) while the page
-    of a run without timings draws the op diagram here: what `hloscope report --html`
-    does.
+    module's after side find it (`hloscope.analysis.report.drawn_after`), so that the
+    page of a run without timings draws only the op diagram here: what `hloscope
+    report --html` does.
     """
     return _after_extras(m), _diagrams_doc(graphviz_diagrams, m, None, ("after",))
 
