@@ -370,13 +370,8 @@ def _walk(module: HloModule, platform: str | None) -> Iterator[Executed]:
         yield Executed(inst, comp, cls, times.get(comp.name), scope, branch)
         if cls != K.CONTROL or not _is_control(inst, cls):
             continue
-        frames = []
-        for name, inner, tag, _ in _callees(inst, scope, branch):
-            callee = comps.get(name)
-            if callee is not None and name not in seen:
-                seen.add(name)
-                frames.append((callee, iter(callee.instructions), inner, tag))
-        stack.extend(reversed(frames))
+        met = _first_met(inst, scope, branch, comps, seen)
+        stack.extend((c, iter(c.instructions), inner, tag) for c, inner, tag in reversed(met))
 
 
 def entered(module: HloModule) -> Iterator[tuple[Computation, str]]:
@@ -406,17 +401,30 @@ def entered(module: HloModule) -> Iterator[tuple[Computation, str]]:
             continue
         if not _is_control(inst, _class(inst, platform)):
             continue
-        frames: list[tuple[Computation, Iterator[Instruction] | None, str, str | None]] = []
-        for name, inner, tag, _ in _callees(inst, scope, branch):
-            callee = comps.get(name)
-            if callee is not None and name not in seen:
-                seen.add(name)
-                frames.append((callee, None, inner, tag))
-        stack.extend(reversed(frames))
+        met = _first_met(inst, scope, branch, comps, seen)
+        stack.extend((c, None, inner, tag) for c, inner, tag in reversed(met))
 
 
 def _calls(inst: Instruction) -> bool:
     return bool(inst.called)
+
+
+def _first_met(
+    inst: Instruction,
+    scope: str,
+    branch: str | None,
+    comps: Mapping[str, Computation],
+    seen: set[str],
+) -> list[tuple[Computation, str, str | None]]:
+    """The computations a control instruction runs that the walk has not met yet (now
+    in `seen`), in the order it runs them, each with its scope and branch."""
+    met = []
+    for name, inner, tag, _ in _callees(inst, scope, branch):
+        callee = comps.get(name)
+        if callee is not None and name not in seen:
+            seen.add(name)
+            met.append((callee, inner, tag))
+    return met
 
 
 def _class(inst: Instruction, platform: str | None) -> str:
