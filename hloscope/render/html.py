@@ -48,6 +48,7 @@ __all__ = [
     "Diagram",
     "Diagrams",
     "DiagramsFn",
+    "Embedded",
     "embed_json",
     "graphviz_diagrams",
     "iframe_html",
@@ -227,9 +228,10 @@ def page_data(
     The overview is `report_doc`'s `run` plus each module's summary (with its
     `render.figures` as the page prints them: `cells` of the modules table and
     `figures`); each module document is `module_doc` plus those figures, what each
-    kernel holds (`holds`), the fused instructions and HLO text of every kernel and the
-    diagrams. Modules are embedded separately so the page parses a module's
-    data only when its section is opened.
+    kernel holds (`holds`), the fused instructions and HLO text of every kernel (each an
+    `Embedded` mapping where a worker process wrote it) and the diagrams. Modules are
+    embedded separately so the page parses a module's data only when its section is
+    opened.
 
     Returns:
         `{"overview": {...}, "modules": [{...}, ...]}`, modules in report order.
@@ -383,14 +385,56 @@ def _module_extras(
 
 def page_after(m: ModuleReport) -> tuple[dict[str, Any], dict[str, Any]]:
     """The after side's part of a module's page, as `write_html` draws it: its kernels'
-    instructions and HLO, and its kernel diagram, without kernel times.
+    instructions and HLO (each already written as the page embeds it, `Embedded`), and
+    its kernel diagram, without kernel times.
 
     `inspect_run(draw_after=page_after)` has the worker process that analyses a big
     module's after side find it (`hloscope.analysis.report.drawn_after`), so that the
     page of a run without timings draws only the op diagram here: what `hloscope
     report --html` does.
     """
-    return _after_extras(m), _diagrams_doc(graphviz_diagrams, m, None, ("after",))
+    extras = {key: Embedded(doc) for key, doc in _after_extras(m).items()}
+    return extras, _diagrams_doc(graphviz_diagrams, m, None, ("after",))
+
+
+class Embedded(Mapping[str, Any]):
+    """A dict of the page, already written as the page embeds it (its `text`,
+    `embed_json`'s), and read back from that text when asked as a mapping.
+
+    A worker process writes the kernels' instructions and HLO of a big module this way
+    (`page_after`): it sends one string, not a hundred thousand lists, and this process
+    neither reads them back nor writes them again (1.4 s of the page of a 153 MB module).
+    """
+
+    __slots__ = ("_doc", "text")
+
+    def __init__(self, doc: Mapping[str, Any]) -> None:
+        self.text = embed_json(doc)
+        self._doc: dict[str, Any] | None = None
+
+    @classmethod
+    def of_text(cls, text: str) -> Embedded:
+        """The mapping `text` writes (what `Embedded(doc).text` is)."""
+        embedded = cls.__new__(cls)
+        embedded.text, embedded._doc = text, None
+        return embedded
+
+    def _read(self) -> dict[str, Any]:
+        if self._doc is None:
+            self._doc = json.loads(self.text)
+        return self._doc
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (Embedded.of_text, (self.text,))
 
 
 def _after_extras(m: ModuleReport) -> dict[str, Any]:
@@ -704,7 +748,9 @@ def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
     """`embed_json(doc)` in pieces: a dict of string keys is written entry by entry, to
     `depth` levels, so that only one entry's text is held at a time (a module's kernels'
     HLO is a hundred MB on a 100 MB module)."""
-    if depth and type(doc) is dict and doc and all(type(k) is str for k in doc):
+    if type(doc) is Embedded:
+        yield doc.text
+    elif depth and type(doc) is dict and doc and all(type(k) is str for k in doc):
         opening = "{"
         for key, value in doc.items():
             yield opening + embed_json(key) + ":"

@@ -454,7 +454,7 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
     report; and when the worker dies first, its part is found here, the same."""
     from hloscope.analysis.report import draws_after
     from hloscope.inspection import inspect_run
-    from hloscope.render.html import graphviz_diagrams, page_after, page_data
+    from hloscope.render.html import Embedded, graphviz_diagrams, page_after, page_data
 
     with monkeypatch.context() as m:
         m.setenv(pool.JOBS_VARIABLE, "1")
@@ -467,8 +467,12 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
     (plain,) = pool.unpack_reports(pool.pack_reports(split[:1]), pool.file_loaders(dumps))
     assert type(plain) is ModuleReport and plain.key == split[0].key
     monkeypatch.setattr(pool, "elsewhere", None)  # no other worker is asked
-    assert page_data(inspection, diagrams=graphviz_diagrams) == serial
+    page = page_data(inspection, diagrams=graphviz_diagrams)
+    assert page == serial
     assert not any(draws_after(m) for m in split)  # each drawing taken once
+    # the kernels' instructions and HLO came written (`Embedded`): one string sent
+    docs = {doc["key"]: doc for doc in page["modules"]}
+    assert all(type(docs[m.key][part]) is Embedded for m in split for part in ("fused", "hlo"))
     assert not any("computations" in vars(m.after_module) for m in split)
     # the worker dies once it has sent the costs: its part is found here
     from hloscope.analysis import report

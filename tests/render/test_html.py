@@ -27,6 +27,7 @@ from hloscope.render.display import kernel_html
 from hloscope.render.html import (
     Diagram,
     Diagrams,
+    Embedded,
     embed_chunks,
     embed_json,
     iframe_html,
@@ -94,6 +95,27 @@ def test_embed_json_writes_nan_as_null() -> None:
     proxied = {"m": MappingProxyType({"a": (1.0, "<")}), "n": [2]}
     assert embed_json(proxied) == embed_json(plain) == '{"m":{"a":[1.0,"\\u003c"]},"n":[2]}'
     assert embed_json(proxied | {"t": math.nan}) == embed_json(plain | {"t": None})
+
+
+def test_an_embedded_dict_is_written_as_given_and_read_back() -> None:
+    """`Embedded` (what a worker sends of a big module's page, `page_after`) is written
+    as the dict it holds would be, and reads back, pickled too, as that dict."""
+    import pickle
+
+    doc = {
+        "fusion.1<": [["add", "add.2", "f32[2]{0}"], ["exp", "e", "f32[]"]],
+        "k": "ROOT x = f32[] add(a, b) /* </script><!-- & \u2028é */",
+        "empty": {},
+    }
+    embedded = Embedded(doc)
+    assert embedded.text == embed_json(doc)
+    page = {"key": "m", "fused": embedded, "after": [1, 2]}
+    for depth in range(4):
+        assert "".join(embed_chunks(page, depth)) == embed_json(page | {"fused": doc})
+    back = pickle.loads(pickle.dumps(embedded))
+    assert type(back) is Embedded and back.text == embedded.text
+    assert back == doc and doc == back and dict(back) == doc and len(back) == 3
+    assert back["fusion.1<"] == doc["fusion.1<"] and "missing" not in back
 
 
 def test_embed_chunks_join_to_embed_json() -> None:
