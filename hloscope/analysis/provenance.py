@@ -35,7 +35,7 @@ from hloscope.analysis.evidence import (
     user_locator,
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, entered, walk
-from hloscope.analysis.memo import Later
+from hloscope.analysis.memo import ByModule, Later
 from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source_op
 from hloscope.hlo.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
@@ -1039,7 +1039,13 @@ def placed_ops(
 
 
 def ops_to_place(before: HloModule) -> OpsToPlace:
-    """`kernels_of_before_ops`' before side: the ops of `before` it places."""
+    """`kernels_of_before_ops`' before side: the ops of `before` it places (found once
+    per module, and read only: `analysis.report` finds them for a page while it waits
+    for a worker process's after side)."""
+    return _ops_to_place(before)
+
+
+def _find_ops_to_place(before: HloModule) -> OpsToPlace:
     named = _op_namer()
     skip = (K.FREE, K.CONTROL)
     out: list[tuple[str, str, str | None]] = []
@@ -1049,6 +1055,9 @@ def ops_to_place(before: HloModule) -> OpsToPlace:
             op = named(inst, ex.scope) if inst.metadata is not None else None
             out.append((inst.name, inst.opcode, op))
     return out
+
+
+_ops_to_place = ByModule(_find_ops_to_place)
 
 
 def _placed_ops(

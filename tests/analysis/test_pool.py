@@ -462,6 +462,10 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
     inspection = inspect_run(DATA / name, draw_after=page_after)
     split = [m for m in inspection.main if draws_after(m)]
     assert split  # read at once, drawn there
+    # the op diagram's ops to place were found here while the worker sent its side
+    from hloscope.analysis import provenance
+
+    assert all(id(m.before_module) in provenance._ops_to_place._kept for m in split)
     # kept as the cache keeps it: the plain report, the worker still drawing
     dumps = [d for d in _dumps(name) if d.key == split[0].key]
     (plain,) = pool.unpack_reports(pool.pack_reports(split[:1]), pool.file_loaders(dumps))

@@ -153,6 +153,15 @@ ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
         "e": ("exp_fusion",),
         "n": ("neg_fusion",),
     }
+    # its before side, found once per module (a page finds it while a worker sends
+    # the after side): the ops that may go to a kernel, in walk order
+    ops = P.ops_to_place(before)
+    assert ops is P.ops_to_place(before)
+    assert ops == [
+        ("m", "multiply", "jit(f)/mul"),
+        ("e", "exponential", "jit(f)/exp"),
+        ("n", "negate", "jit(f)/neg"),
+    ]
 
 
 def test_the_kernel_index_from_names_alone_equals_the_one_from_source_ops() -> None:
