@@ -235,8 +235,9 @@ def op_graph(
     rows = fold_parameter_rows(rows, max_nodes, notes, "ops")
     col = collapse_rows(rows, max_nodes)
     # Rows are in program order (`ORDER`).
+    kernel = kernel_of.get
     colors = kernel_colors(
-        kernel_of[info[0].name] for info in rows.info if info[1] == OP and info[0].name in kernel_of
+        k for info in rows.info if info[1] == OP and (k := kernel(info[0].name)) is not None
     )
     builder = Builder(col, rows, "op", prefix="b/")
     spec_nodes, where = builder.nodes(lambda n, d: before_node(before, n, d, colors))
