@@ -8,6 +8,8 @@ process (`hloscope.analysis.pool`) computes them where the module is parsed and 
 them back with the analysis: `remember` keeps them for the module's stand-in here, which
 then never parses its file again for them.
 
+`Ahead` is computed once, early, where a process waits anyway, for the one later call
+that needs it (the op diagram's ops of a page, found while a worker sends its side).
 `Later` is a mapping computed the first time it is read: what a drawing may never ask
 of a module that a worker process analysed (the after side's source ops) is found
 then, from the module's file.
@@ -22,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from hloscope.hlo.model import HloModule
 
-__all__ = ["ByModule", "Later", "PerModule"]
+__all__ = ["Ahead", "ByModule", "Later", "PerModule"]
 
 T = TypeVar("T")
 A = TypeVar("A")  # what a module is analysed into (`fusion.ModuleAnalysis`)
@@ -79,6 +81,33 @@ class ByModule(Generic[T]):
         with contextlib.suppress(TypeError):  # a module that takes no weak reference
             self._kept[key] = (weakref.ref(module, forget), value)
         return value
+
+
+class Ahead(Generic[T]):
+    """`compute(module)`, found ahead of time (`ahead`) where a process has time to
+    spare, and kept only until the next call takes it (computed then otherwise)."""
+
+    def __init__(self, compute: Callable[[HloModule], T]) -> None:
+        self._compute = compute
+        self._kept: dict[int, tuple[weakref.ref[HloModule], T]] = {}
+
+    def ahead(self, module: HloModule) -> None:
+        """Compute the value for `module` now, for the next call to take."""
+        key = id(module)
+
+        def forget(ref: weakref.ref[HloModule]) -> None:  # the module died untaken
+            if self._kept.get(key, (None,))[0] is ref:
+                del self._kept[key]
+
+        value = self._compute(module)
+        with contextlib.suppress(TypeError):  # a module that takes no weak reference
+            self._kept[key] = (weakref.ref(module, forget), value)
+
+    def __call__(self, module: HloModule) -> T:
+        known = self._kept.pop(id(module), None)
+        if known is not None and known[0]() is module:
+            return known[1]
+        return self._compute(module)
 
 
 class Later(Mapping[K, V]):

@@ -35,7 +35,7 @@ from hloscope.analysis.evidence import (
     user_locator,
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, entered, walk
-from hloscope.analysis.memo import ByModule, Later
+from hloscope.analysis.memo import Ahead, Later
 from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source_op
 from hloscope.hlo.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
@@ -1039,10 +1039,15 @@ def placed_ops(
 
 
 def ops_to_place(before: HloModule) -> OpsToPlace:
-    """`kernels_of_before_ops`' before side: the ops of `before` it places (found once
-    per module, and read only: `analysis.report` finds them for a page while it waits
-    for a worker process's after side)."""
+    """`kernels_of_before_ops`' before side: the ops of `before` it places (those
+    `ops_to_place_ahead` found, when it did)."""
     return _ops_to_place(before)
+
+
+def ops_to_place_ahead(before: HloModule) -> None:
+    """Find `ops_to_place(before)` now, for its next call to take: `analysis.report`
+    does, for a page, while it waits for the worker process that reads the after side."""
+    _ops_to_place.ahead(before)
 
 
 def _find_ops_to_place(before: HloModule) -> OpsToPlace:
@@ -1057,7 +1062,7 @@ def _find_ops_to_place(before: HloModule) -> OpsToPlace:
     return out
 
 
-_ops_to_place = ByModule(_find_ops_to_place)
+_ops_to_place = Ahead(_find_ops_to_place)
 
 
 def _placed_ops(

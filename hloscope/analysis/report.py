@@ -30,7 +30,7 @@ from hloscope.analysis.provenance import (
     before_facts,
     expect_index,
     join,
-    ops_to_place,
+    ops_to_place_ahead,
 )
 from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
@@ -238,8 +238,8 @@ def _analyze_dump(
             before = analyze_module(before_module)
             if pending is not None and provenance:  # joined below, once the after side is back
                 facts = before_facts(before_module)
-                if draw_after is not None:  # a page: its op diagram places these ops
-                    ops_to_place(before_module)  # (kept) while the worker sends its side
+                if draw_after is not None:  # a page: found while the worker sends its side
+                    ops_to_place_ahead(before_module)  # for the op diagram
         side = pending.result() if pending is not None else None
         report = _joined(dump, drawn, before, before_module, facts, errors, side, provenance)
         if pending is not None and side is not None and drawn is None and provenance:

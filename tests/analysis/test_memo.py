@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from hloscope.analysis.memo import Later
+from hloscope.analysis.memo import Ahead, Later
 
 
 def test_a_later_mapping_reads_as_the_dict_it_makes_once() -> None:
@@ -34,3 +34,26 @@ def test_a_later_mapping_of_a_later_mapping() -> None:
     outer = Later(lambda: {op: kernels[0] for op, kernels in inner.items()})
     assert outer.get("op") == "fusion.1" and outer.get("other") is None
     assert dict(outer.items()) == {"op": "fusion.1"}
+
+
+def test_a_value_found_ahead_is_taken_by_the_next_call_only() -> None:
+    from hloscope.hlo.parser import parse_module
+
+    module = parse_module("HloModule m\n\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n")
+    made: list[int] = []
+
+    def compute(m: object) -> list[int]:
+        made.append(1)
+        return [len(made)]
+
+    ahead = Ahead(compute)
+    assert ahead(module) == [1]  # none found ahead: computed
+    ahead.ahead(module)
+    assert made == [1, 1] and ahead(module) == [2]  # taken, not computed again
+    assert ahead(module) == [3] and not ahead._kept  # nothing kept after
+    ahead.ahead(module)
+    del module  # one never taken is forgotten with its module
+    import gc
+
+    gc.collect()
+    assert not ahead._kept

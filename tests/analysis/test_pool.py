@@ -465,7 +465,8 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
     # the op diagram's ops to place were found here while the worker sent its side
     from hloscope.analysis import provenance
 
-    assert all(id(m.before_module) in provenance._ops_to_place._kept for m in split)
+    kept = provenance._ops_to_place._kept
+    assert all(id(m.before_module) in kept for m in split)
     # kept as the cache keeps it: the plain report, the worker still drawing
     dumps = [d for d in _dumps(name) if d.key == split[0].key]
     (plain,) = pool.unpack_reports(pool.pack_reports(split[:1]), pool.file_loaders(dumps))
@@ -474,6 +475,7 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
     page = page_data(inspection, diagrams=graphviz_diagrams)
     assert page == serial
     assert not any(draws_after(m) for m in split)  # each drawing taken once
+    assert not any(id(m.before_module) in kept for m in split)  # taken by the op diagram
     # the kernels' instructions and HLO came written (`Embedded`): one string sent
     docs = {doc["key"]: doc for doc in page["modules"]}
     assert all(type(docs[m.key][part]) is Embedded for m in split for part in ("fused", "hlo"))

@@ -153,10 +153,12 @@ ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
         "e": ("exp_fusion",),
         "n": ("neg_fusion",),
     }
-    # its before side, found once per module (a page finds it while a worker sends
-    # the after side): the ops that may go to a kernel, in walk order
+    # its before side: the ops that may go to a kernel, in walk order; found ahead (as
+    # a page does while a worker sends the after side), taken by the next call only
     ops = P.ops_to_place(before)
-    assert ops is P.ops_to_place(before)
+    P.ops_to_place_ahead(before)
+    ahead = P.ops_to_place(before)
+    assert ahead == ops and ahead is not ops and P.ops_to_place(before) is not ahead
     assert ops == [
         ("m", "multiply", "jit(f)/mul"),
         ("e", "exponential", "jit(f)/exp"),
