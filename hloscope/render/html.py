@@ -403,7 +403,8 @@ class Embedded(Mapping[str, Any]):
 
     A worker process writes the kernels' instructions and HLO of a big module this way
     (`page_after`): it sends one string, not a hundred thousand lists, and this process
-    neither reads them back nor writes them again (1.4 s of the page of a 153 MB module).
+    neither reads them back nor writes them again (for the page of a 153 MB module, the
+    JSON written here took 2.7 s instead of 3.8 s).
     """
 
     __slots__ = ("_doc", "text")
