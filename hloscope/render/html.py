@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from hloscope.analysis.memo import Later
 from hloscope.analysis.report import ModuleReport, drawn_after, draws_after
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.model import HloModule
@@ -393,13 +394,13 @@ def page_after(m: ModuleReport) -> tuple[dict[str, Any], dict[str, Any]]:
     page of a run without timings draws only the op diagram here: what `hloscope
     report --html` does.
     """
-    extras = {key: Embedded(doc) for key, doc in _after_extras(m).items()}
+    extras = {key: Embedded.of(doc) for key, doc in _after_extras(m).items()}
     return extras, _diagrams_doc(graphviz_diagrams, m, None, ("after",))
 
 
-class Embedded(Mapping[str, Any]):
+class Embedded(Later[str, Any]):
     """A dict of the page, already written as the page embeds it (its `text`,
-    `embed_json`'s), and read back from that text when asked as a mapping.
+    `embed_json`'s), and read back from that text when first asked as a mapping.
 
     A worker process writes the kernels' instructions and HLO of a big module this way
     (`page_after`): it sends one string, not a hundred thousand lists, and this process
@@ -407,35 +408,17 @@ class Embedded(Mapping[str, Any]):
     JSON written here took 2.7 s instead of 3.8 s).
     """
 
-    __slots__ = ("_doc", "text")
-
-    def __init__(self, doc: Mapping[str, Any]) -> None:
-        self.text = embed_json(doc)
-        self._doc: dict[str, Any] | None = None
+    def __init__(self, text: str) -> None:
+        super().__init__(partial(json.loads, text))
+        self.text = text
 
     @classmethod
-    def of_text(cls, text: str) -> Embedded:
-        """The mapping `text` writes (what `Embedded(doc).text` is)."""
-        embedded = cls.__new__(cls)
-        embedded.text, embedded._doc = text, None
-        return embedded
-
-    def _read(self) -> dict[str, Any]:
-        if self._doc is None:
-            self._doc = json.loads(self.text)
-        return self._doc
-
-    def __getitem__(self, key: str) -> Any:
-        return self._read()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._read())
-
-    def __len__(self) -> int:
-        return len(self._read())
+    def of(cls, doc: Mapping[str, Any]) -> Embedded:
+        """`doc`, written."""
+        return cls(embed_json(doc))
 
     def __reduce__(self) -> tuple[object, tuple[str]]:
-        return (Embedded.of_text, (self.text,))
+        return (Embedded, (self.text,))
 
 
 def _after_extras(m: ModuleReport) -> dict[str, Any]:

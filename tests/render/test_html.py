@@ -107,7 +107,7 @@ def test_an_embedded_dict_is_written_as_given_and_read_back() -> None:
         "k": "ROOT x = f32[] add(a, b) /* </script><!-- & \u2028é */",
         "empty": {},
     }
-    embedded = Embedded(doc)
+    embedded = Embedded.of(doc)
     assert embedded.text == embed_json(doc)
     page = {"key": "m", "fused": embedded, "after": [1, 2]}
     for depth in range(4):
