@@ -14,10 +14,12 @@ what it writes against the same text. Prints, per command: wall seconds,
 peak resident memory (`wait4`'s ru_maxrss), and the peak over the text it reads, raw
 and less the interpreter's baseline (Python with hloscope, networkx and rich imported,
 measured the same way), each against issue 27's goals: at most 15 s and at most 8x the
-text read. A command that reads a big module in two processes
-(`hloscope.analysis.pool.beside`, `elsewhere`) is charged the most its processes held
-at once, their resident sizes summed (pages a forked worker still shares with its
-parent count twice).
+text read. First it prints how fast the machine is now (it is shared, and its speed
+varies by half from day to day): the time XLA's own C++ parser (`jaxlib`) takes to read
+the before file, against its time the day of the README's figures. A command that reads
+a big module in two processes (`hloscope.analysis.pool.beside`, `elsewhere`) is charged
+the most its processes held at once, their resident sizes summed (pages a forked worker
+still shares with its parent count twice).
 
     python benchmarks/scale_bench.py [--mb 105] [--dir /tmp/hloscope-scale] [--only graph]
 
@@ -171,6 +173,7 @@ def main() -> None:
     py = [sys.executable]
     _, base = measure([*py, "-c", BASELINE])
     print(f"baseline (interpreter + imports): {base / 1e6:.0f} MB", flush=True)
+    print(_yardstick(before), flush=True)
     cli = [*py, "-m", "hloscope"]
     json_out = folder / "report.json"
     page = folder / "report.html"
@@ -216,6 +219,33 @@ def main() -> None:
 
 SECONDS = 15.0  # issue 27: any command on the 107 MB module
 RATIO = 8.0  # issue 27: peak memory over the text the command reads
+
+
+# XLA's own parser on the before file, timed inside its process, for the speed of the
+# machine now: this shared machine's speed varies by half from day to day.
+_XLA_PARSE = """
+import sys, time
+from jaxlib import _hlo
+text = open(sys.argv[1]).read()
+started = time.perf_counter()
+_hlo.hlo_module_from_text(text)
+print(time.perf_counter() - started)
+"""
+XLA_PARSE_THEN = 2.9  # seconds, the day of the README's figures (parse_bench.py)
+
+
+def _yardstick(before: Path) -> str:
+    """How fast this machine is now: XLA's C++ parser (`jaxlib`) on the before file."""
+    found = subprocess.run(
+        [sys.executable, "-c", _XLA_PARSE, str(before)], capture_output=True, text=True
+    )
+    if found.returncode != 0:
+        return "machine speed: not measured (XLA's parser, from jaxlib, did not run)"
+    seconds = float(found.stdout.split()[-1])
+    return (
+        f"machine speed: XLA's own parser read the before file in {seconds:.1f} s "
+        f"({seconds / XLA_PARSE_THEN:.2f}x the {XLA_PARSE_THEN} s of the README's day)"
+    )
 
 
 def _goal(met: bool) -> str:
