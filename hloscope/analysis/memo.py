@@ -60,27 +60,33 @@ class PerModule(Generic[A, T]):
 
 
 class ByModule(Generic[T]):
-    """`compute(module)`, kept while the module is alive (a weak reference: its id is
-    never reused for another module while kept; one that takes none is not kept)."""
+    """`compute(module)`, kept while the module is alive (`_keep`)."""
 
     def __init__(self, compute: Callable[[HloModule], T]) -> None:
         self._compute = compute
         self._kept: dict[int, tuple[weakref.ref[HloModule], T]] = {}
 
     def __call__(self, module: HloModule) -> T:
-        key = id(module)
-        known = self._kept.get(key)
+        known = self._kept.get(id(module))
         if known is not None and known[0]() is module:
             return known[1]
         value = self._compute(module)
-
-        def forget(ref: weakref.ref[HloModule]) -> None:
-            if self._kept.get(key, (None,))[0] is ref:
-                del self._kept[key]
-
-        with contextlib.suppress(TypeError):  # a module that takes no weak reference
-            self._kept[key] = (weakref.ref(module, forget), value)
+        _keep(self._kept, module, value)
         return value
+
+
+def _keep(kept: dict[int, tuple[weakref.ref[HloModule], T]], module: HloModule, value: T) -> None:
+    """Keep `value` for `module` by its id, while the module is alive (a weak reference:
+    its id is never reused for another module while kept; one that takes none is not
+    kept)."""
+    key = id(module)
+
+    def forget(ref: weakref.ref[HloModule]) -> None:
+        if kept.get(key, (None,))[0] is ref:
+            del kept[key]
+
+    with contextlib.suppress(TypeError):  # a module that takes no weak reference
+        kept[key] = (weakref.ref(module, forget), value)
 
 
 class Ahead(Generic[T]):
@@ -93,15 +99,7 @@ class Ahead(Generic[T]):
 
     def ahead(self, module: HloModule) -> None:
         """Compute the value for `module` now, for the next call to take."""
-        key = id(module)
-
-        def forget(ref: weakref.ref[HloModule]) -> None:  # the module died untaken
-            if self._kept.get(key, (None,))[0] is ref:
-                del self._kept[key]
-
-        value = self._compute(module)
-        with contextlib.suppress(TypeError):  # a module that takes no weak reference
-            self._kept[key] = (weakref.ref(module, forget), value)
+        _keep(self._kept, module, self._compute(module))
 
     def __call__(self, module: HloModule) -> T:
         known = self._kept.pop(id(module), None)
