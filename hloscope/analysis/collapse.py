@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
+from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -139,7 +140,8 @@ class Rows:
         dst: Destination row of each edge.
         attrs: Row -> the node's attribute dict.
         edge_attrs: Edge -> the edge's attribute dict.
-        info: What the renderer keeps per row (not read here).
+        info: What the renderer keeps per row (not read here), or None: its
+            `keep(rows)` gives these rows' (`Rows.keep`).
         graph: The graph's attributes (`name`, ...).
     """
 
@@ -153,7 +155,7 @@ class Rows:
     dst: list[int]
     attrs: Callable[[int], dict[str, Any]]
     edge_attrs: Callable[[int], dict[str, Any]]
-    info: list[Any] = field(default_factory=list)
+    info: Any = None
     graph: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -193,29 +195,38 @@ class Rows:
         )
         return g
 
-    def keep(self, rows: Sequence[int]) -> Rows:
-        """These rows alone (in order), with the edges between them."""
+    def keep(self, rows: Iterable[int]) -> Rows:
+        """These rows alone (in order), with the edges between them.
+
+        The new rows hold these rows' columns, and only two maps back to them (row and
+        edge numbers, as arrays: no number object per row), for `attrs` and `edge_attrs`:
+        folding the one parameter of a 500k-op graph held its rows twice (issue 27).
+        """
+        kept = array("q", rows)
         new = [-1] * len(self.ids)
-        for i, r in enumerate(rows):
+        for i, r in enumerate(kept):
             new[r] = i
-        edges = [
-            e
-            for e, (u, v) in enumerate(zip(self.src, self.dst, strict=True))
-            if new[u] >= 0 and new[v] >= 0
-        ]
+        edges = array(
+            "q",
+            [
+                e
+                for e, (u, v) in enumerate(zip(self.src, self.dst, strict=True))
+                if new[u] >= 0 and new[v] >= 0
+            ],
+        )
         old_attrs, old_edge_attrs = self.attrs, self.edge_attrs
         return Rows(
-            [self.ids[r] for r in rows],
-            [self.orders[r] for r in rows],
-            [self.scopes[r] for r in rows],
-            [self.signatures[r] for r in rows],
-            [self.structures[r] for r in rows],
-            [self.pinned[r] for r in rows],
+            [self.ids[r] for r in kept],
+            [self.orders[r] for r in kept],
+            [self.scopes[r] for r in kept],
+            [self.signatures[r] for r in kept],
+            [self.structures[r] for r in kept],
+            [self.pinned[r] for r in kept],
             [new[self.src[e]] for e in edges],
             [new[self.dst[e]] for e in edges],
-            lambda i: old_attrs(rows[i]),
+            lambda i: old_attrs(kept[i]),
             lambda e: old_edge_attrs(edges[e]),
-            [self.info[r] for r in rows] if self.info else [],
+            self.info.keep(kept) if self.info is not None else None,
             dict(self.graph),
         )
 

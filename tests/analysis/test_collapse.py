@@ -18,6 +18,7 @@ from hloscope.analysis.collapse import (
     SCOPE,
     SIGNATURE,
     Collapsed,
+    Rows,
     collapse,
     filter_scope,
     matches_scope,
@@ -236,3 +237,19 @@ def test_filter_scope_keeps_matching_units_and_their_pinned_neighbours() -> None
     assert set(sub) == {"in", "k0_0", "k0_1", "k0_2", "k0_3"}
     with pytest.raises(UsageError, match="biggest scopes: jit"):
         filter_scope(g, "layer_9")
+
+
+def test_kept_rows_are_renumbered_and_read_their_attributes_from_the_rows_left() -> None:
+    # What folding parameters away does: the rows left hold only maps back, not a copy
+    # of every row they came from (issue 27)
+    g = _layers(2)
+    g.nodes["k0_1"][PINNED] = True
+    rows = Rows.from_graph(g)
+    kept = [r for r in range(len(rows)) if rows.ids[r] != "k0_1"]
+    small = rows.keep(iter(kept))
+    assert small.ids == [rows.ids[r] for r in kept] and "k0_1" not in small.ids
+    assert small.pinned == [rows.pinned[r] for r in kept] and not any(small.pinned[1:-1])
+    assert [small.attrs(i) for i in range(len(small))] == [dict(g.nodes[n]) for n in small.ids]
+    pairs = [(small.ids[u], small.ids[v]) for u, v in zip(small.src, small.dst, strict=True)]
+    assert pairs == [(u, v) for u, v in g.edges if "k0_1" not in (u, v)]
+    assert [small.edge_attrs(e) for e in range(len(pairs))] == [g.edges[e] for e in pairs]

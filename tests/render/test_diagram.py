@@ -240,3 +240,14 @@ def test_unit_graph_without_the_name_index_is_the_same_graph() -> None:
     assert index and not none
     assert list(full.nodes(data=True)) == list(bare.nodes(data=True))
     assert list(full.edges(data=True)) == list(bare.edges(data=True))
+
+
+def test_the_op_graph_reads_each_ops_first_kernel_from_its_kernels() -> None:
+    # not a second dict of a big module's ops (issue 27), and the same answers as one
+    from hloscope.render.diagram.views import _FirstKernels
+
+    kernels_of = {"a": ("k1", "k2"), "b": ("k2",)}
+    first = _FirstKernels(kernels_of)
+    assert dict(first) == {"a": "k1", "b": "k2"} and set(first.values()) == {"k1", "k2"}
+    assert first.get("a") == "k1" and first.get("c") is None and first.get("c", "-") == "-"
+    assert "b" in first and "c" not in first and len(first) == 2

@@ -50,7 +50,7 @@ _LABELLED_SIZE = 1_000  # `layout_size`; past it, edge labels cost dot seconds (
 def count_role(g: nx.DiGraph | Rows, role: str) -> int:
     """Units of one role in a unit graph."""
     if isinstance(g, Rows):
-        return sum(1 for info in g.info if info[1] == role)
+        return g.info.roles.count(role)  # type: ignore[no-any-return]
     return sum(1 for _, d in g.nodes(data=True) if d.get(ROLE) == role)
 
 
@@ -193,7 +193,7 @@ def fold_parameters(g: nx.DiGraph, max_nodes: int, notes: list[str], what: str) 
 def fold_parameter_rows(rows: Rows, max_nodes: int, notes: list[str], what: str) -> Rows:
     """`fold_parameters` over rows: the rows left, the folded parameters' (name, shape)
     in the `INPUTS` of the units they feed."""
-    params = [r for r, info in enumerate(rows.info) if info[1] == PARAMETER]
+    params = [r for r, role in enumerate(rows.info.roles) if role == PARAMETER]
     if not params or len(rows) <= max_nodes:
         return rows
     users: dict[int, list[int]] = {p: [] for p in params}
@@ -202,11 +202,10 @@ def fold_parameter_rows(rows: Rows, max_nodes: int, notes: list[str], what: str)
             users[u].append(v)
     inputs: dict[int, list[tuple[str, Shape]]] = {}
     for p in params:
-        inst: Instruction = rows.info[p][0]
+        inst: Instruction = rows.info.items[p]
         for user in users[p]:
             inputs.setdefault(user, []).append((inst.name, inst.shape))
     folded = set(params)
-    kept = [r for r in range(len(rows)) if r not in folded]
     attrs = rows.attrs
 
     def with_inputs(r: int) -> dict[str, Any]:
@@ -220,7 +219,7 @@ def fold_parameter_rows(rows: Rows, max_nodes: int, notes: list[str], what: str)
         f"{counted(len(params), 'parameter')} not drawn (listed in the tooltips of the {what} "
         "they feed)"
     )
-    return rows.keep(kept)
+    return rows.keep(r for r in range(len(rows)) if r not in folded)
 
 
 # --- spec nodes and edges ---------------------------------------------------------------
@@ -244,7 +243,7 @@ class Builder:
         self.prefix = prefix
         if isinstance(units, Rows):
             # a set: a big module's ops share a few thousand names
-            names: Iterable[str] = {name for info in units.info for name in info[3]}
+            names: Iterable[str] = {name for names in units.info.names for name in names}
         else:
             names = (name for _, d in units.nodes(data=True) for name in d.get(OP_NAMES, ()))
         self.root = common_root(names)
@@ -339,7 +338,7 @@ class Builder:
         """(item, role, cluster) of each unit of a group."""
         if isinstance(self.units, Rows):
             info = self.units.info
-            return [info[m][:3] for m in group.members]
+            return [(info.items[m], info.roles[m], info.clusters[m]) for m in group.members]
         nodes = self.units.nodes
         return [
             (d.get(ITEM), d.get(ROLE), d.get(CLUSTER))

@@ -3,13 +3,15 @@
 `unit_rows` walks the module as `hloscope.render.diagram.walk.unit_graph` does, but
 puts the units in `hloscope.analysis.collapse.Rows` (lists, one entry per unit) instead
 of a networkx graph: `collapse_rows` then folds them to the node budget, and only what
-is drawn on its own gets an attribute dict. A module of 500k ops drew in seconds less
+is drawn on its own gets an attribute dict; `RowInfo` is what a drawing reads of every
+row. A module of 500k ops drew in seconds less
 and a gigabyte less (issue 27). `rows_of` turns a (cut) networkx unit graph into rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -38,8 +40,8 @@ def unit_rows(
 
     The same walk, nodes and edges, but no networkx node nor attribute dict per op: a
     row's attributes are made when it is drawn on its own (`Rows.attrs`), its edges'
-    when they are drawn. `Rows.info` holds (instruction, role, cluster, op names) per
-    row, what a group node shows of its members.
+    when they are drawn. `Rows.info` holds each row's `RowInfo`, what a group node
+    shows of its members.
     """
     sink = _RowSink(module.name, side)
     index = walk(module, side, sink, names=names)
@@ -49,11 +51,46 @@ def unit_rows(
 def rows_of(g: nx.DiGraph) -> Rows:
     """The rows of a unit graph, with the `Rows.info` that `unit_rows` gives."""
     rows = Rows.from_graph(g)
-    rows.info = [
-        (d.get(ITEM), d.get(ROLE), d.get(CLUSTER), d.get(OP_NAMES, ()))
-        for _, d in g.nodes(data=True)
-    ]
+    info = rows.info = RowInfo()
+    for _, d in g.nodes(data=True):
+        info.append(d.get(ITEM), d.get(ROLE), d.get(CLUSTER), d.get(OP_NAMES, ()))
     return rows
+
+
+@dataclass
+class RowInfo:
+    """What a drawing reads of every row of a unit graph (`Rows.info`), as columns: a
+    tuple per row cost 43 MB at 536k ops (issue 27).
+
+    Attributes:
+        items: Each row's `ITEM`, its instruction (None for a bare row).
+        roles: Its `ROLE`.
+        clusters: Its `CLUSTER`.
+        names: Its `OP_NAMES`.
+    """
+
+    items: list[Any] = field(default_factory=list)
+    roles: list[str | None] = field(default_factory=list)
+    clusters: list[str | None] = field(default_factory=list)
+    names: list[tuple[str, ...]] = field(default_factory=list)
+
+    def append(
+        self, item: Any, role: str | None, cluster: str | None, names: tuple[str, ...]
+    ) -> None:
+        """Add a row's."""
+        self.items.append(item)
+        self.roles.append(role)
+        self.clusters.append(cluster)
+        self.names.append(names)
+
+    def keep(self, rows: Sequence[int]) -> RowInfo:
+        """These rows' alone, in order (`Rows.keep`)."""
+        return RowInfo(
+            [self.items[r] for r in rows],
+            [self.roles[r] for r in rows],
+            [self.clusters[r] for r in rows],
+            [self.names[r] for r in rows],
+        )
 
 
 class _RowSink(Sink):
@@ -67,7 +104,7 @@ class _RowSink(Sink):
         self.scopes: list[str] = []
         self.signatures: list[Hashable] = []
         self.pinned: list[bool] = []
-        self.info: list[tuple[Any, str | None, str | None, tuple[str, ...]]] = []
+        self.info = RowInfo()
         self.fixed: dict[int, dict[str, Any]] = {}  # parameters, the output: as given
         self.named: list[Named | None] = []
         self.edge: dict[int, int] = {}  # (src row << 32 | dst row) -> edge number
@@ -95,7 +132,7 @@ class _RowSink(Sink):
         if node in self.row:
             return
         r = self._new(node, attrs.get(SCOPE) or "", node, bool(attrs.get(PINNED)))
-        self.info.append((attrs.get(ITEM), attrs.get(ROLE), attrs.get(CLUSTER), ()))
+        self.info.append(attrs.get(ITEM), attrs.get(ROLE), attrs.get(CLUSTER), ())
         self.named.append(None)
         self.fixed[r] = {ORDER: r, **attrs}
 
@@ -112,14 +149,14 @@ class _RowSink(Sink):
         self.scopes.append(named[0])
         self.signatures.append(self.side.signature(inst))
         self.pinned.append(False)
-        self.info.append((inst, role, cluster, named[1]))
+        self.info.append(inst, role, cluster, named[1])
         self.named.append(named)
         return role
 
     def _row(self, node: str) -> int:
         """A bare row for a node an edge names before it is added (as networkx adds it)."""
         r = self._new(node, "", node, False)
-        self.info.append((None, None, None, ()))
+        self.info.append(None, None, None, ())
         self.named.append(None)
         self.fixed[r] = {}
         return r
@@ -149,14 +186,20 @@ class _RowSink(Sink):
         self.backs.add(self.edge[self.row[src] << 32 | self.row[dst]])
 
     def rows(self) -> Rows:
-        """The rows, scopes inherited (`inherit_scopes`)."""
+        """The rows, scopes inherited (`inherit_scopes`).
+
+        What `attrs` and `edge_attrs` do not read is then the rows' alone, freed with
+        them (a big module's are folded into new rows: `Rows.keep`).
+        """
+        # each row's order is its number: the number objects the edges hold already
+        orders: list[int | None] = list(self.row.values())
         self.edge, self.row = {}, {}  # the walk is done
+        self.side.walked()
         _inherit_row_scopes(self.scopes, self.pinned, self.src, self.dst)
-        orders: list[int | None] = list(range(len(self.ids)))
         for r, attrs in self.fixed.items():
             if ORDER not in attrs:
                 orders[r] = None
-        return Rows(
+        rows = Rows(
             self.ids,
             orders,
             self.scopes,
@@ -170,6 +213,8 @@ class _RowSink(Sink):
             info=self.info,
             graph=self.graph,
         )
+        self.ids, self.pinned, self.src, self.dst = [], [], [], []
+        return rows
 
     def attrs(self, r: int) -> dict[str, Any]:
         """Row `r`'s attributes, as `unit_graph` gives them."""
@@ -178,7 +223,7 @@ class _RowSink(Sink):
             return dict(fixed)
         named = self.named[r]
         assert named is not None
-        inst, _, cluster, _ = self.info[r]
+        inst, cluster = self.info.items[r], self.info.clusters[r]
         attrs = self.side.attrs(inst, named, self.scopes[r], self.signatures[r])  # type: ignore[arg-type]
         return {ORDER: r, **attrs, CLUSTER: cluster}
 

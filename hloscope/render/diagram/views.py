@@ -10,7 +10,7 @@ Nothing here parses, analyses or reads a file.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -237,7 +237,9 @@ def op_graph(
     # Rows are in program order (`ORDER`).
     kernel = kernel_of.get
     colors = kernel_colors(
-        k for info in rows.info if info[1] == OP and (k := kernel(info[0].name)) is not None
+        k
+        for inst, role in zip(rows.info.items, rows.info.roles, strict=True)
+        if role == OP and (k := kernel(inst.name)) is not None
     )
     builder = Builder(col, rows, "op", prefix="b/")
     spec_nodes, where = builder.nodes(lambda n, d: before_node(before, n, d, colors))
@@ -542,6 +544,30 @@ def _kernels_of(module: ModuleReport) -> Mapping[str, tuple[str, ...]]:
     return Later(found)
 
 
+class _FirstKernels(Mapping[str, str]):
+    """Op -> the first of its kernels (the one it is coloured by), read from the op ->
+    kernels mapping: not a second dict of a big module's 536k ops (issue 27)."""
+
+    def __init__(self, kernels_of: Mapping[str, tuple[str, ...]]) -> None:
+        self._of = kernels_of
+
+    def __getitem__(self, op: str) -> str:
+        return self._of[op][0]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._of)
+
+    def __len__(self) -> int:
+        return len(self._of)
+
+    def __contains__(self, op: object) -> bool:
+        return op in self._of
+
+    def get(self, op: str, default: Any = None) -> Any:
+        kernels = self._of.get(op)
+        return default if kernels is None else kernels[0]
+
+
 def _after(
     module: ModuleReport,
     timings: Mapping[str, float] | None,
@@ -580,7 +606,7 @@ def _before(
     assert module.before_module is not None
     return op_graph(
         module.before_module,
-        Later(lambda: {op: ks[0] for op, ks in kernels_of.items()}),
+        _FirstKernels(kernels_of),
         kernels_of=kernels_of,
         max_nodes=max_nodes,
         around=around,

@@ -205,6 +205,11 @@ class BeforeSide(Side):
             self.named[key] = named
         return named
 
+    def walked(self) -> None:
+        """The walk is done: `name_of`'s names are the units' now (a big module's ops
+        have hundreds of thousands)."""
+        self.named = {}
+
     def signature(self, inst: Instruction) -> tuple[str, str]:
         """(opcode, shape): what makes two ops alike, one tuple per kind of op."""
         key = (inst.opcode, inst.shape.text)
