@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from operator import attrgetter
+from typing import NamedTuple
 
 from hloscope.analysis import kernels as K
 from hloscope.analysis.evidence import (
@@ -1022,9 +1023,20 @@ def kernels_of_before_ops(
     return placed_ops(ops_to_place(before), after, provenance, analysis)
 
 
-OpsToPlace = list[tuple[str, str, str | None]]
-"""(instruction, opcode, source op) of each op a before module executes that could go to
-a kernel, in walk order: `kernels_of_before_ops`' before side (`ops_to_place`)."""
+class OpsToPlace(NamedTuple):
+    """Each op a before module executes that could go to a kernel, in walk order:
+    `kernels_of_before_ops`' before side (`ops_to_place`). Columns, not a tuple per op:
+    a big module has 536k (issue 27).
+
+    Attributes:
+        names: Each op's instruction name.
+        opcodes: Its opcode.
+        ops: Its source op, None where it has none.
+    """
+
+    names: list[str]
+    opcodes: list[str]
+    ops: list[str | None]
 
 
 def placed_ops(
@@ -1053,38 +1065,34 @@ def ops_to_place_ahead(before: HloModule) -> None:
 def _find_ops_to_place(before: HloModule) -> OpsToPlace:
     named = _op_namer()
     skip = (K.FREE, K.CONTROL)
-    out: list[tuple[str, str, str | None]] = []
+    out = OpsToPlace([], [], [])
     for ex in walk(before):
         inst = ex.instruction
         if ex.cls not in skip:
-            op = named(inst, ex.scope) if inst.metadata is not None else None
-            out.append((inst.name, inst.opcode, op))
+            out.names.append(inst.name)
+            out.opcodes.append(inst.opcode)
+            out.ops.append(named(inst, ex.scope))
     return out
 
 
 _ops_to_place = Ahead(_find_ops_to_place)
 
 
-def _placed_ops(
-    ops: list[tuple[str, str, str | None]], index: KernelIndex
-) -> dict[str, tuple[str, ...]]:
+def _placed_ops(ops: OpsToPlace, index: KernelIndex) -> dict[str, tuple[str, ...]]:
     """`kernels_of_before_ops` of the ops `_ops_to_place` found, by the after side's
     kernel index."""
     by_op, by_op_code, own = index.by_op, index.by_op_code, index.own
     out: dict[str, tuple[str, ...]] = {}
-    # The kernels of the ops alike in source op and opcode, one tuple for them all: a
-    # big module's instructions share a few hundred thousand of these (issue 27).
-    shared: dict[tuple[str, str], tuple[str, ...]] = {}
-    for name, opcode, op in ops:
+    for name, opcode, op in zip(*ops, strict=True):
         if name in out:
             continue
         found: tuple[str, ...] = ()
         if op is not None:
-            alike = shared.get((op, opcode))
-            if alike is None:
-                kernels = by_op_code.get((op, opcode)) or by_op.get(op, ())
-                alike = shared[(op, opcode)] = tuple(dict.fromkeys(kernels))
-            found = alike
+            # the index's own tuple, one for the ops alike in source op and opcode: a big
+            # module's 536k ops share a few hundred thousand (issue 27)
+            found = by_op_code.get((op, opcode)) or by_op.get(op, ())
+            if len(found) > 1 and len(set(found)) < len(found):
+                found = tuple(dict.fromkeys(found))
         if own.get(name) == opcode:
             found = tuple(dict.fromkeys((name, *found)))
         if found:
@@ -1093,14 +1101,18 @@ def _placed_ops(
 
 
 def _op_namer() -> Callable[[Instruction, str], str | None]:
-    """`op_name` without a module, remembered by what it reads (a big module's
-    instructions repeat a few thousand op names, issue 27)."""
+    """`op_name` without a module, remembered by what it reads within a call's scope,
+    where it makes a name (one string for the instructions that share it). Outside
+    one it is mostly the op name itself, and remembering it would cost a key per op of
+    a big module (536k, issue 27)."""
     names: dict[tuple[str | None, str | None, str], str | None] = {}
 
     def named(inst: Instruction, scope: str) -> str | None:
         md = inst.metadata
         if md is None:
             return None
+        if not scope:
+            return op_name(inst)
         key = (md.op_name, md.op_type, scope)
         if key not in names:
             names[key] = op_name(inst, scope)

@@ -159,11 +159,16 @@ ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
     P.ops_to_place_ahead(before)
     ahead = P.ops_to_place(before)
     assert ahead == ops and ahead is not ops and P.ops_to_place(before) is not ahead
-    assert ops == [
+    assert list(zip(*ops, strict=True)) == [
         ("m", "multiply", "jit(f)/mul"),
         ("e", "exponential", "jit(f)/exp"),
         ("n", "negate", "jit(f)/neg"),
     ]
+    # each op's kernels are the index's own tuple, not one made per op (a big module
+    # has 536k ops, issue 27)
+    index = P.kernel_index(after, prov, analysis)
+    placed = P.kernels_of_before_ops(before, after, prov, analysis)
+    assert placed["m"] is index.by_op["jit(f)/mul"] and placed["e"] is index.by_op["jit(f)/exp"]
 
 
 def test_the_kernel_index_from_names_alone_equals_the_one_from_source_ops() -> None:
