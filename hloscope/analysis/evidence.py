@@ -14,7 +14,7 @@ inferred. The user's source line is the first stack frame outside the frameworks
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from hloscope.analysis.fusion import Kernel
@@ -106,33 +106,34 @@ def _find_constant_like(module: HloModule) -> frozenset[int]:
         # mark more in the next.
         marked = False
         for comp in module.computations:
-            index = comp.by_name
+            # its constant-like instructions by name, as found (not `comp.by_name`,
+            # which the module would keep: 89k dicts in a big one, issue 27)
+            here = {inst.name for inst in comp.instructions if id(inst) in out}
             for inst in comp.instructions:
                 if inst.opcode == "constant" or (
                     inst.opcode in DATA_MOVEMENT
                     and inst.operands
-                    and all(o in index and id(index[o]) in out for o in inst.operands)
+                    and all(o in here for o in inst.operands)
                 ):
                     out.add(id(inst))
+                    here.add(inst.name)
                 elif inst.opcode == "fusion":
-                    marked = _mark_parameters(inst, index, comps, out) or marked
+                    marked = _mark_parameters(inst, here, comps, out) or marked
         if not marked:
             return frozenset(out)
 
 
 def _mark_parameters(
     fusion: Instruction,
-    index: Mapping[str, Instruction],
+    here: Collection[str],
     comps: Mapping[str, Computation],
     out: set[int],
 ) -> bool:
     """Mark the parameters of `fusion`'s callees that it passes a constant-like
-    operand; whether any was not marked yet."""
-    passed = set()  # the numbers of the constant-like operands: most fusions pass none
-    for n, name in enumerate(fusion.operands):
-        operand = index.get(name)
-        if operand is not None and id(operand) in out:
-            passed.add(n)
+    operand (`here`: those of its computation, by name); whether any was not marked
+    yet."""
+    # the numbers of the constant-like operands: most fusions pass none
+    passed = {n for n, name in enumerate(fusion.operands) if name in here}
     if not passed:
         return False
     marked = False
@@ -342,10 +343,14 @@ def _neighbours(module: HloModule, kernels: list[Kernel]) -> dict[str, tuple[lis
     names = {k.name for k in kernels}
     out: dict[str, tuple[list[str], list[str]]] = {n: ([], []) for n in names}
     for comp in module.computations:
-        index = comp.by_name
+        # `comp.by_name`, which the module keeps: only for a computation that holds
+        # kernels, not for each fused one (44k dicts in a big module, issue 27)
+        index: Mapping[str, Instruction] | None = None
         for inst in comp.instructions:
             if inst.name not in names:
                 continue
+            if index is None:
+                index = comp.by_name
             for producer in _through_free(inst.operands, index, names):
                 out[inst.name][0].append(producer)
                 out.setdefault(producer, ([], []))[1].append(inst.name)

@@ -430,6 +430,20 @@ def test_constant_like_walks_again_while_fusion_parameters_are_marked() -> None:
     assert found == _constant_like_fixpoint(module)
 
 
+def test_constants_and_the_kernels_neighbours_keep_no_index_of_each_fused_computation() -> None:
+    # `by_name` is a dict the module keeps per computation: a big module has 44k fused
+    # ones, whose index neither finding the constants nor the neighbours needs (issue 27)
+    after = parse_file(_paths("tf_resnet50")[1])
+    kernels = analyze_module(after).kernels
+    E.constant_like(after)
+    E.infer_kernel_ops(after, kernels, {}, lambda inst: None)  # (its neighbours found first)
+    assert "by_name" in vars(after.entry)  # where the kernels are: indexed
+    fused = {k.fused_computation for k in kernels if k.fused_computation}
+    assert fused and not [
+        c.name for c in after.computations if c.name in fused and "by_name" in vars(c)
+    ]
+
+
 @pytest.mark.parametrize("folder", sorted({f for f, _ in SAMPLES}))
 def test_constant_like_equals_the_brute_force_walk(folder: str) -> None:
     for path in sorted((DATA / folder).rglob("*after_optimizations.txt")):
