@@ -3,9 +3,9 @@
 `unit_rows` walks the module as `hloscope.render.diagram.walk.unit_graph` does, but
 puts the units in `hloscope.analysis.collapse.Rows` (lists, one entry per unit) instead
 of a networkx graph: `collapse_rows` then folds them to the node budget, and only what
-is drawn on its own gets an attribute dict; `RowInfo` is what a drawing reads of every
-row. A module of 500k ops drew in seconds less
-and a gigabyte less (issue 27). `rows_of` turns a (cut) networkx unit graph into rows.
+is drawn on its own gets an attribute dict (`RowInfo` is what a drawing reads of every
+row). A module of 500k ops drew in seconds less and a gigabyte less (issue 27).
+`rows_of` turns a (cut) networkx unit graph into rows.
 """
 
 from __future__ import annotations

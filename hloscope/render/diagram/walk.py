@@ -206,8 +206,8 @@ class BeforeSide(Side):
         return named
 
     def walked(self) -> None:
-        """The walk is done: `name_of`'s names are the units' now (a big module's ops
-        have hundreds of thousands)."""
+        """The walk is done: `name_of` forgets its names (the units hold theirs; a big
+        module's ops have hundreds of thousands)."""
         self.named = {}
 
     def signature(self, inst: Instruction) -> tuple[str, str]:
