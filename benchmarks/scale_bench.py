@@ -231,12 +231,13 @@ started = time.perf_counter()
 _hlo.hlo_module_from_text(text)
 print(time.perf_counter() - started)
 """
-XLA_PARSE_THEN = 3.9  # seconds, `--mb 105`, in the run that gave the README's figures
+XLA_PARSE_THEN = 3.9  # seconds, `--mb 105`, in the run of the README's fast-day figures (cfc7870)
 
 
 def _yardstick(before: Path, default_size: bool) -> str:
     """How fast this machine is now: XLA's C++ parser (`jaxlib`) on the before file (a
-    rough yardstick, not a correction), against the README's run for the default size."""
+    rough yardstick, not a correction), against the README's fast-day run for the default
+    size."""
     found = subprocess.run(
         [sys.executable, "-c", _XLA_PARSE, str(before)], capture_output=True, text=True
     )
@@ -245,7 +246,7 @@ def _yardstick(before: Path, default_size: bool) -> str:
     seconds = float(found.stdout.split()[-1])
     line = f"machine speed: XLA's own parser read the before file in {seconds:.1f} s"
     if default_size:
-        line += f" ({seconds / XLA_PARSE_THEN:.2f}x its {XLA_PARSE_THEN} s in the README's run)"
+        line += f" ({seconds / XLA_PARSE_THEN:.2f}x its {XLA_PARSE_THEN} s in the README's fast-day run)"
     return line
 
 
