@@ -251,3 +251,17 @@ def test_the_op_graph_reads_each_ops_first_kernel_from_its_kernels() -> None:
     assert dict(first) == {"a": "k1", "b": "k2"} and set(first.values()) == {"k1", "k2"}
     assert first.get("a") == "k1" and first.get("c") is None and first.get("c", "-") == "-"
     assert "b" in first and "c" not in first and len(first) == 2
+
+
+def test_the_op_graph_walk_leaves_its_names_with_the_rows_alone() -> None:
+    # the walk's cache of names held a key per op of a big module (issue 27)
+    from hloscope.hlo.parser import parse_file
+    from hloscope.render.diagram.rows import unit_rows
+    from hloscope.render.diagram.walk import BeforeSide
+    from tests.conftest import dump_file
+
+    before = parse_file(dump_file("jax_mlp", "*jit_mlp.before_optimizations.txt"))
+    side = BeforeSide(before, {}, {})
+    rows, _ = unit_rows(before, side)
+    assert side.named == {}
+    assert len(rows) > 10 and any(names for names in rows.info.names)
