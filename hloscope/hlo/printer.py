@@ -10,6 +10,7 @@ source ops and lines on their own.
 
 from __future__ import annotations
 
+from hloscope.hlo.lexical import Attributes
 from hloscope.hlo.model import Computation, HloModule, Instruction
 
 __all__ = ["computation_text", "instruction_text", "module_text"]
@@ -36,7 +37,9 @@ def instruction_text(inst: Instruction, *, metadata: bool = False) -> str:
         inner = inst.literal
     else:
         inner = ", ".join(f"%{o}" for o in inst.operands)
-    attrs = "".join(f", {k}={v}" for k, v in inst.attributes.items() if metadata or k != "metadata")
+    given = inst.attributes  # read, not kept: a page prints every fused instruction
+    pairs = given.pairs() if isinstance(given, Attributes) else given.items()
+    attrs = "".join(f", {k}={v}" for k, v in pairs if metadata or k != "metadata")
     root = "ROOT " if inst.is_root else ""
     return f"{root}%{inst.name} = {inst.shape.text} {inst.opcode}({inner}){attrs}"
 

@@ -523,17 +523,16 @@ def _nested_fusions(module: HloModule, name: str) -> list[str]:
     """A fused computation and the fused computations it calls, depth first."""
     comps = module.computation_map
     seen: list[str] = []
-
-    def visit(n: str, depth: int) -> None:
+    # a stack, not a function calling itself: each one a reference cycle, which the
+    # paused collector would keep (one per kernel of the page's after half)
+    todo = [(name, 0)]
+    while todo:
+        n, depth = todo.pop()
         if n in seen or n not in comps or depth > 16:
-            return
+            continue
         seen.append(n)
-        for inst in comps[n].instructions:
-            if inst.opcode == "fusion":
-                for callee in inst.calls():
-                    visit(callee, depth + 1)
-
-    visit(name, 0)
+        callees = [c for i in comps[n].instructions if i.opcode == "fusion" for c in i.calls()]
+        todo.extend((callee, depth + 1) for callee in reversed(callees))
     return seen
 
 

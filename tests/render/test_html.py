@@ -192,6 +192,33 @@ def test_kernel_hlo_is_printed_from_the_parsed_module() -> None:
     assert all(line.strip() in dumped for line in text.splitlines()[1:-1] if "=" in line)
 
 
+def test_a_kernels_hlo_lists_its_nested_fusions_depth_first_once_each() -> None:
+    from hloscope.hlo.parser import parse_module
+    from hloscope.render.html import _nested_fusions
+
+    fused = "\n".join(
+        f"%{name} (p: f32[4]) -> f32[4] {{\n  %p = f32[4]{{0}} parameter(0)\n{body}}}\n"
+        for name, body in [
+            ("leaf", "  ROOT %n = f32[4]{0} negate(%p)\n"),
+            ("mid", "  ROOT %m = f32[4]{0} fusion(%p), kind=kLoop, calls=%leaf\n"),
+            (
+                "top",
+                "  %a = f32[4]{0} fusion(%p), kind=kLoop, calls=%mid\n"
+                "  %b = f32[4]{0} fusion(%a), kind=kLoop, calls=%other\n"
+                "  ROOT %c = f32[4]{0} fusion(%b), kind=kLoop, calls=%leaf\n",
+            ),
+            ("other", "  ROOT %o = f32[4]{0} exponential(%p)\n"),
+        ]
+    )
+    module = parse_module(
+        f"HloModule m\n\n{fused}\nENTRY %e (x: f32[4]) -> f32[4] {{\n"
+        "  %x = f32[4]{0} parameter(0)\n"
+        "  ROOT %f = f32[4]{0} fusion(%x), kind=kLoop, calls=%top\n}\n"
+    )
+    assert _nested_fusions(module, "top") == ["top", "mid", "leaf", "other"]
+    assert _nested_fusions(module, "leaf") == ["leaf"] and _nested_fusions(module, "none") == []
+
+
 # --- the page ---------------------------------------------------------------------------
 
 
