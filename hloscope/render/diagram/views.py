@@ -464,8 +464,7 @@ def _module_diagram(
         if not _has(module, "after"):
             raise UsageError(_missing(module, "after", both))
         # A name from either side centres both: an op centres the after side on its kernel.
-        kernel_of = {op: ks[0] for op, ks in kernels_of.items()}
-        around_after = kernel_of.get(around, around) if around else None
+        around_after = _FirstKernels(kernels_of).get(around, around) if around else None
         after_spec = _after(
             module, timings, total_us, expand, half, around=around_after, depth=depth, scope=scope
         )
