@@ -16,7 +16,7 @@ and less the interpreter's baseline (Python with hloscope, networkx and rich imp
 measured the same way), each against issue 27's goals: at most 15 s and at most 8x the
 text read. First it prints how fast the machine is now (it is shared, and its speed
 varies by half from day to day): the time XLA's own C++ parser (`jaxlib`) takes to read
-the before file, against its time in the run that gave the README's figures. A command
+the before file, against its time in the run of the README's fast-day figures. A command
 that reads a big module in two processes (`hloscope.analysis.pool.beside`, `elsewhere`)
 is charged the most its processes held at once, their resident sizes summed (pages a
 forked worker still shares with its parent count twice).
