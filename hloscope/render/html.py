@@ -16,10 +16,11 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -38,7 +39,8 @@ from hloscope.render.compilations import (
 from hloscope.render.diagram import PAGE_MAX_NODES, SIDES
 from hloscope.render.figures import figure_cells, module_figures
 from hloscope.render.holds import kernel_holds
-from hloscope.render.json import SCHEMA_VERSION, module_doc, roofline_keys, run_doc
+from hloscope.render.json import SCHEMA_VERSION, module_fields, roofline_keys, run_doc
+from hloscope.render.json_stream import Fields, Items, built
 from hloscope.render.passes import story_doc
 from hloscope.render.timing_json import timings_doc
 from hloscope.runs import ModuleDump, Run
@@ -208,8 +210,9 @@ def _report_chunks(
     open_first: bool,
     peaks: Peaks | None,
 ) -> Iterator[str]:
-    """`report_page`'s page in pieces: its data found now, its text made as it is read."""
-    data = page_data(inspection, diagrams=diagrams, peaks=peaks)
+    """`report_page`'s page in pieces: its data found now, its text made as it is read
+    (each module's kernels and provenance among it, `_page_data`)."""
+    data = _page_data(inspection, diagrams, peaks)
     data["overview"]["open_first"] = open_first
     return _page(data, title or _title(inspection))
 
@@ -237,6 +240,18 @@ def page_data(
     Returns:
         `{"overview": {...}, "modules": [{...}, ...]}`, modules in report order.
     """
+    data = _page_data(inspection, diagrams, peaks)
+    data["modules"] = [built(doc) for doc in data["modules"]]
+    return data
+
+
+def _page_data(
+    inspection: Inspection, diagrams: DiagramsFn | None, peaks: Peaks | None
+) -> dict[str, Any]:
+    """`page_data` with each module's kernels and provenance (`Items`) made only as the
+    page is written (`embed_chunks`): after the diagrams are drawn, and a batch at a
+    time. For a 107 MB module, the provenance's 318k placements as dicts are 216 MB,
+    held until the page was written when they were made here."""
     report = inspection.report
     dumps = {d.key: d for d in report.run.modules}
     summaries: list[dict[str, Any]] = []
@@ -246,7 +261,7 @@ def page_data(
         measured = inspection.timing(m.key)
         timing = timings_doc(measured) if measured is not None else None
         extra = module_compile_doc(inspection.compilations, m.key)
-        doc = module_doc(m, timing=timing, extra=extra | roofline_keys(inspection, m.key, peaks))
+        doc = module_fields(m, timing=timing, extra=extra | roofline_keys(inspection, m.key, peaks))
         # Helper modules get no diagrams: they are many, tiny, and would dominate the file.
         draw = diagrams if not m.trivial else None
         extras = _module_extras(m, dumps.get(m.key), draw, inspection.kernel_times(m.key))
@@ -728,12 +743,16 @@ def embed_json(doc: Any) -> str:
 
 
 def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
-    """`embed_json(doc)` in pieces: a dict of string keys is written entry by entry, to
-    `depth` levels, so that only one entry's text is held at a time (a module's kernels'
-    HLO is a hundred MB on a 100 MB module)."""
-    if type(doc) is Embedded:
+    """`embed_json(built(doc))` in pieces: a dict of string keys is written entry by
+    entry, to `depth` levels, so that only one entry's text is held at a time (a
+    module's kernels' HLO is a hundred MB on a 100 MB module), and an `Items` array a
+    batch of items at a time, as they are made."""
+    kind = type(doc)
+    if kind is Embedded:
         yield doc.text
-    elif depth and type(doc) is dict and doc and all(type(k) is str for k in doc):
+    elif kind is Items and depth:
+        yield from _embed_items(doc)
+    elif depth and (kind is dict or kind is Fields) and doc and all(type(k) is str for k in doc):
         opening = "{"
         for key, value in doc.items():
             yield opening + embed_json(key) + ":"
@@ -741,7 +760,18 @@ def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
             opening = ","
         yield "}"
     else:
-        yield embed_json(doc)
+        yield embed_json(built(doc))
+
+
+def _embed_items(items: Iterable[Any], batch: int = 4096) -> Iterator[str]:
+    """`embed_json(built(items))` of an array, `batch` items at a time (the same text:
+    compact JSON puts only a comma between items, and each escape is one character's)."""
+    made = iter(items)
+    opening = "["
+    while chunk := [built(item) for item in islice(made, batch)]:
+        yield opening + embed_json(chunk)[1:-1]
+        opening = ","
+    yield "[]" if opening == "[" else "]"
 
 
 def _compact(doc: Any) -> str:

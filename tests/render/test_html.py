@@ -119,11 +119,15 @@ def test_an_embedded_dict_is_written_as_given_and_read_back() -> None:
 
 
 def test_embed_chunks_join_to_embed_json() -> None:
-    """The page is written in pieces (`embed_chunks`, dicts entry by entry): joined they
-    are `embed_json` of the whole, on random documents with NaN, other mappings,
-    non-string keys, empty and nested containers and characters to escape."""
+    """The page is written in pieces (`embed_chunks`, dicts entry by entry, arrays made
+    as they are written a batch at a time): joined they are `embed_json` of the whole,
+    on random documents with NaN, other mappings, non-string keys, empty and nested
+    containers, stand-ins (`Items`, `Fields`) and characters to escape."""
     import random
     from types import MappingProxyType
+
+    from hloscope.render.html import _embed_items
+    from hloscope.render.json_stream import Fields, Items, built
 
     rng = random.Random(27)
     leaves = [0, -1, 2.5, math.nan, math.inf, None, True, "", "</script>", "é\u2028&", "x"]
@@ -141,10 +145,40 @@ def test_embed_chunks_join_to_embed_json() -> None:
             return {1: doc(depth + 1), "1": 2} if rng.random() < 0.5 else {}
         return [doc(depth + 1) for _ in range(rng.randrange(3))]
 
+    def streamed(depth: int) -> object:  # stand-ins hold stand-ins or plain values
+        roll = rng.random()
+        if depth > 3 or roll < 0.4:
+            return doc(depth)
+        if roll < 0.7:
+            return Fields({rng.choice(["a", "<k>", "ü"]): streamed(depth + 1) for _ in range(3)})
+        listed = [streamed(depth + 1) for _ in range(rng.randrange(4))]
+        return Items(lambda: iter(listed))
+
     for _ in range(500):
-        d = doc(0)
+        d = streamed(0)
         for depth in range(4):
-            assert "".join(embed_chunks(d, depth)) == embed_json(d)
+            assert "".join(embed_chunks(d, depth)) == embed_json(built(d))
+        items = [streamed(1) for _ in range(rng.randrange(6))]
+        for batch in (1, 2, 4096):
+            whole = embed_json([built(item) for item in items])
+            assert "".join(_embed_items(iter(items), batch)) == whole
+
+
+def test_the_pages_kernels_and_provenance_are_made_as_it_is_written(tmp_path: Path) -> None:
+    """A module's kernels and provenance are held by the page only as it writes them
+    (`Items`, not lists of dicts made before the diagrams are drawn), and written as
+    `page_data`'s whole documents."""
+    from hloscope.render.html import _page, _page_data
+    from hloscope.render.json_stream import Items
+
+    inspection = inspect_run(DATA / "jax_mlp")
+    [streamed, *_] = _page_data(inspection, None, None)["modules"]
+    assert type(streamed["provenance"]) is Items and type(streamed["kernels"]) is Items
+    written = write_html(inspection, tmp_path / "r.html", diagrams=False).read_text()
+    data = page_data(inspection)
+    assert data["modules"][0]["provenance"] and type(data["modules"][0]["provenance"]) is list
+    data["overview"]["open_first"] = True
+    assert written == "".join(_page(data, "hloscope report · jax_mlp"))
 
 
 def test_write_html_writes_the_page_report_html_makes(tmp_path: Path) -> None:
