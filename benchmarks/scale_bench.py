@@ -231,7 +231,7 @@ started = time.perf_counter()
 _hlo.hlo_module_from_text(text)
 print(time.perf_counter() - started)
 """
-XLA_PARSE_THEN = 3.9  # seconds, `--mb 105`, in the run of the README's fast-day figures (cfc7870)
+XLA_PARSE_THEN = 3.8  # seconds, `--mb 105`, in the run of the README's fast-day figures (987e96b)
 
 
 def _yardstick(before: Path, default_size: bool) -> str:
