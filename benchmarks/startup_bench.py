@@ -1,4 +1,6 @@
-"""Start-up time of `hloscope --help`, next to a bare `python -c pass`, in one run.
+"""Start-up time of `hloscope --help`, and of `hloscope --version` (what every command
+pays before its work: the CLI imported and its options parsed), next to a bare
+`python -c pass`, in one run.
 
     python benchmarks/startup_bench.py [--repeats 10]
 
@@ -29,10 +31,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=10)
     args = ap.parse_args()
     hloscope = [sys.executable, "-m", "hloscope", "--help"]
+    version = [sys.executable, "-m", "hloscope", "--version"]
     bare = [sys.executable, "-c", "pass"]
-    ours, base = [], []
+    ours, versions, base = [], [], []
     for _ in range(args.repeats):
         ours.append(timed(hloscope))
+        versions.append(timed(version))
         base.append(timed(bare))
     probe = (  # checked as the process ends (`main` may end it)
         "import atexit, sys\nfrom hloscope.cli import main\n"
@@ -46,6 +50,10 @@ def main() -> None:
         f"hloscope --help: median {statistics.median(ours) * 1000:.0f} ms "
         f"(min {min(ours) * 1000:.0f}); bare python: {statistics.median(base) * 1000:.0f} ms; "
         f"target < 500 ms"
+    )
+    print(
+        f"hloscope --version: median {statistics.median(versions) * 1000:.0f} ms "
+        f"(min {min(versions) * 1000:.0f})"
     )
     print(f"frameworks imported by `hloscope report --json`: {heavy.stderr.strip()}")
 

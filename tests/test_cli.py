@@ -129,7 +129,9 @@ def test_installed_entry_point_and_no_framework_imports(tmp_path: Path) -> None:
         probe = (
             "import atexit, sys\n"
             "from hloscope.cli import main\n"
-            "heavy = {'tensorflow', 'jax', 'jaxlib', 'keras', 'torch', 'torch_xla'}\n"
+            # pydantic: typer 0.29 imports it for every command (pyproject.toml pins
+            # typer below it), a tenth of a second of start-up
+            "heavy = {'tensorflow', 'jax', 'jaxlib', 'keras', 'torch', 'torch_xla', 'pydantic'}\n"
             "atexit.register(lambda: print('HEAVY', sorted(heavy & set(sys.modules))))\n"
             f"sys.argv = ['hloscope', *{argv!r}]\n"
             "main()\n"
