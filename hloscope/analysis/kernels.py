@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from hloscope.analysis.memo import ByModule
+from hloscope.hlo.lexical import Attributes
 from hloscope.hlo.model import HloModule, Instruction
 from hloscope.hlo.opcodes import async_wrapped_opcode
 
@@ -294,7 +295,12 @@ def _platform(module: HloModule) -> str | None:
         `GPU`, `CPU`, `TPU`, or None when nothing says (before optimization, most often).
     """
     for _, inst in module.instructions():
-        raw = inst.attributes.get("backend_config")
+        attributes = inst.attributes
+        if type(attributes) is Attributes:  # most instructions: answered by their text
+            text = attributes.text
+            if not (_BACKEND in text or _TARGET in text or _SMALL_CALL in text):
+                continue
+        raw = attributes.get("backend_config")
         if raw is not None:
             if any(key in raw for key in _GPU_CONFIG_KEYS):
                 return GPU
@@ -305,7 +311,7 @@ def _platform(module: HloModule) -> str | None:
         target = inst.custom_call_target
         if target is not None and target.startswith(_GPU_TARGETS):
             return GPU
-        if "xla_cpu_small_call" in inst.attributes.get("frontend_attributes", ""):
+        if _SMALL_CALL in attributes.get("frontend_attributes", ""):
             return CPU
     name = (module.path or "").rsplit("/", 1)[-1]
     if "gpu_after_optimizations" in name:
@@ -316,6 +322,12 @@ def _platform(module: HloModule) -> str | None:
         return TPU
     return None
 
+
+# What `_platform` reads, as an instruction's attributes print it. Without any (before
+# optimization, a CPU module without backend configs) a module is read to its end:
+# looked for in the text, not through three lookups per instruction (0.35 s to 0.20 s
+# for 934k instructions).
+_BACKEND, _TARGET, _SMALL_CALL = "backend_config", "custom_call_target", "xla_cpu_small_call"
 
 _GPU_CONFIG_KEYS = (
     "operation_queue_id", "fusion_backend_config", "collective_backend_config",

@@ -149,6 +149,33 @@ ENTRY %main () -> u32[] {
     assert (unknown.platform, unknown.launches) == (None, 0)
 
 
+def test_the_platform_read_through_the_text_is_the_one_each_lookup_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`_platform` skips an instruction whose attributes' text names nothing it reads;
+    with that skip off (every instruction's attributes looked up, as before), each
+    module of the corpus and the captured dumps, under a dump's file name and none,
+    reads as the same platform."""
+    from hloscope.errors import HloParseError
+    from tests.conftest import CORPUS, DATA
+    from tests.hlo.fuzzing import seed_modules
+
+    answers = []
+    for text in seed_modules([CORPUS / "hlo", DATA], max_chars=200_000):
+        for path in ("m.hlo", "module_0001.f.cpu_after_optimizations.txt"):
+            try:
+                module = parse_module(text, path=path)
+            except HloParseError:
+                continue
+            fast = K._platform(module)
+            with monkeypatch.context() as patched:  # no `Attributes`: every one looked up
+                patched.setattr(K, "Attributes", type("Unlike", (), {}))
+                assert K._platform(module) == fast, path
+            if path == "m.hlo":  # no platform in the name: the module's own
+                answers.append(fast)
+    assert {K.GPU, K.CPU, None} <= set(answers)  # the text says, and says nothing
+
+
 def test_command_buffer_call_is_one_launch() -> None:
     a = _analyze(
         """
