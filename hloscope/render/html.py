@@ -285,7 +285,9 @@ def _page_data(
             }
         )
         if timing is not None:
-            kinds = {k["name"]: k["kind"] for k in doc["kernels"]}
+            # each kernel's kind as its document gives it, read from the analysis: the
+            # documents (`Items`) are made as the page is written, not here as well
+            kinds = {k.name: k.kind for k in m.after.kernels} if m.after is not None else {}
             for k in timing.get("kernels", ()):
                 heaviest.append(
                     {
