@@ -398,19 +398,21 @@ def _ops(
     selected = [(m, m.placements(op, unfused=unfused, kernel=kernel)) for m in shown]
     stories = _stories(inspection, shown) if history else {}
     if json:
-        from hloscope.render.json import placement_doc
+        from hloscope.render.json import placement_doc, placement_text
+        from hloscope.render.json_stream import Fields, Items, Records
         from hloscope.render.passes import op_history_doc
 
-        def doc(m: Any, p: Any) -> dict[str, Any]:
-            d = placement_doc(p)
-            if m.key in stories:
-                d["history"] = op_history_doc(p, stories[m.key])
-            return d
-
-        from hloscope.render.json_stream import Fields, Items
+        def with_history(p: Any, story: Any) -> dict[str, Any]:
+            return {**placement_doc(p), "history": op_history_doc(p, story)}
 
         def module_doc(m: Any, ps: list[Any]) -> Fields:
-            fields = Fields(module=m.key, name=m.name, ops=Items(lambda: (doc(m, p) for p in ps)))
+            story = stories.get(m.key)
+            ops: Items = (
+                Records(lambda: ps, placement_doc, placement_text)
+                if story is None
+                else Items(lambda: (with_history(p, story) for p in ps))
+            )
+            fields = Fields(module=m.key, name=m.name, ops=ops)
             if kernel is not None:
                 fields["kernel"] = _kernel_doc(m, kernel)
             return fields

@@ -2,8 +2,9 @@
 
 The `report --json` document of a big run is hundreds of megabytes of text, and more as
 the dicts and lists it is made from. A streamed document is plain JSON values plus two
-stand-ins: `Items`, an array whose items are made one at a time as it is written, and
-`Fields`, an object some of whose values are stand-ins. `chunks` yields the document's
+stand-ins: `Items`, an array whose items are made one at a time as it is written (and
+`Records`, one whose objects are written straight from the rows they are made from),
+and `Fields`, an object some of whose values are stand-ins. `chunks` yields the document's
 text piece by piece, exactly the text `json.dumps(built(doc), indent=2,
 ensure_ascii=False)` gives (`render.json.dumps`); `built` makes every stand-in whole,
 for the callers that want the document itself (the HTML page, the notebook, tests).
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-__all__ = ["Fields", "Items", "built", "chunks", "indented", "write_chunks"]
+__all__ = ["Fields", "Items", "Records", "built", "chunks", "indented", "write_chunks"]
 
 # What `render.json.dumps` uses; one encoder for every piece.
 _ENCODER = json.JSONEncoder(indent=2, ensure_ascii=False)
@@ -106,6 +107,34 @@ class Items:
         return f"Items({self.make!r})"
 
 
+R = TypeVar("R")
+
+
+class Records(Items, Generic[R]):
+    """An array of objects made from rows, written without making the objects.
+
+    Args:
+        rows: Gives the rows, each time the array is read.
+        doc: The object of a row (what `built` and every other reader see).
+        text: The text of a row's object at an indentation (its argument as in
+            `indented`): exactly `indented(doc(row), newline)`, made faster (a big
+            run's provenance is hundreds of thousands of objects).
+    """
+
+    __slots__ = ("doc", "rows", "text")
+
+    def __init__(
+        self,
+        rows: Callable[[], Iterable[R]],
+        doc: Callable[[R], Any],
+        text: Callable[[R, str], str],
+    ) -> None:
+        super().__init__(lambda: map(doc, rows()))
+        self.rows = rows
+        self.doc = doc
+        self.text = text
+
+
 class Fields(dict[str, Any]):
     """A JSON object whose values may be stand-ins (`Items`, `Fields`); plain values
     hold none."""
@@ -140,13 +169,19 @@ def chunks(doc: Any, level: int = 0) -> Iterator[str]:
 def _array(items: Items, level: int) -> Iterator[str]:
     inner = "\n" + _INDENT * (level + 1)
     opening = "[" + inner
-    for item in items:
-        if isinstance(item, (Items, Fields)):
-            yield opening
-            yield from chunks(item, level + 1)
-        else:  # most items (a placement, a kernel): one piece, no generator
-            yield opening + indented(item, inner)
-        opening = "," + inner
+    if isinstance(items, Records):  # each object's text straight from its row
+        text = items.text
+        for row in items.rows():
+            yield opening + text(row, inner)
+            opening = "," + inner
+    else:
+        for item in items:
+            if isinstance(item, (Items, Fields)):
+                yield opening
+                yield from chunks(item, level + 1)
+            else:  # most items (a kernel): one piece, no generator
+                yield opening + indented(item, inner)
+            opening = "," + inner
     yield "[]" if opening.startswith("[") else "\n" + _INDENT * level + "]"
 
 

@@ -173,7 +173,7 @@ def test_the_pages_kernels_and_provenance_are_made_as_it_is_written(tmp_path: Pa
 
     inspection = inspect_run(DATA / "jax_mlp")
     [streamed, *_] = _page_data(inspection, None, None)["modules"]
-    assert type(streamed["provenance"]) is Items and type(streamed["kernels"]) is Items
+    assert isinstance(streamed["provenance"], Items) and isinstance(streamed["kernels"], Items)
     written = write_html(inspection, tmp_path / "r.html", diagrams=False).read_text()
     data = page_data(inspection)
     assert data["modules"][0]["provenance"] and type(data["modules"][0]["provenance"]) is list

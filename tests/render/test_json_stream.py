@@ -1,22 +1,41 @@
 """A streamed JSON document is the text `json.dumps` gives for the built one: on the
 captured runs (every kind of module, profile and framework they hold), through the
 CLI (a bare dump folder is written as it is made), and on values chosen to trip the
-indentation (empty and nested stand-ins, newlines and controls in strings)."""
+indentation (empty and nested stand-ins, newlines and controls in strings). A placement
+written straight from its fields (`placement_text`) is its document's text."""
 
 from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.cli import app
 from hloscope.cli.app import _json_text
 from hloscope.cli.inspect import _peaks
+from hloscope.hlo.model import SourceLocation
 from hloscope.inspection import inspect_run
-from hloscope.render.json import dumps, report_doc, report_fields
-from hloscope.render.json_stream import Fields, Items, built, chunks, write_chunks
+from hloscope.render.json import (
+    SHARES_LISTED,
+    dumps,
+    placement_doc,
+    placement_text,
+    report_doc,
+    report_fields,
+)
+from hloscope.render.json_stream import (
+    Fields,
+    Items,
+    Records,
+    built,
+    chunks,
+    indented,
+    write_chunks,
+)
 from tests.conftest import DATA
 
 RUNS = [
@@ -60,6 +79,11 @@ def test_ops_json_streams_the_same_document() -> None:
     assert result.stdout == _json_text(doc)
 
 
+def _records(rows: Any, doc: Any) -> Records[Any]:
+    """Records whose text is their document's."""
+    return Records(rows, doc, lambda row, newline: indented(doc(row), newline))
+
+
 VALUES = [
     Fields(),
     Items(list),
@@ -69,6 +93,9 @@ VALUES = [
     Fields(text="line\nbreak \u2028 \x1b[2J é \ud7ff", tab="\t", quote='"'),
     Items(lambda: [math.inf, -math.inf, 1e300, 0.1, -0, True, None, "ü"]),
     Fields({"key with \n newline": Items(lambda: ["v"]), "é": {"ü": []}}),
+    Records(list, str, lambda row, newline: "unreached"),
+    Fields(rows=_records(lambda: [1, 2], lambda r: {"r": [r] * r})),
+    Items(lambda: [Fields(deep=_records(lambda: "ab", lambda r: [r, {}]))]),
 ]
 
 
@@ -120,3 +147,56 @@ def test_writes_are_gathered() -> None:
     writes: list[str] = []
     write_chunks(iter(["a"] * 10), writes.append, size=4)
     assert writes == ["aaaa", "aaaa", "aa"]
+
+
+def test_records_are_written_from_their_rows() -> None:
+    # the text of a row is written as given, at the array's indentation
+    seen: list[tuple[int, str]] = []
+
+    def text(row: int, newline: str) -> str:
+        seen.append((row, newline))
+        return indented({"row": row}, newline)
+
+    doc = Fields(a=Fields(rows=Records(lambda: [1, 2], lambda r: {"row": r}, text)))
+    assert "".join(chunks(doc)) == dumps({"a": {"rows": [{"row": 1}, {"row": 2}]}})
+    assert seen == [(1, "\n" + "  " * 3), (2, "\n" + "  " * 3)]
+    assert built(doc) == {"a": {"rows": [{"row": 1}, {"row": 2}]}}  # built from `doc`
+
+
+NEWLINES = ["\n", "\n  ", "\n" + "  " * 3]
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_a_placement_is_written_as_its_document(name: str) -> None:
+    placements = [
+        p for m in inspect_run(DATA / name).modules if m.provenance for p in m.provenance.placements
+    ]
+    assert placements
+    for newline in NEWLINES:
+        for p in placements:
+            assert placement_text(p, newline) == indented(placement_doc(p), newline)
+
+
+OP = SourceOp("jit(f)/mul", "mul", SourceLocation("m.py", 3), True)
+ODD = [
+    Placement(SourceOp("a"), "dead", (), (), 0, 1, 0),  # no type, no location, no kernels
+    Placement(
+        OP, "fused", ("fusion.1",), tuple(f"op{i}" for i in range(SHARES_LISTED + 5)), 10**20, 2, 3
+    ),
+    Placement(
+        OP, "merged", (), (), 0, 1, 0, 'XLA said "no"\n\u2028 é \x00', (("k", "how"),), "add.1"
+    ),
+    Placement(SourceOp('q"uote\\', "t\n", None, False), "alone", ("k\x1f",), ("ü",), 5, 1, 1),
+    # types the fields do not say: written as placement_doc has them
+    Placement(SourceOp("a", 3, None, 1), "alone", (), (), 1.5, True, False, None, (), ""),  # type: ignore[arg-type]
+    Placement(OP, 7, (1,), (None,), 0, 1, 0, merged_with=("x",)),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("p", ODD, ids=range(len(ODD)))
+def test_an_odd_placement_is_written_as_its_document(p: Placement) -> None:
+    for newline in NEWLINES:
+        assert placement_text(p, newline) == indented(placement_doc(p), newline)
+        assert placement_text(p, newline) == json.dumps(
+            placement_doc(p), indent=2, ensure_ascii=False
+        ).replace("\n", newline)
