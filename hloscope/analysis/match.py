@@ -286,9 +286,11 @@ def match_kernels(a: ModuleReport, b: ModuleReport) -> list[KernelGroup]:
         Groups `(kernels of A, kernels of B)`; every kernel of both sides is in one.
     """
     places = _Places()
-    split = _split_by_line(a, b, places)
-    sa = _matched_kernels(a, split, places)
-    sb = sa if b is a else _matched_kernels(b, split, places)  # a module with itself: once
+    keys_a = _op_keys(a)
+    keys_b = keys_a if b is a else _op_keys(b)
+    split = _split_by_line(a, b, keys_a, keys_b, places)
+    sa = _matched_kernels(a, keys_a, split, places)
+    sb = sa if b is a else _matched_kernels(b, keys_b, split, places)  # a module with itself: once
     named_a = [s for s in sa if s.keys]
     named_b = [s for s in sb if s.keys]
     groups, rest_a, rest_b = _pair_identical(named_a, named_b)
@@ -300,23 +302,42 @@ def match_kernels(a: ModuleReport, b: ModuleReport) -> list[KernelGroup]:
 class _Places:
     """Each source op's user source location (None for none, or a framework's), found
     once per location: a big module's kernels hold a few hundred lines, hundreds of
-    thousands of times."""
+    thousands of times, most often as the same few objects."""
 
     def __init__(self) -> None:
         self._places: dict[SourceLocation, str | None] = {}
+        # by the object, which it keeps (so that its id is not another's): no hash of
+        # its fields for every op
+        self._seen: dict[int, tuple[SourceLocation, str | None]] = {}
 
     def where(self, op: SourceOp) -> str | None:
         location = op.location
         if location is None:
             return None
+        seen = self._seen.get(id(location))
+        if seen is None:
+            seen = self._seen[id(location)] = (location, self._where(location))
+        return seen[1]
+
+    def _where(self, location: SourceLocation) -> str | None:
         if location not in self._places:
             user = not is_framework_file(location.file)
             self._places[location] = str(location) if user else None
         return self._places[location]
 
 
+def _op_keys(m: ModuleReport) -> dict[str, list[str]]:
+    """Each kernel's source ops' matching keys (`op_name_key`), in order: found once for
+    both readers of a module's ops, lines and kernels."""
+    kernel_ops = m.provenance.kernel_ops if m.provenance else {}
+    return {name: [op_name_key(op.name) for op in ops] for name, ops in kernel_ops.items()}
+
+
 def _matched_kernels(
-    m: ModuleReport, split_by_line: frozenset[str], places: _Places
+    m: ModuleReport,
+    op_keys: Mapping[str, list[str]],
+    split_by_line: frozenset[str],
+    places: _Places,
 ) -> list[MatchedKernel]:
     if m.after is None:
         return []
@@ -325,8 +346,7 @@ def _matched_kernels(
     for index, k in enumerate(m.after.kernels):
         ops = kernel_ops.get(k.name, ())
         shown: dict[str, str] = {}
-        for op in ops:
-            key = op_name_key(op.name)
+        for key, op in zip(op_keys.get(k.name, ()), ops, strict=True):
             where = places.where(op) if key in split_by_line else None
             shown.setdefault(f"{key}@{where}" if where else key, op.name)
         names = tuple(dict.fromkeys(o.name for o in ops))
@@ -334,24 +354,30 @@ def _matched_kernels(
     return out
 
 
-def _split_by_line(a: ModuleReport, b: ModuleReport, places: _Places) -> frozenset[str]:
+def _split_by_line(
+    a: ModuleReport,
+    b: ModuleReport,
+    keys_a: Mapping[str, list[str]],
+    keys_b: Mapping[str, list[str]],
+    places: _Places,
+) -> frozenset[str]:
     """Source op names to tell apart by source line: those both sides place on the same
     lines. Names whose lines moved (an edited script) match on the name alone."""
 
-    def lines(m: ModuleReport) -> dict[str, set[str | None]]:
+    def lines(m: ModuleReport, op_keys: Mapping[str, list[str]]) -> dict[str, set[str | None]]:
         out: dict[str, set[str | None]] = defaultdict(set)
         if m.provenance is not None:
-            for ops in m.provenance.kernel_ops.values():
-                for op in ops:
-                    out[op_name_key(op.name)].add(places.where(op))
+            for name, ops in m.provenance.kernel_ops.items():
+                for key, op in zip(op_keys[name], ops, strict=True):
+                    out[key].add(places.where(op))
         return out
 
-    la = lines(a)
-    lb = la if b is a else lines(b)
+    la = lines(a, keys_a)
+    lb = la if b is a else lines(b, keys_b)
     return frozenset(
         name
-        for name in la.keys() & lb.keys()
-        if la[name] == lb[name] and len(la[name]) > 1 and None not in la[name]
+        for name, places_a in la.items()
+        if len(places_a) > 1 and None not in places_a and lb.get(name) == places_a
     )
 
 
