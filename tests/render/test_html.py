@@ -118,6 +118,17 @@ def test_an_embedded_dict_is_written_as_given_and_read_back() -> None:
     assert back["fusion.1<"] == doc["fusion.1<"] and "missing" not in back
 
 
+def test_an_array_of_records_is_embedded_a_batch_at_a_time() -> None:
+    """The page's provenance (`Records`, as `report --json` writes it) is embedded as it
+    is made, 4,096 objects at a time, not made whole first."""
+    from hloscope.render.json_stream import Fields, Records
+
+    rows = Records(lambda: range(10_000), lambda r: {"r": r}, lambda r, newline: "unused")
+    pieces = list(embed_chunks(Fields(provenance=rows), 2))
+    assert len(pieces) == 1 + 3 + 2  # the key, three batches, the array's and dict's ends
+    assert "".join(pieces) == embed_json({"provenance": [{"r": r} for r in range(10_000)]})
+
+
 def test_embed_chunks_join_to_embed_json() -> None:
     """The page is written in pieces (`embed_chunks`, dicts entry by entry, arrays made
     as they are written a batch at a time): joined they are `embed_json` of the whole,
@@ -127,7 +138,7 @@ def test_embed_chunks_join_to_embed_json() -> None:
     from types import MappingProxyType
 
     from hloscope.render.html import _embed_items
-    from hloscope.render.json_stream import Fields, Items, built
+    from hloscope.render.json_stream import Fields, Items, Records, built
 
     rng = random.Random(27)
     leaves = [0, -1, 2.5, math.nan, math.inf, None, True, "", "</script>", "é\u2028&", "x"]
@@ -152,6 +163,8 @@ def test_embed_chunks_join_to_embed_json() -> None:
         if roll < 0.7:
             return Fields({rng.choice(["a", "<k>", "ü"]): streamed(depth + 1) for _ in range(3)})
         listed = [streamed(depth + 1) for _ in range(rng.randrange(4))]
+        if roll < 0.85:
+            return Records(lambda: listed, built, lambda row, newline: "unwritten here")
         return Items(lambda: iter(listed))
 
     for _ in range(500):
