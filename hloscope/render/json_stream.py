@@ -107,10 +107,10 @@ class Items:
         return f"Items({self.make!r})"
 
 
-R = TypeVar("R")
+Row = TypeVar("Row")
 
 
-class Records(Items, Generic[R]):
+class Records(Items, Generic[Row]):
     """An array of objects made from rows, written without making the objects.
 
     Args:
@@ -125,9 +125,9 @@ class Records(Items, Generic[R]):
 
     def __init__(
         self,
-        rows: Callable[[], Iterable[R]],
-        doc: Callable[[R], Any],
-        text: Callable[[R, str], str],
+        rows: Callable[[], Iterable[Row]],
+        doc: Callable[[Row], Any],
+        text: Callable[[Row, str], str],
     ) -> None:
         super().__init__(lambda: map(doc, rows()))
         self.rows = rows
