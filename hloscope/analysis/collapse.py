@@ -239,11 +239,12 @@ class Rows:
         return [i if o is None else o for i, o in enumerate(self.orders)]
 
 
-@lru_cache(maxsize=1 << 16)  # a module's ops share their names' scopes
-def scope_of(op_name: str | None) -> str:
+def name_scope(op_name: str | None) -> str:
     """The name scope of a source op name: everything before its last `/` part.
 
-    JAX sometimes joins two names with `;`; the first one is used.
+    JAX sometimes joins two names with `;`; the first one is used. `scope_of` is the
+    same, remembered: a caller that remembers it itself (`walk.BeforeSide.name_of`)
+    calls this, as a cache of a big module's 318k distinct names would only turn over.
     """
     if not op_name:
         return ""
@@ -269,6 +270,9 @@ def scope_of(op_name: str | None) -> str:
         elif ch == "/" and depth == 0:
             cut = i
     return name[:cut] if cut > 0 else ""
+
+
+scope_of = lru_cache(maxsize=1 << 16)(name_scope)  # a module's ops share their names' scopes
 
 
 @lru_cache(maxsize=1 << 14)

@@ -149,7 +149,11 @@ class _RowSink(Sink):
         self.scopes.append(named[0])
         self.signatures.append(self.side.signature(inst))
         self.pinned.append(False)
-        self.info.append(inst, role, cluster, named[1])
+        info = self.info  # `RowInfo.append`, without a call per op
+        info.items.append(inst)
+        info.roles.append(role)
+        info.clusters.append(cluster)
+        info.names.append(named[1])
         self.named.append(named)
         return role
 

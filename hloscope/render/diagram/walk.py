@@ -28,6 +28,7 @@ from hloscope.analysis.collapse import (
     PINNED,
     SCOPE,
     SIGNATURE,
+    name_scope,
     scope_of,
 )
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
@@ -197,7 +198,7 @@ class BeforeSide(Side):
         if named is None:
             name = op_name(inst, scope)
             if name and md:
-                found = scope_of(name)
+                found = name_scope(name)  # remembered here, by its key
                 found = self.scopes.setdefault(found, found)  # one string per scope
                 named = (found, (name,), md.op_type)
             else:
@@ -403,11 +404,12 @@ class _Walk:
                 self.side.index_unit(comp, inst, node, self.index)
         if self.names:
             self.index.setdefault(inst.name, []).insert(0, node)
+        params, sources, add = self.params, flow.sources, sink.flow  # per operand of 500k
         for i, operand in enumerate(inst.operands):
-            for src, shape in flow.sources(operand):
-                if src in self.params and src not in sink:
+            for src, shape in sources(operand):
+                if src in params and src not in sink:
                     self.add_parameter(src)
-                sink.flow(src, node, i, shape)
+                add(src, node, i, shape)
         if role != CONTROL:
             return
         for callee in inst.calls():
