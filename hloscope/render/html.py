@@ -40,7 +40,7 @@ from hloscope.render.diagram import PAGE_MAX_NODES, SIDES
 from hloscope.render.figures import figure_cells, module_figures
 from hloscope.render.holds import kernel_holds
 from hloscope.render.json import SCHEMA_VERSION, module_fields, roofline_keys, run_doc
-from hloscope.render.json_stream import Fields, Items, Records, built
+from hloscope.render.json_stream import Fields, Items, built
 from hloscope.render.passes import story_doc
 from hloscope.render.timing_json import timings_doc
 from hloscope.runs import ModuleDump, Run
@@ -752,7 +752,7 @@ def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
     kind = type(doc)
     if kind is Embedded:
         yield doc.text
-    elif (kind is Items or kind is Records) and depth:
+    elif depth and isinstance(doc, Items):  # `Records` too
         yield from _embed_items(doc)
     elif depth and (kind is dict or kind is Fields) and doc and all(type(k) is str for k in doc):
         opening = "{"
