@@ -158,11 +158,8 @@ def _no() -> str:
     raise TypeError("not a field's type: written through placement_doc")
 
 
-_PLACEMENT_KEYS = (
-    "op", "type", "location", "user_frame", "status", "kernels", "shares_with",
-    "shares_with_count", "bytes", "before_instructions", "after_instructions", "evidence",
-    "inferred", "merged_with",
-)  # fmt: skip
+# `placement_doc`'s keys, in order, as it makes them: named in one place
+_PLACEMENT_KEYS = tuple(placement_doc(Placement(SourceOp(""), "", (), (), 0, 0, 0)))
 _BOOLEANS = {True: "true", False: "false"}
 _HEADS: dict[str, tuple[str, ...]] = {}
 
