@@ -97,9 +97,9 @@ def diff(
 
     tol = parse_tolerance(tolerance)
     # Millions of objects each on big dumps: not walked by the collector while the other
-    # run is read, nor freed one by one at exit. The diff's own objects are as many, and
-    # acyclic: with the collector running, its full collections over them took 2 s of
-    # the 25 s diff of two 260 MB runs (issue 27).
+    # run is read, nor freed one by one at exit. Each run, and the diff (as many again),
+    # is kept before the collector runs: once something is frozen, what a paused step
+    # made stays young, and the first collection after it walked it all (issue 27).
     with paused_gc():
         a = inspect_run(run_a, bench=False, cache=not no_cache)
         keep(a)
