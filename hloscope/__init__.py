@@ -3,7 +3,7 @@
 The package is laid out along its pipeline, and imports flow one way along it (each
 layer imports only the layers before it; `tests/test_layers.py` enforces the order):
 
-    errors, frameworks, files, store, user_cache -> hlo -> manifest, runs, unpack, passes,
+    errors, frameworks, files, store, user_cache, status -> hlo -> manifest, runs, unpack, passes,
     pass_log -> capture -> analysis -> timing -> inspection -> render -> notebook, cli, __main__
 
 `capture` runs a script under XLA's dump flags and writes a run folder; `runs` loads it

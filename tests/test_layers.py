@@ -2,7 +2,7 @@
 
 The one written order (`LAYERS`; README.md and `hloscope/__init__.py` state the same):
 
-    errors, frameworks, files, store, user_cache -> hlo -> manifest, runs, unpack, passes,
+    errors, frameworks, files, store, user_cache, status -> hlo -> manifest, runs, unpack, passes,
     pass_log -> capture -> analysis -> timing -> inspection -> render -> notebook, cli, __main__
 
 A module may import its own layer and the layers before it, never after; display hooks
@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "hloscope.files",
         "hloscope.store",
         "hloscope.user_cache",
+        "hloscope.status",
     ),
     ("hloscope.hlo",),
     (

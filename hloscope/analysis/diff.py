@@ -30,6 +30,7 @@ from hloscope.analysis.provenance import ALONE, FUSED, Placement
 from hloscope.analysis.report import ModuleReport, RunReport
 from hloscope.errors import UsageError
 from hloscope.hlo.parser import paused_gc
+from hloscope.status import step
 
 __all__ = [
     "ALONE_OPS",
@@ -593,17 +594,13 @@ def diff_runs(
     # diff of two 260 MB modules (issue 27).
     with paused_gc():
         pairs, only_a, only_b = match_modules(a.modules, b.modules)
-        modules = tuple(
-            diff_modules(
-                x,
-                y,
-                time_a=kernel_times_for(timings_a, x.key, x.name),
-                time_b=kernel_times_for(timings_b, y.key, y.name),
-                matched_by=how,
-            )
-            for x, y, how in pairs
-        )
-    return RunDiff(a, b, modules, tuple(only_a), tuple(only_b))
+        modules = []
+        for x, y, how in pairs:
+            step(f"matching the kernels of {x.key}" + (f" and {y.key}" if y.key != x.key else ""))
+            time_a = kernel_times_for(timings_a, x.key, x.name)
+            time_b = kernel_times_for(timings_b, y.key, y.name)
+            modules.append(diff_modules(x, y, time_a=time_a, time_b=time_b, matched_by=how))
+    return RunDiff(a, b, tuple(modules), tuple(only_a), tuple(only_b))
 
 
 def select_diffs(result: RunDiff, patterns: Sequence[str]) -> tuple[ModuleDiff, ...]:

@@ -36,6 +36,7 @@ from hloscope.errors import HloscopeError
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import paused_gc
 from hloscope.runs import ModuleDump, Run, is_trivial
+from hloscope.status import step
 
 if TYPE_CHECKING:
     from hloscope.analysis.pool import Derived
@@ -235,15 +236,20 @@ def _analyze_dump(
             drawing = waiting.then if draw_after is not None else None
             return _Awaited.of(dump, before_module, finish, drawing)
         if before_module is not None and drawn is None:  # no diagram reads its kernels
+            step(f"counting the ops of {dump.key}")
             before = analyze_module(before_module)
             if pending is not None and provenance:  # joined below, once the after side is back
+                step(f"finding the source ops of {dump.key}")
                 facts = before_facts(before_module)
                 if draw_after is not None:  # a page: found while the worker sends its side
                     ops_to_place_ahead(before_module)  # for the op diagram
+        if pending is not None:
+            step(f"waiting for the after side of {dump.key}, read in another process")
         side = pending.result() if pending is not None else None
         report = _joined(dump, drawn, before, before_module, facts, errors, side, provenance)
         if pending is not None and side is not None and drawn is None and provenance:
             if report.provenance is not None:
+                step(f"placing the source ops of {dump.key} in its kernels")
                 report.provenance.placements  # noqa: B018  # while the worker costs
             derived = cast("Derived | None", pending.then())  # `_derived`'s
             if derived is not None:  # else found here when asked (its file parsed again)

@@ -119,13 +119,17 @@ def _command(fn: F) -> F:
     """Map library errors to one line on stderr and the error's exit code.
 
     An `OSError` (an output folder that does not exist, a disk that is full) is the
-    environment's, not a bug: one line and exit 2 too, never a traceback.
+    environment's, not a bug: one line and exit 2 too, never a traceback. While the
+    command works, a terminal shows its steps on one line (`cli.status_line`).
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from hloscope.cli.status_line import showing
+
         try:
-            return fn(*args, **kwargs)
+            with showing():
+                return fn(*args, **kwargs)
         except HloscopeError as e:
             raise _fail(str(e), e.exit_code) from None
         except BrokenPipeError:  # `hloscope ... | head`

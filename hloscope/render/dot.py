@@ -37,6 +37,7 @@ from hloscope.render.diagram.spec import (
 )
 from hloscope.render.diagram.style import HEAVY_COLOR
 from hloscope.render.format import ellipsis
+from hloscope.status import step
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,7 @@ def _run_dot(
             "the Graphviz `dot` binary is not installed; install it (Debian/Ubuntu: "
             f"`apt-get install graphviz`, macOS: `brew install graphviz`){where}"
         )
+    step(f"laying out {nodes:,} nodes with Graphviz's dot")
     try:
         done = subprocess.run(
             [exe, *args],

@@ -44,6 +44,7 @@ from hloscope.render.json_stream import Fields, Items, built
 from hloscope.render.passes import story_doc
 from hloscope.render.timing_json import timings_doc
 from hloscope.runs import ModuleDump, Run
+from hloscope.status import step
 from hloscope.timing.roofline import Peaks
 
 __all__ = [
@@ -169,6 +170,7 @@ def write_html(
     out = Path(path)
     draw = graphviz_diagrams if diagrams else None
     chunks = _report_chunks(inspection, draw, title, True, peaks)  # the data found first
+    step(f"writing {out}")
     try:
         with out.open("w", encoding="utf-8") as f:
             for chunk in chunks:

@@ -57,6 +57,7 @@ from hloscope.render.diagram.walk import (
     unit_graph,
 )
 from hloscope.render.format import counted, short_name
+from hloscope.status import step
 
 if TYPE_CHECKING:
     from hloscope.analysis.report import ModuleReport
@@ -118,6 +119,7 @@ def kernel_graph(
         >>> [n.kernel for n in spec.nodes if n.role == 'kernel']
         ['MatMul.2', 'broadcast_maximum_fusion']
     """
+    step(f"drawing the kernels of {after.name} ({len(analysis.kernels):,})")
     g, index = unit_graph(after, AfterSide(after, analysis, provenance), names=bool(around))
     notes: list[str] = depth_note(g.graph)
     g = cut(g, index, around, depth, scope, "kernel", notes)
@@ -226,6 +228,7 @@ def op_graph(
     """
     kernel_of = kernel_of if kernel_of is not None else {}  # not read yet: see _kernels_of
     kernels_of = kernels_of if kernels_of is not None else {}
+    step(f"drawing the ops of {before.name} ({before.instruction_count:,} instructions)")
     # Rows, not a networkx graph: a big module has hundreds of thousands of ops, and all
     # but the few dozen drawn on their own end up in groups (issue 27).
     rows, index = unit_rows(before, BeforeSide(before, kernel_of, kernels_of), names=bool(around))
