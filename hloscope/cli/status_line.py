@@ -2,10 +2,11 @@
 
 Reading, analysing and drawing a 100 MB module take 10-25 s, and a terminal that shows
 nothing for that long looks hung. When stderr is a terminal, `showing` puts each step the
-library says (`hloscope.status.step`) on one line of it, each step replacing the last: a
-long one (a big file read) at once, the others once the command has run half a second. The line is cleared before anything else is written
-(the command's output, a warning, an error), after which no more steps are shown, and when
-the command ends. Piped or redirected, nothing is shown and nothing changes.
+library says (`hloscope.status.step`) on one line of it, each replacing the last: a long
+one (a big file read) at once, the others once the command has run half a second. The
+line is cleared before anything else is written (the command's output, a warning, an
+error), after which no more steps are shown, and when the command ends. Piped or
+redirected, nothing is shown and nothing changes.
 """
 
 from __future__ import annotations
