@@ -82,12 +82,13 @@ class _Terminal(io.StringIO):
         return True
 
 
-def _terminal(monkeypatch: pytest.MonkeyPatch) -> tuple[_Terminal, _Terminal]:
+def _terminal(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> tuple[_Terminal, _Terminal]:
     """stdout and stderr on a terminal, for this test's body (pytest's own capture sets
-    them again after the fixtures)."""
+    them again after the fixtures), and steps shown after `delay` seconds."""
     out, err = _Terminal(), _Terminal()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(status_line, "DELAY_S", delay)
     return out, err
 
 
@@ -95,7 +96,6 @@ def test_the_line_shows_each_step_then_clears_before_the_output(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out, err = _terminal(monkeypatch)
-    monkeypatch.setattr(status_line, "DELAY_S", 0.0)
     with status_line.showing():
         status.step("reading x.txt (107 MB)")
         status.step("drawing \x1b[2J the ops")  # escaped, never obeyed
@@ -114,8 +114,7 @@ def test_the_line_shows_each_step_then_clears_before_the_output(
 def test_quick_steps_show_nothing_and_long_ones_show_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _, err = _terminal(monkeypatch)
-    monkeypatch.setattr(status_line, "DELAY_S", 60.0)
+    _, err = _terminal(monkeypatch, delay=60.0)
     with status_line.showing():
         status.step("counting the ops of m")
     assert err.getvalue() == ""
@@ -125,11 +124,8 @@ def test_quick_steps_show_nothing_and_long_ones_show_at_once(
     assert err.getvalue() == "\r\x1b[Khloscope: reading big.txt (500 MB)...\r\x1b[K"
 
 
-def test_a_long_step_is_cut_to_the_terminal(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_long_step_is_cut_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     _, err = _terminal(monkeypatch)
-    monkeypatch.setattr(status_line, "DELAY_S", 0.0)
     with status_line.showing():  # a stream without a file descriptor: 80 columns
         status.step("reading " + "x" * 200)
     shown = err.getvalue().split("\r\x1b[K")[1]
