@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 
 from hloscope import status
 from hloscope.cli import status_line
@@ -128,8 +129,11 @@ def test_a_long_step_is_cut_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> 
     _, err = _terminal(monkeypatch)
     with status_line.showing():  # a stream without a file descriptor: 80 columns
         status.step("reading " + "x" * 200)
-    shown = err.getvalue().split("\r\x1b[K")[1]
-    assert len(shown) < 80 and shown.endswith("...")
+        status.step("reading " + "漢" * 100)  # two columns each
+    shown = err.getvalue().split("\r\x1b[K")[1:3]
+    assert len(shown[0]) == 76 + 3 and shown[0].endswith("x...")
+    assert cell_len(shown[1]) == 76 + 3 and len(shown[1]) == 18 + 29 + 3  # on screen
+    assert shown[1].endswith("漢...")
 
 
 def test_piped_nothing_is_shown_nor_replaced(monkeypatch: pytest.MonkeyPatch) -> None:

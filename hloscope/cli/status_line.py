@@ -37,12 +37,16 @@ class _Line:
     def show(self, text: str, long: bool) -> None:
         if self.done or not (long or time.monotonic() - self.started >= DELAY_S):
             return
+        from rich.cells import cell_len, set_cell_size
+
         from hloscope.render.format import printable
 
         line = printable(f"hloscope: {text}...")
         width = _columns(self.stream)
-        if len(line) >= width:  # a line as wide as the terminal wraps, and stays
-            line = line[: max(width - 4, 0)] + "..."
+        if cell_len(line) >= width:  # a line as wide as the terminal wraps, and stays
+            if width < 20:
+                return
+            line = set_cell_size(line, width - 4).rstrip() + "..."
         self.stream.write(_CLEAR + line)
         self.stream.flush()
         self.shown = True
