@@ -26,7 +26,7 @@ from hloscope.hlo.fusion_log import FusionDecisions, find_log, read_decisions
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.xspace import METADATA_PLANE, read_xspace_hlo
 from hloscope.manifest import MANIFEST, RunManifest
-from hloscope.status import step
+from hloscope.status import reading
 from hloscope.unpack import is_nsys_archive, is_xspace, unpacked_nsys, unpacked_xspace
 
 __all__ = [
@@ -539,7 +539,7 @@ def _dump_size(m: ModuleDump) -> int:
 def _load_cached(path: str, mtime_ns: int) -> HloModule:
     from hloscope.hlo.proto import is_proto_path, load_module_file, with_stack_frames
 
-    _say_reading(Path(path))
+    reading(Path(path))
     if is_proto_path(path):
         return load_module_file(path)
     _check_hlo_start(Path(path))
@@ -578,20 +578,6 @@ def _load(path: Path) -> HloModule:
     except OSError:
         mtime = 0  # parse_file reports the missing file
     return _load_cached(str(path), mtime)
-
-
-def _say_reading(path: Path) -> None:
-    """Say that `path` is parsed now (`status.step`): at once for a big file."""
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return
-    megabytes = f"{size / 1e6:.0f}" if size >= 1e6 else f"{size / 1e6:.1f}"
-    step(f"reading {path.name} ({megabytes} MB)", long=size >= _LONG_READ_BYTES)
-
-
-# A file that takes half a second or more to parse (about 50 MB a second here)
-_LONG_READ_BYTES = 25_000_000
 
 
 def _normalise_platform(text: str) -> str:

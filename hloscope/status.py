@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["listen", "step"]
+__all__ = ["listen", "reading", "step"]
 
 _listener: Callable[[str, bool], object] | None = None
 
@@ -22,6 +23,21 @@ def step(text: str, *, long: bool = False) -> None:
     will take half a second or more (a listener may skip the steps of quick work)."""
     if _listener is not None:
         _listener(text, long)
+
+
+def reading(path: Path, what: str = "") -> None:
+    """Say that the file `path` is read now (`what` it is, before its name), with its
+    size: a long step for a big file."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return
+    megabytes = f"{size / 1e6:.0f}" if size >= 1e6 else f"{size / 1e6:.1f}"
+    step(f"reading {what}{path.name} ({megabytes} MB)", long=size >= LONG_READ_BYTES)
+
+
+# A file that takes half a second or more to read (HLO text: about 50 MB a second here)
+LONG_READ_BYTES = 25_000_000
 
 
 def listen(listener: Callable[[str, bool], object] | None) -> None:

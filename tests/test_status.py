@@ -78,6 +78,28 @@ def test_reading_a_module_and_diffing_runs_say_their_steps(
     assert not any(long for _, long in heard)  # small files: quick steps
 
 
+def test_a_big_file_read_is_a_long_step(heard: list[tuple[str, bool]], tmp_path: Path) -> None:
+    big, small = tmp_path / "big.txt", tmp_path / "small.txt"
+    with big.open("wb") as f:
+        f.truncate(status.LONG_READ_BYTES)  # sparse: no disk spent
+    small.write_text("HloModule m\n")
+    status.reading(big, "the profile ")
+    status.reading(small)
+    status.reading(tmp_path / "missing.txt")  # nothing to say: its reader says why
+    assert heard == [
+        ("reading the profile big.txt (25 MB)", True),
+        ("reading small.txt (0.0 MB)", False),
+    ]
+
+
+def test_reading_a_profile_says_its_step(heard: list[tuple[str, bool]]) -> None:
+    import hloscope
+
+    path = next((DATA / "jax_mlp_profile").rglob("*.xplane.pb"))
+    hloscope.read_trace(path)
+    assert heard[0][0].startswith(f"reading the profile {path.name} (")
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

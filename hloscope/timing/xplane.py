@@ -26,6 +26,7 @@ from typing import Any
 from hloscope.errors import ProfileReadError
 from hloscope.files import MAX_EXPANSION, Walk, expansion_limit, read_regular, walk
 from hloscope.hlo.parser import paused_gc
+from hloscope.status import reading
 from hloscope.timing import xspace_proto
 from hloscope.timing.trace import (  # re-exported: the trace is this stage's output
     DEVICE_PLANE_PREFIX,
@@ -320,6 +321,7 @@ def read_trace(path: Path | str, *, xla_only: bool = False) -> Trace:
     """
     p = Path(path)
     name = p.name
+    reading(p, "the profile ")
     if name.endswith(XPLANE_SUFFIX):
         if xla_only and xspace_proto.available():
             return xspace_proto.trace_from_bytes(_read_bytes(p), path=str(p))
