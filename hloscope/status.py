@@ -28,6 +28,8 @@ def step(text: str, *, long: bool = False) -> None:
 def reading(path: Path, what: str = "") -> None:
     """Say that the file `path` is read now (`what` it is, before its name), with its
     size: a long step for a big file."""
+    if _listener is None:  # no one to tell: not even a stat
+        return
     try:
         size = path.stat().st_size
     except OSError:
