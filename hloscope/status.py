@@ -53,4 +53,5 @@ def _forget() -> None:  # in a forked child: its parent shows the steps
     listen(None)
 
 
-os.register_at_fork(after_in_child=_forget)
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere no process is forked
+    os.register_at_fork(after_in_child=_forget)

@@ -108,7 +108,8 @@ def _forget() -> None:
         _active.done, _active.shown = True, False
 
 
-os.register_at_fork(after_in_child=_forget)
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere no process is forked
+    os.register_at_fork(after_in_child=_forget)
 
 
 def _is_terminal(stream: Any) -> bool:
