@@ -243,9 +243,10 @@ def _analyze_dump(
                 facts = before_facts(before_module)
                 if draw_after is not None:  # a page: found while the worker sends its side
                     ops_to_place_ahead(before_module)  # for the op diagram
+        side = None
         if pending is not None:
             step(f"waiting for the after side of {dump.key}, read in another process")
-        side = pending.result() if pending is not None else None
+            side = pending.result()
         report = _joined(dump, drawn, before, before_module, facts, errors, side, provenance)
         if pending is not None and side is not None and drawn is None and provenance:
             if report.provenance is not None:

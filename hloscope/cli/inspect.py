@@ -398,8 +398,8 @@ def _ops(
     selected = [(m, m.placements(op, unfused=unfused, kernel=kernel)) for m in shown]
     stories = _stories(inspection, shown) if history else {}
     if json:
-        from hloscope.render.json import placement_doc, placement_text
-        from hloscope.render.json_stream import Fields, Items, Records
+        from hloscope.render.json import placement_doc, placement_records
+        from hloscope.render.json_stream import Fields, Items
         from hloscope.render.passes import op_history_doc
 
         def with_history(p: Any, story: Any) -> dict[str, Any]:
@@ -408,7 +408,7 @@ def _ops(
         def module_doc(m: Any, ps: list[Any]) -> Fields:
             story = stories.get(m.key)
             ops: Items = (
-                Records(lambda: ps, placement_doc, placement_text)
+                placement_records(lambda: ps)
                 if story is None
                 else Items(lambda: (with_history(p, story) for p in ps))
             )

@@ -8,7 +8,7 @@ also made as stand-ins (`report_fields`, `module_fields`: `render.json_stream`) 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -154,6 +154,13 @@ def placement_text(p: Placement, newline: str = "\n") -> str:
         return indented(placement_doc(p), newline)
 
 
+def placement_records(placements: Callable[[], Iterable[Placement]]) -> Records[Placement]:
+    """The array of `placements()`, each written by `placement_text` (read as
+    `placement_doc` everywhere else): what `report --json`'s provenance and `ops --json`
+    hold."""
+    return Records(placements, placement_doc, placement_text)
+
+
 def _no() -> str:
     raise TypeError("not a field's type: written through placement_doc")
 
@@ -203,7 +210,7 @@ def module_fields(
         source_ops=m.source_ops,
         alone=m.alone,
         kernels=Items(lambda: _kernel_docs(m)),
-        provenance=Records(lambda: placements, placement_doc, placement_text),
+        provenance=placement_records(lambda: placements),
         kernels_by_line=dict(m.provenance.kernels_by_line) if m.provenance else {},
         parallel=parallel_doc(m),
         error=m.error or None,
