@@ -67,6 +67,7 @@ __all__ = [
     "signature",
     "tree_digest",
     "tree_stamps",
+    "tree_stats",
     "user_cache_dir",
 ]
 
@@ -271,16 +272,33 @@ def tree_stamps(folder: Path, *, max_files: int = 200_000) -> list[list[Any]]:
     """`[name, file type, size, mtime_ns]` of every file under a folder (named relative
     to it), sorted: what a result computed from the folder's files depends on.
 
-    Links inside the folder are followed (what a link names is what a reader reads),
-    each folder once; a link out of it, or a broken one, counts by its own stamp: the
-    readers of a run never follow those, and nothing outside it is stat'ed (a link to
-    `/` would otherwise walk the whole disk). The store's own files are left out.
+    Each file as `tree_stats` finds it: links inside the folder followed, a link out of
+    it or a broken one by its own stamp, the store's own files left out.
 
     Raises:
         OSError: A folder cannot be listed, or it holds more than `max_files` files
             (`TooManyFiles`).
     """
-    out: list[list[Any]] = []
+    return [
+        [name, stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns]
+        for name, st in tree_stats(folder, max_files=max_files)
+    ]
+
+
+def tree_stats(folder: Path, *, max_files: int = 200_000) -> list[tuple[str, os.stat_result]]:
+    """`(name, stat)` of every file under a folder (named relative to it), sorted by name.
+
+    Links inside the folder are followed (what a link names is what a reader reads),
+    each folder once; a link out of it, or a broken one, counts by its own stat
+    (`lstat`): the readers of a run never follow those, and nothing outside it is
+    stat'ed (a link to `/` would otherwise walk the whole disk). So a file whose stat
+    is a regular file's may be read. The store's own files are left out.
+
+    Raises:
+        OSError: A folder cannot be listed, or it holds more than `max_files` files
+            (`TooManyFiles`).
+    """
+    out: list[tuple[str, os.stat_result]] = []
     root = folder.stat()
     seen = {(root.st_dev, root.st_ino)}
     stack = [(folder, "")]
@@ -301,10 +319,10 @@ def tree_stamps(folder: Path, *, max_files: int = 200_000) -> list[list[Any]]:
                         seen.add((st.st_dev, st.st_ino))
                         stack.append((Path(entry.path), name + "/"))
                     continue
-                out.append([name, stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns])
+                out.append((name, st))
                 if len(out) > max_files:
                     raise TooManyFiles(f"{folder} holds more than {max_files:,} files")
-    out.sort()
+    out.sort(key=lambda found: found[0])
     return out
 
 

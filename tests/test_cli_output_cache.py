@@ -254,3 +254,51 @@ def test_digests_taken_again_only_while_unchanged(
     ]
     index.write_bytes(b"0" * 64 + b"\n" + json.dumps(stale).encode())
     assert oc.input_digests(folder) == changed
+
+
+def test_a_file_changed_while_it_ran_keeps_nothing(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files are stat'ed once before the command and again after it: one changed in
+    between (the output may be of either state) keeps nothing; unchanged, it is kept."""
+    import hloscope.inspection
+
+    folder = tmp_path / "dump"
+    shutil.copytree(BARE, folder)
+    old = 1_000_000_000  # not racy
+    for p in folder.iterdir():
+        os.utime(p, (old, old))
+    after = next(folder.glob("module_0030.*after_optimizations.txt"))
+    inspect_run = hloscope.inspection.inspect_run
+
+    def touching(*args: Any, **kwargs: Any) -> Any:
+        os.utime(after, (old + 5, old + 5))  # the same bytes, another time
+        return inspect_run(*args, **kwargs)
+
+    monkeypatch.setattr(hloscope.inspection, "inspect_run", touching)
+    args = ["report", str(folder), "--json"]
+    plain = _invoke(args)
+    assert not _entries(cache)
+    monkeypatch.setattr(hloscope.inspection, "inspect_run", inspect_run)
+    assert _invoke(args) == plain
+    assert len(_entries(cache)) == 1
+
+
+def test_a_module_file_linked_out_of_its_folder_is_never_opened(tmp_path: Path) -> None:
+    """For one module file, the files of its module beside it are hashed too; one that
+    links out of the folder counts by its kind alone, whatever it names."""
+    import stat
+
+    folder = tmp_path / "dump"
+    folder.mkdir()
+    before = dump_file(BARE, "module_0030.*before_optimizations.txt")
+    shutil.copy(before, folder / before.name)
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("HloModule secret\n")
+    linked = folder / before.name.replace("before_optimizations", "cpu_after_optimizations")
+    linked.symlink_to(elsewhere)
+    digests = oc.input_digests(folder / before.name)
+    assert digests is not None
+    assert [d for d in digests if d[0] == linked.name] == [[linked.name, stat.S_IFLNK, ""]]
+    elsewhere.write_text("HloModule other\n")
+    assert oc.input_digests(folder / before.name) == digests

@@ -39,7 +39,7 @@ from typing import Any, TextIO
 
 from hloscope.cli.cached import probe_stamp
 from hloscope.files import inside, read_regular
-from hloscope.store import code_stamps, digest, entry_key, tree_stamps
+from hloscope.store import code_stamps, digest, entry_key, tree_stats
 from hloscope.user_cache import (
     CACHE_MB_VARIABLE,
     RACY_NS,
@@ -151,8 +151,10 @@ def cached_command(
     """
     folder = outputs_dir()
     limit = cache_limit()
-    base = _base_key(run, command, options) if enabled and limit > 0 else None
-    if base is None:
+    # What it reads, as found now: a file changed from here on changes its stamp.
+    found_inputs = _input_stats(run) if enabled and limit > 0 else None
+    base = _base_key(run, command, options, found_inputs) if found_inputs is not None else None
+    if found_inputs is None or base is None:
         body()
         return
     key = _with_peaks(base)
@@ -165,14 +167,15 @@ def cached_command(
         _replay(found)
         return
     started = time.time_ns()
-    stamps = _stamps(run)
+    stamps = _stamps(found_inputs)
     recorder = _Recording(_MAX_ENTRY_BYTES)
     with recorder.installed():
         written = body()
-    if recorder.over or stamps is None:
+    if recorder.over:
         return
     with contextlib.suppress(OSError):
-        if _stamps(run) != stamps or any(s[-1] >= started - RACY_NS for s in stamps):
+        now = _input_stats(run)
+        if now is None or _stamps(now) != stamps or any(s[-1] >= started - RACY_NS for s in stamps):
             return  # a file changed while it ran, or may change unseen: keep nothing
         files = []
         size = recorder.size
@@ -199,30 +202,49 @@ def outputs_dir() -> Path:
 def input_digests(run: Path) -> list[list[Any]] | None:
     """`[name, kind, SHA-256 of the content]` of every file the command reads: a
     folder's whole tree (named relative to it, the store's own files left out), or one
-    file and the files of its module beside it (`module_0001.*`). None when they cannot
-    all be read or there is too much to hash (nothing is cached then).
+    file and the files of its module beside it (`module_0001.*`). A link out of the
+    folder, or anything but a regular file, counts by its kind alone and is never
+    opened. None when they cannot all be read or there is too much to hash (nothing is
+    cached then).
 
     A file's digest is taken again from the last call's while its stat fields are
     those it had then (`user_cache.DigestIndex`).
     """
+    found = _input_stats(run)
+    return None if found is None else _digests(run, found)
+
+
+def _input_stats(run: Path) -> list[tuple[str, os.stat_result]] | None:
+    """`(name, stat)` of every file the command reads, named relative to the folder
+    (`store.tree_stats`: links inside it followed, any other link by its own stat); None
+    when they cannot all be stat'ed, or `run` is neither a folder nor a file."""
     try:
         if run.is_dir():
-            names = [(s[0], s[1]) for s in tree_stamps(run)]
-            root = run
-        elif run.is_file():
-            root = run.parent
-            names = [(n, stat.S_IFREG) for n in _module_files(run)]
-        else:
+            return tree_stats(run)
+        if not run.is_file():
             return None
+        root = run.parent
+        out = []
+        for name in _module_files(run):
+            p = root / name
+            out.append((name, p.stat(follow_symlinks=not p.is_symlink() or inside(p, root))))
+        return out
+    except OSError:
+        return None
+
+
+def _digests(run: Path, found: list[tuple[str, os.stat_result]]) -> list[list[Any]] | None:
+    """`input_digests` of the files `_input_stats` found, each hashed as of its stat."""
+    root = run if run.is_dir() else run.parent
+    try:
         index = DigestIndex(root, outputs_dir())
         out: list[list[Any]] = []
         budget = _MAX_HASHED_BYTES
-        for name, kind in names:
-            p = root / name
-            if kind != stat.S_IFREG or (p.is_symlink() and not inside(p, root)):
+        for name, st in found:
+            kind = stat.S_IFMT(st.st_mode)
+            if kind != stat.S_IFREG:
                 out.append([name, kind, ""])  # never opened by a reader either
                 continue
-            st = p.stat()
             budget -= st.st_size
             if budget < 0:
                 return None
@@ -236,12 +258,17 @@ def input_digests(run: Path) -> list[list[Any]] | None:
 # --- the key --------------------------------------------------------------------------
 
 
-def _base_key(run: Path, command: str, options: Mapping[str, Any]) -> str | None:
-    """The digest of all the key holds but the CPU roofs (`_with_peaks`); None when the
-    files read cannot all be hashed."""
+def _base_key(
+    run: Path,
+    command: str,
+    options: Mapping[str, Any],
+    found: list[tuple[str, os.stat_result]],
+) -> str | None:
+    """The digest of all the key holds but the CPU roofs (`_with_peaks`), the files read
+    being those `_input_stats` found; None when they cannot all be hashed."""
     from hloscope import __version__
 
-    inputs = input_digests(run)
+    inputs = _digests(run, found)
     if inputs is None:
         return None
     try:
@@ -312,19 +339,10 @@ def _module_files(path: Path) -> list[str]:
     return sorted(found | {name})
 
 
-def _stamps(run: Path) -> list[list[Any]] | None:
-    """Names, sizes and times of what the command reads: to see a file change while
-    it runs (the output may then be of either state)."""
-    try:
-        if run.is_dir():
-            return tree_stamps(run)
-        out = []
-        for name in _module_files(run):
-            st = (run.parent / name).stat()
-            out.append([name, st.st_size, st.st_mtime_ns])
-        return out
-    except OSError:
-        return None
+def _stamps(found: list[tuple[str, os.stat_result]]) -> list[list[Any]]:
+    """Names, types, sizes and times of what the command reads: to see a file change
+    while it runs (the output may then be of either state)."""
+    return [[name, st.st_mode, st.st_size, st.st_mtime_ns] for name, st in found]
 
 
 # --- recording and playing back ---------------------------------------------------------
