@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import HloParseError, HloscopeError, UsageError
-from hloscope.files import inside, path_order, read_regular
+from hloscope.files import inside, read_regular
 from hloscope.hlo.fusion_log import SUFFIX as FUSION_LOG_SUFFIX
 from hloscope.hlo.fusion_log import FusionDecisions, find_log, read_decisions
 from hloscope.hlo.model import HloModule
@@ -60,6 +61,7 @@ _DUMP_NAME = re.compile(
     r"|(?P<platform>(?:sm_\d+(?:\.\d+)?[a-z]?_|[a-z]+\d+[a-z]*_)?[a-z]+)_after_optimizations)"
     r"\.(?:txt|hlo\.pb|hlo\.pb\.xz)"
 )
+_DUMP_SUFFIXES = (".txt", ".hlo.pb", ".hlo.pb.xz")
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)([^\n]*)", re.M)
 _TRIVIAL_INSTRUCTIONS = 5
 _HEAD_BYTES = 65536
@@ -378,6 +380,10 @@ def dump_file_info(name: str) -> tuple[str | None, str | None, str, str | None] 
         before-optimization file, or None when the name is not a before/after
         HLO text dump (buffer assignments, `.ll`, `.o`, `.mlir`, debug options, ...).
     """
+    # what the pattern asks first, at C speed: most of a dump folder is not modules
+    # (buffer assignments, `.ll`, `.o`: 3,102 of an EfficientNet dump's 3,432 files)
+    if not (name.endswith(_DUMP_SUFFIXES) and "optimizations." in name):
+        return None
     m = _DUMP_NAME.fullmatch(name)
     if m is None:
         return None
@@ -402,12 +408,15 @@ def scan_dump_dir(folder: Path, *, root: Path | None = None) -> tuple[ModuleDump
     if not inside(folder, base):
         return ()
     try:
-        entries = sorted(folder.iterdir(), key=path_order)
+        names = sorted(os.listdir(folder))  # by name: the order of their paths here
     except OSError:
         return ()
-    for entry in entries:
-        info = dump_file_info(entry.name)
-        if info is None or not entry.is_file():
+    for file_name in names:
+        info = dump_file_info(file_name)
+        if info is None:
+            continue
+        entry = folder / file_name
+        if not entry.is_file():
             continue
         if entry.is_symlink() and not inside(entry, base):
             continue
@@ -447,13 +456,14 @@ def left_out_of_dump(folder: Path, root: Path) -> tuple[str, ...]:
         root: The run folder reading must stay in.
     """
     try:
-        entries = sorted(folder.iterdir(), key=path_order) if inside(folder, root) else []
+        names = sorted(os.listdir(folder)) if inside(folder, root) else []
     except OSError:
         return ()
     out = []
-    for entry in entries:
-        if dump_file_info(entry.name) is None:
+    for file_name in names:
+        if dump_file_info(file_name) is None:
             continue
+        entry = folder / file_name
         shown = entry.relative_to(root) if entry.is_relative_to(root) else entry
         if entry.is_symlink() and not entry.exists():
             out.append(f"{shown}: a broken link; not read")

@@ -102,6 +102,26 @@ def test_dump_file_info_ignores_other_files(name: str) -> None:
     assert dump_file_info(name) is None
 
 
+def test_dump_file_info_tests_suffixes_first_without_losing_a_name() -> None:
+    """`dump_file_info` rejects most names by suffix before its pattern: every file name
+    of the test data, and each case above, reads as the pattern alone reads it."""
+    from hloscope.runs import _DUMP_NAME
+
+    names = {p.name for p in DATA.rglob("*")}
+    names |= {
+        "module_0016.jit_train_step.sm_9.0_gpu_after_optimizations.hlo.pb.xz",
+        "module_0001.f.before_optimizations.hlo.pb",
+        "module_0000.jit_f.cpu_after_optimizations-buffer-assignment.txt",
+        "module_0000.jit_f.before_optimizations.hlo.pb.gz",
+        "x.before_optimizations.txt.before_optimizations.txt",
+        "optimizations.txt",
+        ".before_optimizations.txt",
+    }
+    read = {n for n in names if dump_file_info(n) is not None}
+    assert read == {n for n in names if _DUMP_NAME.fullmatch(n)}
+    assert len(read) > 100  # the test data's modules are among them
+
+
 def test_bare_jax_dump_folder() -> None:
     run = load_run(DATA / "jax_mlp")
     assert run.manifest == RunManifest()
