@@ -12,7 +12,7 @@ from __future__ import annotations
 import lzma
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,12 +176,25 @@ def path_order(path: Path) -> tuple[str, ...]:
     return path.parts
 
 
-def walk(root: str | Path, *, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES) -> Walk:
+def walk(
+    root: str | Path,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_entries: int = MAX_ENTRIES,
+    select: Callable[[str], bool] | None = None,
+) -> Walk:
     """Every regular file and folder below `root`, without recursion.
 
     Links are followed only where they stay inside `root`, each folder is entered once
     (a link back up is no loop), nothing below `max_depth` levels is listed, and FIFOs,
     devices and sockets are left out: nothing outside the folder is read or stat'ed.
+
+    Args:
+        root: The folder.
+        max_depth: How many levels of folders below it are searched.
+        max_entries: How many entries it may hold, at most.
+        select: The files listed, by name (all by default): a search for a few kinds
+            of file in a folder of thousands makes no `Path` of the others.
 
     Raises:
         TooManyEntries: More than `max_entries` entries.
@@ -206,6 +219,10 @@ def walk(root: str | Path, *, max_depth: int = MAX_DEPTH, max_entries: int = MAX
         if count > max_entries:
             raise TooManyEntries(f"{base} holds more than {max_entries:,} files and folders")
         for entry in entries:
+            if entry.is_file(follow_symlinks=False):  # the listing's type: no stat
+                if select is None or select(entry.name):
+                    found.files.append(Path(entry.path))
+                continue
             path = Path(entry.path)
             if entry.is_symlink() and not inside(path, base):
                 found.links_out.append(path)
@@ -222,7 +239,8 @@ def walk(root: str | Path, *, max_depth: int = MAX_DEPTH, max_entries: int = MAX
                     found.folders.append(path)
                     stack.append((path, depth + 1))
             elif stat.S_ISREG(info.st_mode):
-                found.files.append(path)
+                if select is None or select(entry.name):
+                    found.files.append(path)
             else:
                 found.special.append(path)
     found.files.sort(key=path_order)

@@ -562,6 +562,37 @@ def test_walk_stays_inside_and_needs_no_recursion(tmp_path: Path) -> None:
     assert found.too_deep == 1 and len(found.folders) == 1 + MAX_DEPTH  # a, and 32 levels
 
 
+def test_walk_selects_files_by_name_as_it_finds_them(tmp_path: Path) -> None:
+    """files.walk's `select` lists only the files it names, links inside the folder
+    included, and changes nothing else it finds; `has_profile` searches with it: a
+    link out of the folder named as a profile is no profile."""
+    from hloscope.files import walk
+    from hloscope.timing.sources import has_profile
+
+    root = tmp_path / "root"
+    (root / "p" / "q").mkdir(parents=True)
+    (root / "p" / "q" / "a.xplane.pb").write_bytes(b"x")
+    (root / "notes.txt").write_text("x")
+    (root / "inside.xplane.pb").symlink_to(root / "notes.txt")
+    (tmp_path / "far.xplane.pb").write_bytes(b"x")
+    (root / "out.xplane.pb").symlink_to(tmp_path / "far.xplane.pb")
+    os.mkfifo(root / "pipe.xplane.pb")
+    every = walk(root)
+    found = walk(root, select=lambda name: name.endswith(".xplane.pb"))
+    assert every.files == [root / "inside.xplane.pb", root / "notes.txt", root / "p/q/a.xplane.pb"]
+    assert found.files == [root / "inside.xplane.pb", root / "p" / "q" / "a.xplane.pb"]
+    assert (found.folders, found.links_out, found.special) == (
+        every.folders,
+        every.links_out,
+        every.special,
+    )
+    assert found.links_out == [root / "out.xplane.pb"]
+    assert has_profile(root)
+    (root / "p" / "q" / "a.xplane.pb").unlink()
+    (root / "inside.xplane.pb").unlink()
+    assert not has_profile(root)  # the link out, and the FIFO, are none
+
+
 def test_a_run_of_which_nothing_could_be_read_is_an_error_not_an_empty_report(
     tmp_path: Path,
 ) -> None:

@@ -25,6 +25,7 @@ from hloscope.timing.attribution import attribute, op_events
 from hloscope.timing.cache import cached_timings, dump_fingerprint, profile_timings, run_folder_of
 from hloscope.timing.compiles import read_compiles, with_compile_times
 from hloscope.timing.results import ProfileTimings, launches_differ, merge_timings, timing_key
+from hloscope.timing.trace import TRACE_JSON_SUFFIX, XPLANE_SUFFIX
 from hloscope.timing.xplane import find_profiles, read_trace
 
 __all__ = [
@@ -200,10 +201,10 @@ def has_profile(folder: Path) -> bool:
     """Whether a folder holds a profile (`*.xplane.pb` or `*.trace.json.gz`) anywhere
     (no deeper than `files.MAX_DEPTH`, never through a link out of it)."""
     try:
-        files = walk(folder).files
+        found = walk(folder, select=lambda name: name.endswith((XPLANE_SUFFIX, TRACE_JSON_SUFFIX)))
     except OSError:
         return True  # too big to search: reading it says so
-    return any(p.name.endswith((".xplane.pb", ".trace.json.gz")) for p in files)
+    return bool(found.files)
 
 
 def load_profile(
