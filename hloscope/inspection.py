@@ -15,24 +15,27 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hloscope.analysis.compilations import Compilations, run_compilations
 from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
-from hloscope.analysis.passes import PassStory, pass_story
 from hloscope.analysis.report import DrawAfter, Drawn, ModuleReport, RunReport, analyze_run
 from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
 from hloscope.errors import DocumentError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
 from hloscope.passes import pass_dumps
 from hloscope.runs import Run, load_run
-from hloscope.timing.bench import BenchResult
 from hloscope.timing.helpers import weigh_helpers
 from hloscope.timing.results import ModuleTiming, ProfileTimings, timing_key
 from hloscope.timing.roofline import KernelRoof, Peaks, roofline
 from hloscope.timing.sources import run_timings
 from hloscope.timing.xla_coverage import XlaCoverage, xla_coverage
+
+if TYPE_CHECKING:  # imported where used: a run without pass dumps or bench.json reads neither
+    from hloscope.analysis.passes import PassStory
+    from hloscope.timing.bench import BenchResult
 
 __all__ = ["BENCH_FILE", "Inspection", "inspect_run", "read_bench"]
 
@@ -294,6 +297,10 @@ def inspect_run(
 def _passes(run: Run, modules: Iterable[ModuleReport]) -> dict[str, PassStory]:
     """The pass stories of the modules that have per-pass dumps."""
     found = pass_dumps(run)
+    if not found:
+        return {}
+    from hloscope.analysis.passes import pass_story
+
     out: dict[str, PassStory] = {}
     for m in modules:
         if m.key not in found:
@@ -339,6 +346,8 @@ def read_bench(run: Run) -> BenchResult | None:
         raise DocumentError("nested too deep", where=BENCH_FILE) from None
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise DocumentError(f"not readable: {e}", where=BENCH_FILE) from None
+    from hloscope.timing.bench import BenchResult
+
     return BenchResult.from_json(doc, where=BENCH_FILE)
 
 

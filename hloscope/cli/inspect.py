@@ -400,9 +400,10 @@ def _ops(
     if json:
         from hloscope.render.json import placement_doc, placement_records
         from hloscope.render.json_stream import Fields, Items
-        from hloscope.render.passes import op_history_doc
 
         def with_history(p: Any, story: Any) -> dict[str, Any]:
+            from hloscope.render.passes import op_history_doc
+
             return {**placement_doc(p), "history": op_history_doc(p, story)}
 
         def module_doc(m: Any, ps: list[Any]) -> Fields:

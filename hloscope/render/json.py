@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.analysis.budget import Violation
-from hloscope.analysis.diff import KernelChange, KernelRef, ModuleDiff, RunDiff
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.provenance import Placement, SourceOp
 from hloscope.analysis.report import ModuleReport
@@ -28,6 +27,9 @@ from hloscope.render.timing_json import timings_doc
 from hloscope.runs import Run
 from hloscope.timing.results import ModuleTiming
 from hloscope.timing.roofline import Peaks
+
+if TYPE_CHECKING:  # a diff's documents: only `diff` makes one
+    from hloscope.analysis.diff import KernelChange, KernelRef, ModuleDiff, RunDiff
 
 SCHEMA_VERSION = 1
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -19,8 +20,10 @@ from rich.text import Text
 from hloscope.render.fit import fit_names, name_room
 from hloscope.render.format import counted, fmt_bytes, fmt_count, fmt_seconds, fmt_us, short_name
 from hloscope.render.holds import labelled
-from hloscope.timing.bench import BenchResult
 from hloscope.timing.results import CLOCK_DEVICE, ModuleTiming, ProfileTimings
+
+if TYPE_CHECKING:  # a bench result is read only where `bench.json` is
+    from hloscope.timing.bench import BenchResult
 
 __all__ = ["STRAGGLER", "bench_table", "module_detail", "profile_table", "timing_lines"]
 

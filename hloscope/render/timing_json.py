@@ -8,10 +8,12 @@ prints (the terminal tables are `render.timing`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hloscope.timing.bench import BenchResult
 from hloscope.timing.results import ModuleTiming, ProfileTimings
+
+if TYPE_CHECKING:  # a bench result is read only where `bench.json` is
+    from hloscope.timing.bench import BenchResult
 
 __all__ = ["SCHEMA_VERSION", "bench_doc", "profile_doc", "timings_doc"]
 
