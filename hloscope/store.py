@@ -65,6 +65,7 @@ __all__ = [
     "machine_key",
     "read_entries",
     "signature",
+    "signer",
     "tree_digest",
     "tree_stamps",
     "tree_stats",
@@ -197,10 +198,21 @@ def signature(key: str, data: bytes) -> str | None:
     """An HMAC-SHA256 of bytes kept under `key`, with this user's secret: what a cache
     kept elsewhere (`cli.output_cache`, one file per entry) checks before it trusts
     what it reads back (`hmac.compare_digest`). None where no secret can be kept."""
+    mac = signer(key)
+    if mac is None:
+        return None
+    mac.update(data)
+    return mac.hexdigest()
+
+
+def signer(key: str) -> hmac.HMAC | None:
+    """`signature` of bytes given a piece at a time: an HMAC to `update` with each piece
+    in order, whose `hexdigest` is then their `signature`. None where no secret can be
+    kept."""
     secret = _user_secret()
     if secret is None:
         return None
-    return hmac.new(secret, key.encode() + b"\0" + data, hashlib.sha256).hexdigest()
+    return hmac.new(secret, key.encode() + b"\0", hashlib.sha256)
 
 
 def keep(path: Path, key: str, value: Any, *, limit: int, max_entries: int) -> None:

@@ -24,15 +24,16 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from hloscope.files import read_regular
-from hloscope.store import content_digest, signature, user_cache_dir
+from hloscope.files import open_regular
+from hloscope.store import content_digest, signature, signer, user_cache_dir
 
 __all__ = [
     "CACHE_MB_VARIABLE",
     "RACY_NS",
     "DigestIndex",
+    "EntryFile",
     "cache_folder",
     "cache_limit",
     "read_entry",
@@ -50,6 +51,8 @@ _INDEX_VERSION = 1
 _MAX_INDEX_BYTES = 64 << 20  # the whole file, its signature line included
 _SIGNATURE_LINE = 65  # a SHA-256 HMAC in hex and a newline, before an entry's bytes
 _SHA256 = re.compile("[0-9a-f]{64}")
+_TEMPORARY = ".tmp"  # the suffix of a file being written
+_ABANDONED_NS = 24 * 3600 * 1_000_000_000  # a temporary file no command writes any more
 # Digests taken in this process, by file and stat fields: two caches keying one command
 # hash each file once.
 _TAKEN: dict[tuple[str, tuple[int, ...]], str] = {}
@@ -71,14 +74,19 @@ def cache_folder(name: str) -> Path:
 def read_entry(path: Path, key: str, max_bytes: int) -> bytes | None:
     """The bytes kept under `key` at `path`; None when absent, a link, not a regular
     file, over `max_bytes`, or not signed with this user's secret for this key."""
+    mac = signer(key)
+    if mac is None:
+        return None
     try:
         if path.is_symlink():
             return None
-        mac, _, data = read_regular(path, max_bytes + _SIGNATURE_LINE).partition(b"\n")
+        with open_regular(path, max_bytes + _SIGNATURE_LINE) as (f, size):
+            line = f.read(_SIGNATURE_LINE)
+            data = f.read(size - len(line))  # one object: not a copy of hundreds of MB
+            mac.update(data)
     except OSError:
         return None
-    expected = signature(key, data)
-    if expected is None or not hmac.compare_digest(mac, expected.encode()):
+    if not hmac.compare_digest(line, mac.hexdigest().encode() + b"\n"):
         return None
     with contextlib.suppress(OSError):
         os.utime(path)  # the most recently used
@@ -102,7 +110,7 @@ def write_atomic(path: Path, data: bytes) -> bool:
     """Write a file of a cache folder through a temporary file renamed over it (a reader
     sees the old file or the new one), readable by the user only; False when it cannot
     be written."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{_TEMPORARY}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -116,16 +124,99 @@ def write_atomic(path: Path, data: bytes) -> bool:
     return True
 
 
+class EntryFile:
+    """An entry written a piece at a time as it is made (what a command prints, as it
+    prints it), never held whole: into a temporary file in the cache folder, then
+    signed and renamed into place by `keep`, in `write_entry`'s layout (its signature, a
+    newline, its bytes), or removed by `drop`. More than `limit` bytes drop it, as does
+    a write that fails; nothing is raised.
+    """
+
+    def __init__(self, folder: Path, limit: int) -> None:
+        self.size = 0
+        self.limit = limit
+        self._file: IO[bytes] | None = None
+        # A leading dot: `_evict` leaves it alone while it is written, and removes it
+        # once it is older than any command (its process was killed).
+        self._tmp = folder / f".entry.{os.getpid()}.{id(self):x}{_TEMPORARY}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self._tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            self._file = os.fdopen(fd, "w+b")
+            self._file.write(b"0" * (_SIGNATURE_LINE - 1) + b"\n")  # signed when kept
+        except OSError:
+            self.drop()
+
+    @property
+    def dropped(self) -> bool:
+        """Whether it was dropped (over its limit, or a write failed)."""
+        return self._file is None
+
+    def write(self, data: bytes) -> None:
+        """Add `data` (or drop the entry, when it would be over the limit)."""
+        if self._file is None:
+            return
+        self.size += len(data)
+        if self.size > self.limit:
+            self.drop()
+            return
+        try:
+            self._file.write(data)
+        except OSError:
+            self.drop()
+
+    def keep(self, path: Path, key: str, limit: int) -> bool:
+        """Sign what was written under `key` and put it at `path` (atomically), then
+        evict the folder's least recently used entries beyond `limit` bytes; False
+        (nothing kept) when it was dropped, there is no secret to sign with, or it
+        cannot be written."""
+        mac = signer(key)
+        f = self._file
+        if f is None or mac is None or self.size > limit:
+            self.drop()
+            return False
+        self._file = None
+        try:
+            with f:
+                f.flush()
+                f.seek(_SIGNATURE_LINE)
+                while block := f.read(1 << 20):
+                    mac.update(block)
+                f.seek(0)
+                f.write(mac.hexdigest().encode())
+            os.replace(self._tmp, path)
+        except OSError:
+            self.drop()
+            return False
+        _evict(path.parent, limit)
+        return True
+
+    def drop(self) -> None:
+        """Remove what was written; nothing is kept."""
+        f, self._file = self._file, None
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp)
+
+
 def _evict(folder: Path, limit: int) -> None:
     """Remove the least recently used entries until they take at most `limit` bytes
-    (a temporary file being written, named with a leading dot, is left alone)."""
+    (a temporary file being written, named with a leading dot, is left alone; one left
+    by a process that was killed goes once it is older than `_ABANDONED_NS`)."""
     entries = []
+    abandoned = time.time_ns() - _ABANDONED_NS
     with contextlib.suppress(OSError), os.scandir(folder) as found:
         for e in found:
-            if not e.name.startswith(".") and e.is_file(follow_symlinks=False):
-                with contextlib.suppress(OSError):
-                    st = e.stat(follow_symlinks=False)
+            if not e.is_file(follow_symlinks=False):
+                continue
+            with contextlib.suppress(OSError):
+                st = e.stat(follow_symlinks=False)
+                if not e.name.startswith("."):
                     entries.append((st.st_mtime_ns, st.st_size, e.path))
+                elif e.name.endswith(_TEMPORARY) and st.st_mtime_ns < abandoned:
+                    os.unlink(e.path)
     total = sum(size for _, size, _ in entries)
     for _, size, name in sorted(entries):
         if total <= limit:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,15 +37,20 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _signed(path: Path) -> Any:
-    """A kept file's JSON (its signature line left out)."""
-    return json.loads(path.read_bytes().partition(b"\n")[2])
+    """A kept digest index's JSON (its signature line left out)."""
+    return json.loads(_data(path))
 
 
-def _sign(path: Path, text: str, key: str | None = None) -> None:
-    """Write `text` as this user's hloscope would sign it under `key` (the entry's own by
+def _data(path: Path) -> bytes:
+    """A kept file's bytes, its signature line left out."""
+    return path.read_bytes().partition(b"\n")[2]
+
+
+def _sign(path: Path, data: str | bytes, key: str | None = None) -> None:
+    """Write `data` as this user's hloscope would sign it under `key` (the entry's own by
     default): what a forger who had the secret could write, so that the shape checks
     after the signature are what is tested."""
-    data = text.encode()
+    data = data.encode() if isinstance(data, str) else data
     mac = signature(key or path.stem, data)
     assert mac is not None
     path.write_bytes(mac.encode() + b"\n" + data)
@@ -52,7 +58,13 @@ def _sign(path: Path, text: str, key: str | None = None) -> None:
 
 def _entries(cache: Path) -> list[Path]:
     """The kept outputs (not the digest indexes beside them)."""
-    return [p for p in cache.glob("*.json") if not p.name.startswith("digests-")]
+    return list(cache.glob("*.out"))
+
+
+def _records(*records: tuple[list[Any], bytes]) -> bytes:
+    """An entry's records, as `output_cache.Entry` reads them: each a line of JSON, then
+    its bytes."""
+    return b"".join(json.dumps(head).encode() + b"\n" + body for head, body in records)
 
 
 def _invoke(args: list[str]) -> tuple[str, str]:
@@ -153,32 +165,45 @@ def test_entries_read_as_untrusted(cache: Path, monkeypatch: pytest.MonkeyPatch)
     args = ["report", str(BARE), "--json"]
     plain = _invoke(args)
     (entry,) = _entries(cache)
-    doc = _signed(entry)
-    forged: list[Any] = [
-        {**doc, "version": 99},
-        {**doc, "key": "0" * 64},
-        {**doc, "chunks": [[3, "x"]]},
-        {**doc, "chunks": [[1, 5]]},
-        {**doc, "files": [["a", "not base64!"]]},
-        {**doc, "files": "x"},
-        ["not", "an", "entry"],
+    kept = _data(entry)
+    head = ["hloscope output", 2]
+    assert kept == _records((head, b""), ([1, len(plain[0])], plain[0].encode()))
+    forged = [
+        _records((["hloscope output", 1], b""), ([1, 7], b"forged\n")),  # another version
+        _records(([1, 7], b"forged\n")),  # no first record
+        _records((head, b""), ([3, 7], b"forged\n")),  # no such stream
+        _records((head, b""), ([True, 7], b"forged\n")),
+        _records((head, b""), ([1, -1], b"")),
+        _records((head, b""), ([1, "7"], b"forged\n")),
+        _records((head, b""), (["file", 1, 5], b"x")),  # a file named by a number
+        _records((head, b""), (["file", 1], b"x")),
+        _records((head, b""), ([1, 7, "name"], b"forged\n")),
+        _records((head, b""), ([1, 9], b"forged\n")),  # past the end
+        _records((head, b""), ([1, 7], b"forged\n")) + b"[1, 2]",  # a line cut short
+        _records((head, b""), ([1, 7], b"forged\n")) + b"\xff\n",
+        _records((head, b""), ({"kind": 1}, b"")),
+        b"",
+        b"{}",
     ]
     for bad in forged:
-        _sign(entry, json.dumps(bad))
+        _sign(entry, bad)
         assert _invoke(args) == plain
-        assert _signed(entry) == doc  # recomputed and kept again
+        assert _data(entry) == kept  # recomputed and kept again
+    # what a forger with the secret could write, read as an entry: the check is the key
+    _sign(entry, _records((head, b""), ([1, 7], b"forged\n")))
+    assert _invoke(args) == ("forged\n", "")
     # an entry of the right shape with another output, not signed by this user's key
-    for mac in (b"", b"0" * 64, (signature("another key", b"{}") or "").encode()):
-        entry.write_bytes(mac + b"\n" + json.dumps({**doc, "chunks": [[1, "forged\n"]]}).encode())
+    mine = _records((head, b""), ([1, 7], b"forged\n"))
+    for mac in (b"", b"0" * 64, (signature("another key", mine) or "").encode()):
+        entry.write_bytes(mac + b"\n" + mine)
         assert _invoke(args) == plain
     entry.write_bytes(b"\xff garbage")
     assert _invoke(args) == plain
     target = cache / "elsewhere.txt"
-    target.write_text(json.dumps(doc))
+    target.write_bytes(entry.read_bytes())
     entry.unlink()
     entry.symlink_to(target)  # never read through a link
-    json.loads(target.read_text())["chunks"][0][1] = "forged"
-    target.write_text(json.dumps({**doc, "chunks": [[1, "forged\n"]]}))
+    _sign(target, mine, entry.stem)
     assert _invoke(args) == plain
 
 
@@ -191,17 +216,17 @@ def test_bounded_least_recently_used_out(cache: Path, monkeypatch: pytest.Monkey
     _invoke(args[0])  # a hit: now the most recently used
     by_age = sorted(_entries(cache), key=lambda p: p.stat().st_mtime_ns)
     assert by_age[-1] != by_age[0]
-    total = sum(p.stat().st_size for p in cache.glob("*.json"))
+    total = sum(p.stat().st_size for p in cache.glob("*"))
     monkeypatch.setattr(oc, "cache_limit", lambda: total + 1)  # full: the next one evicts
     _invoke(["ops", str(BARE), "--unfused"])
-    left = set(cache.glob("*.json"))
+    left = set(cache.glob("*"))
     assert by_age[0] not in left  # the least recently used went first
     assert by_age[-1] in left  # the one just read stays
     assert sum(p.stat().st_size for p in left) <= total + 1
     monkeypatch.setattr(oc, "cache_limit", lambda: 0)  # 0: keeps nothing
-    before = set(cache.glob("*.json"))
+    before = set(cache.glob("*"))
     _invoke(["ops", str(BARE), "--op", "dot"])
-    assert set(cache.glob("*.json")) == before
+    assert set(cache.glob("*")) == before
 
 
 def test_too_big_is_printed_not_kept(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,3 +327,120 @@ def test_a_module_file_linked_out_of_its_folder_is_never_opened(tmp_path: Path) 
     assert [d for d in digests if d[0] == linked.name] == [[linked.name, stat.S_IFLNK, ""]]
     elsewhere.write_text("HloModule other\n")
     assert oc.input_digests(folder / before.name) == digests
+
+
+def _settled_folder(tmp_path: Path) -> Path:
+    """A folder of one file, its times long past (not racy: it may be kept)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a")
+    os.utime(folder / "a.txt", (1_000_000_000, 1_000_000_000))
+    return folder
+
+
+def test_an_output_is_written_to_its_entry_as_it_is_printed(
+    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a command prints goes to a temporary file in the cache folder as it is
+    printed (never held whole: a 341 MB document would be); the entry kept is it,
+    signed, and reads back as printed, stdout and stderr in their order."""
+    folder = _settled_folder(tmp_path)
+    line = "x" * 1023 + "\n"
+    sizes = []
+
+    def body() -> list[Path]:
+        for i in range(3 * 1024):  # 3 MB, in 1 kB writes
+            sys.stdout.write(line)
+            if i % 1024 == 1023:
+                sizes.append(sum(p.stat().st_size for p in cache.glob(".*.tmp")))
+        sys.stderr.write("done\n")
+        return []
+
+    oc.cached_command(folder, "test", {}, body)
+    printed = capsys.readouterr()
+    assert printed.out == line * 3 * 1024 and printed.err == "done\n"
+    assert sizes[0] > 1 << 19 and sizes[1] > sizes[0] + (1 << 19)  # on disk while printing
+    assert not list(cache.glob(".*.tmp"))
+    (entry,) = _entries(cache)
+    found = oc.Entry.read(_data(entry))
+    assert found is not None
+    assert b"".join(t for n, t in found.chunks if n == 1) == printed.out.encode()
+    assert found.chunks[-1] == (2, b"done\n")
+
+    oc.cached_command(folder, "test", {}, lambda: pytest.fail("computed again"))
+    assert capsys.readouterr() == printed
+
+
+def test_an_output_not_kept_leaves_nothing_behind(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command that fails, is interrupted or prints more than an entry holds keeps
+    nothing and leaves no temporary file; one left by a process killed a day ago goes
+    when the folder is next trimmed, one being written now stays."""
+    folder = _settled_folder(tmp_path)
+
+    def failing() -> list[Path]:
+        print("half an output")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        oc.cached_command(folder, "test", {}, failing)
+    assert not list(cache.iterdir())
+    monkeypatch.setattr(oc, "_MAX_ENTRY_BYTES", 100)
+    oc.cached_command(folder, "test", {}, lambda: print("y" * 200) or [])
+    assert not list(cache.iterdir())
+    monkeypatch.setattr(oc, "_MAX_ENTRY_BYTES", 1 << 20)
+    abandoned, writing = cache / ".entry.1.a.tmp", cache / ".entry.2.b.tmp"
+    for p in (abandoned, writing):
+        p.write_bytes(b"part of an entry")
+    day_ago = time.time() - 25 * 3600
+    os.utime(abandoned, (day_ago, day_ago))
+    oc.cached_command(folder, "test", {}, lambda: print("kept") or [])
+    assert len(_entries(cache)) == 1
+    assert not abandoned.exists() and writing.exists()
+
+
+def test_printed_back_to_a_pipe_byte_for_byte(cache: Path, tmp_path: Path) -> None:
+    """In a process of its own, stdout a pipe: what is printed back (as the bytes kept,
+    not decoded and encoded again) equals what was computed, stderr's lines included,
+    and `--no-cache`'s; under another encoding of stdout, it is printed as text."""
+    import subprocess
+
+    env = {**os.environ, "HLOSCOPE_CACHE_DIR": str(cache.parent), oc.CACHE_MB_VARIABLE: "64"}
+    args = [sys.executable, "-m", "hloscope", "report", str(BARE)]
+
+    def run(*more: str, **extra: str) -> tuple[bytes, bytes]:
+        done = subprocess.run(
+            [*args, *more], env={**env, **extra}, capture_output=True, check=True, cwd=tmp_path
+        )
+        return done.stdout, done.stderr
+
+    plain = run("--no-cache")
+    assert run() == plain  # computed and kept
+    (entry,) = _entries(cache)
+    kept = entry.stat().st_ino  # a new entry would be a new file (renamed into place)
+    assert run() == plain  # printed back
+    assert "→".encode() in plain[0]  # not ASCII: printed as UTF-8 bytes
+    wide = run("--no-cache", PYTHONIOENCODING="utf-16")
+    assert wide[0] != plain[0] and wide[0].decode("utf-16") == plain[0].decode()
+    assert run(PYTHONIOENCODING="utf-16") == wide  # the UTF-8 run's entry, as text
+    assert [p.stat().st_ino for p in _entries(cache)] == [kept]
+
+
+def test_a_big_entry_is_checked_whole_as_it_is_read(cache: Path) -> None:
+    """An entry of several blocks (signed by a thread as it is read) reads back whole;
+    one byte changed anywhere, or the file cut short, and it is not there."""
+    key = "0" * 64
+    path = cache / f"{key}.out"
+    data = os.urandom(1 << 20) * 20 + b"tail"  # 20 MB: three blocks
+    assert user_cache.write_entry(path, key, data, 64 << 20)
+    assert user_cache.read_entry(path, key, 64 << 20) == data
+    assert user_cache.read_entry(path, "1" * 64, 64 << 20) is None  # another key
+    kept = path.read_bytes()
+    for at in (70, len(kept) // 2, len(kept) - 1):
+        path.write_bytes(kept[:at] + bytes([kept[at] ^ 1]) + kept[at + 1 :])
+        assert user_cache.read_entry(path, key, 64 << 20) is None
+    path.write_bytes(kept[:-1])
+    assert user_cache.read_entry(path, key, 64 << 20) is None
+    path.write_bytes(kept)
+    assert user_cache.read_entry(path, key, 20 << 20) is None  # over the size asked

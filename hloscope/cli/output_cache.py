@@ -3,29 +3,32 @@ the files it read: a later `report`, `ops`, `graph` or `parse` of unchanged file
 it back instead of parsing and analysing again.
 
 `cached_command` runs a command's body with stdout and stderr passed through recorders
-(what it prints still goes out as it is made, a streamed JSON document included), keeps
-what they saw and the files the body wrote (a `graph` picture and its DOT source, a
-`--html` page) as one entry, and on a later call with the same key writes them back,
-byte for byte. The key (a SHA-256) is of everything the output depends on: the command,
-its options, the path as given and the working folder, the SHA-256 of the content of
-every file the command reads (a folder's whole tree; for one module file, it and the
-files of its module beside it), hloscope's version and source files, whether stdout is a
-terminal and its width and colour settings, Graphviz's `dot`, and the CPU roofs kept on
-this machine. Entries live in `$HLOSCOPE_CACHE_DIR/outputs` (default
-`~/.cache/hloscope/outputs`), one file each, evicted least recently used first beyond
-`$HLOSCOPE_CACHE_MB` (default 1024 MB). Keys and entries are signed with this user's
+(what it prints still goes out as it is made, a streamed JSON document included), which
+write what they see to a temporary file in the cache folder as it comes (never held
+whole: the 107 MB module's `ops --json` is 275 MB), adds the files the body wrote (a
+`graph` picture and its DOT source, a `--html` page) and keeps it all as one entry
+(`Entry`); a later call with the same key writes them back, byte for byte. The key (a
+SHA-256) is of everything the output depends on: the command, its options, the path as
+given and the working folder, the SHA-256 of the content of every file the command reads
+(a folder's whole tree; for one module file, it and the files of its module beside it),
+hloscope's version and source files, whether stdout is a terminal and its width and
+colour settings, Graphviz's `dot`, and the CPU roofs kept on this machine. Entries live
+in `$HLOSCOPE_CACHE_DIR/outputs` (default `~/.cache/hloscope/outputs`), one file each,
+evicted least recently used first beyond `$HLOSCOPE_CACHE_MB` (default 1024 MB); an
+output over 512 MB is printed, not kept. Keys and entries are signed with this user's
 secret (`store.entry_key`, `store.signature`), and an entry is read as untrusted input:
 a regular file under a size cap, never through a link, its signature checked before it
-is parsed, of the expected shape under the expected key, else it is computed again and
-replaced. `--no-cache` skips it both ways.
+is parsed, of the expected layout, else it is computed again and replaced. `--no-cache`
+skips it both ways.
 
 Imports nothing of the pipeline: on a hit, no HLO is parsed.
 """
 
 from __future__ import annotations
 
-import base64
+import codecs
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -38,16 +41,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hloscope.cli.cached import probe_stamp
-from hloscope.files import inside, read_regular
+from hloscope.files import inside, open_regular
 from hloscope.store import code_stamps, digest, entry_key, tree_stats
 from hloscope.user_cache import (
     CACHE_MB_VARIABLE,
     RACY_NS,
     DigestIndex,
+    EntryFile,
     cache_folder,
     cache_limit,
     read_entry,
-    write_entry,
 )
 
 __all__ = [
@@ -59,10 +62,15 @@ __all__ = [
     "outputs_dir",
 ]
 
-_VERSION = 1  # the shape of an entry
-# What one entry may hold: a bigger output (the 341 MB JSON document of the 107 MB
-# generated pair) is printed, not kept, and what was recorded of it is dropped.
-_MAX_ENTRY_BYTES = 128 << 20
+_VERSION = 2  # the layout of an entry (`Entry.read`)
+_MAGIC = "hloscope output"
+# What one entry may hold: the 341 MB JSON document of the 107 MB generated pair, and its
+# 330 MB page. A bigger output is printed, not kept, and what was recorded of it dropped.
+_MAX_ENTRY_BYTES = 512 << 20
+_SUFFIX = ".out"
+# A stream's consecutive writes are joined up to this many bytes into one record.
+_RECORD_BYTES = 1 << 20
+_MAX_HEAD_BYTES = 64 << 10  # a record's line (a path at most, besides two numbers)
 # The most bytes of input hashed for a key: a run folder holding GBs of profile would
 # spend longer hashing than a cache could save.
 _MAX_HASHED_BYTES = 4 << 30
@@ -86,49 +94,75 @@ _MODULE_PREFIX = "module_"
 class Entry:
     """What a command printed and wrote.
 
+    Kept as records, each a line of JSON saying what follows and its length in bytes,
+    then those bytes: first `["hloscope output", 2]` (nothing follows), then in the
+    order printed `[1, n]` and `[2, n]` (n bytes of text, UTF-8, the command printed to
+    stdout and to stderr), then `["file", n, path]` for each file it wrote (its n bytes,
+    at `path` as written). Written as the command prints (`_Recording`), never held
+    whole.
+
     Attributes:
-        chunks: `(stream, text)` in the order printed; stream 1 is stdout, 2 stderr.
+        chunks: `(stream, bytes)` in the order printed, stream 1 stdout and 2 stderr: the
+            text printed in UTF-8 (anything else in it kept by its surrogate escapes).
         files: `(path as written, content)` of each file the command wrote.
     """
 
-    chunks: tuple[tuple[int, str], ...]
-    files: tuple[tuple[str, bytes], ...] = ()
-
-    def to_json(self, key: str) -> dict[str, Any]:
-        """The entry as kept: `{version, key, chunks, files}` (file content in base64)."""
-        return {
-            "version": _VERSION,
-            "key": key,
-            "chunks": [list(c) for c in self.chunks],
-            "files": [[p, base64.b64encode(b).decode("ascii")] for p, b in self.files],
-        }
+    chunks: tuple[tuple[int, memoryview], ...]
+    files: tuple[tuple[str, memoryview], ...] = ()
 
     @classmethod
-    def from_json(cls, doc: Any, key: str) -> Entry | None:
-        """Read a kept entry; None when it is of another shape or kept under another key
-        (written by another hloscope, damaged or edited: computed again)."""
-        if not isinstance(doc, dict) or doc.get("version") != _VERSION or doc.get("key") != key:
-            return None
-        chunks, files = doc.get("chunks"), doc.get("files")
-        if not isinstance(chunks, list) or not isinstance(files, list):
-            return None
-        read_chunks = []
-        for c in chunks:
-            if not (isinstance(c, list) and len(c) == 2 and c[0] in (1, 2)):
+    def read(cls, data: bytes) -> Entry | None:
+        """An entry from its records; None when they are not an entry's (written by
+        another hloscope, damaged or edited: computed again)."""
+        chunks: list[tuple[int, memoryview]] = []
+        files: list[tuple[str, memoryview]] = []
+        view = memoryview(data)  # each record a view of the entry read: none copied
+        at = _after(data, 0, [_MAGIC, _VERSION])
+        while at is not None and at < len(data):
+            end = data.find(b"\n", at, at + _MAX_HEAD_BYTES)
+            head = _head(data[at:end]) if end >= 0 else None
+            if head is None:
                 return None
-            if not isinstance(c[1], str):
+            kind, size, *name = head
+            at = end + 1 + size
+            body = view[end + 1 : at]
+            if len(body) != size:
                 return None
-            read_chunks.append((int(c[0]), c[1]))
-        read_files = []
-        for f in files:
-            if not (isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)):
+            if kind in (1, 2) and not name:
+                chunks.append((kind, body))
+            elif kind == "file" and len(name) == 1 and isinstance(name[0], str):
+                files.append((name[0], body))
+            else:
                 return None
-            try:
-                content = base64.b64decode(f[1], validate=True)
-            except ValueError:
-                return None
-            read_files.append((f[0], content))
-        return cls(tuple(read_chunks), tuple(read_files))
+        return None if at is None else cls(tuple(chunks), tuple(files))
+
+
+def _record(kind: int | str, size: int, *name: str) -> bytes:
+    """The line that starts a record of `size` bytes."""
+    return json.dumps([kind, size, *name]).encode("ascii") + b"\n"
+
+
+def _after(data: bytes, at: int, expected: list[Any]) -> int | None:
+    """Where the record after the line `expected` at `at` starts; None if it is not."""
+    end = data.find(b"\n", at, at + _MAX_HEAD_BYTES)
+    try:
+        found = json.loads(data[at:end]) if end >= 0 else None
+    except (ValueError, RecursionError):
+        return None
+    return end + 1 if found == expected else None
+
+
+def _head(line: bytes) -> list[Any] | None:
+    """A record's line, `[kind, size, ...]`; None when it is not one."""
+    try:
+        head = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(head, list) and len(head) >= 2 and type(head[1]) is int):
+        return None
+    if head[1] < 0 or type(head[0]) not in (int, str):
+        return None
+    return head
 
 
 def cached_command(
@@ -161,36 +195,30 @@ def cached_command(
     if key is None:  # no secret to sign with: nothing is kept
         body()
         return
-    path = folder / f"{key}.json"
+    path = folder / f"{key}{_SUFFIX}"
     found = _read(path, key)
     if found is not None:
         _replay(found)
         return
     started = time.time_ns()
     stamps = _stamps(found_inputs)
-    recorder = _Recording(_MAX_ENTRY_BYTES)
-    with recorder.installed():
-        written = body()
-    if recorder.over:
-        return
-    with contextlib.suppress(OSError):
+    entry = EntryFile(folder, min(_MAX_ENTRY_BYTES, limit))
+    try:
+        recorder = _Recording(entry)
+        with recorder.installed():
+            written = body()
+        recorder.flush()
         now = _input_stats(run)
         if now is None or _stamps(now) != stamps or any(s[-1] >= started - RACY_NS for s in stamps):
             return  # a file changed while it ran, or may change unseen: keep nothing
-        files = []
-        size = recorder.size
         for p in written:
-            content = _read_output(p, _MAX_ENTRY_BYTES - size)
-            if content is None:
-                return
-            size += len(content)
-            files.append((str(p), content))
+            _record_file(entry, p)
         # keyed as computed: a first CPU roofline has probed and kept this machine's roofs
         key = _with_peaks(base)
-        if key is None:
-            return
-        entry = Entry(recorder.chunks(), tuple(files))
-        _keep(folder, key, entry.to_json(key), limit)
+        if key is not None:
+            entry.keep(folder / f"{key}{_SUFFIX}", key, limit)
+    finally:
+        entry.drop()  # what was not kept (too big, an error, an interrupt): removed
 
 
 def outputs_dir() -> Path:
@@ -366,32 +394,37 @@ class _Tee:
 
 
 class _Recording:
-    """What stdout and stderr were given, in order, up to a size (then nothing)."""
+    """What stdout and stderr were given, in order, written as an entry's records as it
+    comes (`Entry`): each stream's consecutive writes joined up to `_RECORD_BYTES`.
+    Once the entry is dropped (over its limit), nothing more."""
 
-    def __init__(self, limit: int) -> None:
-        # each stream's consecutive writes, joined when asked (`chunks`): adding each
-        # to the last one's string copied a streamed JSON document over and over
-        self._runs: list[tuple[int, list[str]]] = []
-        self.size = 0
-        self.limit = limit
-        self.over = False
+    def __init__(self, entry: EntryFile) -> None:
+        self._entry = entry
+        self._stream = 0
+        self._pending: list[bytes] = []
+        self._size = 0
+        entry.write(json.dumps([_MAGIC, _VERSION]).encode("ascii") + b"\n")
 
     def add(self, number: int, text: str) -> None:
-        if self.over or not text:
+        if self._entry.dropped or not text:
             return
-        self.size += len(text.encode("utf-8", "surrogateescape"))
-        if self.size > self.limit:
-            self.over = True
-            self._runs = []
-            return
-        if self._runs and self._runs[-1][0] == number:
-            self._runs[-1][1].append(text)
-        else:
-            self._runs.append((number, [text]))
+        if number != self._stream:
+            self.flush()
+            self._stream = number
+        data = text.encode("utf-8", "surrogateescape")
+        self._pending.append(data)
+        self._size += len(data)
+        if self._size >= _RECORD_BYTES:
+            self.flush()
 
-    def chunks(self) -> tuple[tuple[int, str], ...]:
-        """`(stream, text)` in the order printed, a stream's consecutive writes joined."""
-        return tuple((number, "".join(texts)) for number, texts in self._runs)
+    def flush(self) -> None:
+        """Write what is pending as one record."""
+        if self._pending:
+            self._entry.write(_record(self._stream, self._size))
+            for data in self._pending:
+                self._entry.write(data)
+        self._pending = []
+        self._size = 0
 
     @contextlib.contextmanager
     def installed(self) -> Any:
@@ -408,20 +441,45 @@ def _replay(entry: Entry) -> None:
     """Write an entry's files, then print what it printed, in its order."""
     for name, content in entry.files:
         Path(name).write_bytes(content)
-    for number, text in entry.chunks:
+    for number, data in entry.chunks:
         stream = sys.stdout if number == 1 else sys.stderr
-        stream.write(text)
+        _write(stream, data)
         if number == 2:
             stream.flush()
     sys.stdout.flush()
 
 
-def _read_output(path: Path, limit: int) -> bytes | None:
-    """A file the command wrote, to keep; None when it is over `limit` or unreadable."""
+def _write(stream: TextIO, data: memoryview) -> None:
+    """Print bytes recorded as UTF-8 again: as they are to a file or pipe that takes
+    text as UTF-8 with no newline translation (the 275 MB of the 107 MB module's `ops
+    --json` are not decoded and encoded again), else as the text they are (through a
+    stream that stands for another, such as the status line's)."""
+    if (
+        type(stream) is io.TextIOWrapper
+        and os.linesep == "\n"
+        and codecs.lookup(stream.encoding).name == "utf-8"
+    ):
+        stream.flush()
+        stream.buffer.write(data)
+    else:
+        stream.write(str(data, "utf-8", "surrogateescape"))
+
+
+def _record_file(entry: EntryFile, path: Path) -> None:
+    """Add a file the command wrote to its entry, a block at a time (a page of hundreds
+    of MB is never read whole); drop the entry when it cannot be read whole or would be
+    over the entry's limit."""
     try:
-        return read_regular(path, max(limit, 0))
+        with open_regular(path, max(entry.limit - entry.size, 0)) as (f, size):
+            entry.write(_record("file", size, str(path)))
+            left = size
+            while left and (block := f.read(min(left, _RECORD_BYTES))):
+                entry.write(block)
+                left -= len(block)
+        if left:  # shorter than it was
+            entry.drop()
     except OSError:
-        return None
+        entry.drop()
 
 
 # --- the folder of entries --------------------------------------------------------------
@@ -429,21 +487,6 @@ def _read_output(path: Path, limit: int) -> bytes | None:
 
 def _read(path: Path, key: str) -> Entry | None:
     """The entry kept under `key`, or None (absent, a link, not a regular file, too big,
-    its signature not this user's for this key, not JSON, of another shape or key)."""
-    data = read_entry(path, key, 2 * _MAX_ENTRY_BYTES)
-    if data is None:
-        return None
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    return Entry.from_json(doc, key)
-
-
-def _keep(folder: Path, key: str, doc: dict[str, Any], limit: int) -> None:
-    """Write an entry atomically as its signature, a newline and its JSON, then evict
-    the least recently used beyond `limit` bytes; a folder that cannot be written keeps
-    nothing, silently."""
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-    data = text.encode("utf-8", "surrogateescape")
-    write_entry(folder / f"{key}.json", key, data, min(limit, 2 * _MAX_ENTRY_BYTES))
+    its signature not this user's for this key, or not an entry's records)."""
+    data = read_entry(path, key, _MAX_ENTRY_BYTES)
+    return Entry.read(data) if data is not None else None
