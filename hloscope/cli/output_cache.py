@@ -208,6 +208,8 @@ def cached_command(
         with recorder.installed():
             written = body()
         recorder.flush()
+        if entry.dropped:  # over its limit: printed, not kept
+            return
         now = _input_stats(run)
         if now is None or _stamps(now) != stamps or any(s[-1] >= started - RACY_NS for s in stamps):
             return  # a file changed while it ran, or may change unseen: keep nothing
