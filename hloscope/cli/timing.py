@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -69,23 +70,24 @@ def profile(
     _print(profile_table(timings, module=key, top=top, holds=_holds(path, timings), width=width))
 
 
-def _holds(path: Path, timings: Any) -> dict[str, dict[str, str]]:
+def _holds(path: Path, timings: Any) -> dict[str, Mapping[str, str]]:
     """What each kernel holds, by the profile's module key, where the path holds the
-    HLO too (a run folder, a profile carrying it); else nothing."""
+    HLO too (a run folder, a profile carrying it); else nothing. Each kernel's words are
+    found as the table prints it."""
     from hloscope.errors import HloscopeError
     from hloscope.inspection import inspect_run
-    from hloscope.render.holds import kernel_holds
+    from hloscope.render.holds import KernelHolds
 
     try:
         inspection = inspect_run(path, timings=False, bench=False)
     except HloscopeError:
         return {}
     keys = {id(t): key for key, t in timings.modules.items()}
-    out = {}
+    out: dict[str, Mapping[str, str]] = {}
     for m in inspection.modules:
         found = timings.for_dump(m.name, m.module_id)
         if found is not None and id(found) in keys:
-            out[keys[id(found)]] = kernel_holds(m)
+            out[keys[id(found)]] = KernelHolds(m)
     return out
 
 

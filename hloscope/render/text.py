@@ -33,7 +33,7 @@ from hloscope.render.format import (
     short_name,
     short_names,
 )
-from hloscope.render.holds import kernel_holds
+from hloscope.render.holds import KernelHolds
 from hloscope.render.json import run_doc
 from hloscope.render.parallel import parallel_lines
 from hloscope.render.roofline import cost_part
@@ -287,7 +287,7 @@ def module_section(
     """One module of `hloscope report`, in a fixed order under one heading: counts,
     kernels by kind, loops, devices, unfused ops, source lines, XLA clustering, timing,
     cost, memory and roofline."""
-    holds = kernel_holds(m)
+    holds = KernelHolds(m)  # each kernel's words found as it is printed
     parts: list[RenderableType] = [module_details(m, full_names=full_names, width=width)]
     cluster = cluster_line(inspection.xla_coverage, m)
     if cluster is not None:

@@ -9,7 +9,14 @@ from typer.testing import CliRunner
 
 from hloscope.cli import app
 from hloscope.inspection import inspect_run
-from hloscope.render.holds import SEPARATOR, holds, kernel_holds, labelled, module_root
+from hloscope.render.holds import (
+    SEPARATOR,
+    KernelHolds,
+    holds,
+    kernel_holds,
+    labelled,
+    module_root,
+)
 from tests.conftest import DATA
 
 
@@ -80,3 +87,21 @@ def test_every_timing_table_row_names_its_ops(sample: str) -> None:
         out = CliRunner().invoke(app, [command, str(DATA / sample)], env=env).stdout
         for k in timing.kernels[:rows]:
             assert f"{k.name}{SEPARATOR}{words[k.name]} " in out, (command, k.name)
+
+
+@pytest.mark.parametrize("sample", ["tf_resnet50", "keras_cnn_fit", "jax_mlp"])
+def test_words_found_as_asked_are_those_of_every_kernel(sample: str) -> None:
+    """`KernelHolds` (what `report` prints from: a few kernels of thousands) words each
+    kernel only when asked, and gives what `kernel_holds` gives, in its order, inferred
+    kernels and kernels with no op included."""
+    (m,) = inspect_run(DATA / sample, timings=False, bench=False).main
+    assert m.provenance is not None and m.after is not None
+    words = kernel_holds(m)
+    found = KernelHolds(m)
+    kernel = next(iter(words))
+    assert found.get(kernel) == words[kernel]
+    assert len(found._found) == 1  # one kernel asked, one worded
+    assert found.get("no such kernel") is None and "no such kernel" not in found
+    assert list(found.items()) == list(words.items()) and len(found) == len(words)
+    alone = [k.name for k in m.after.kernels if k.name not in words]  # no op: left out
+    assert all(found.get(k) is None and k not in found for k in alone)
