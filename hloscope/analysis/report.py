@@ -90,13 +90,13 @@ class ModuleReport:
         own, or in several where XLA split it (None without provenance)."""
         if self.provenance is None:
             return None
-        return sum(1 for p in self.provenance.placements if p.status == ALONE)
+        return self.provenance.count(ALONE)
 
     @property
     def source_ops(self) -> int | None:
         """Source ops (framework ops named by the HLO's metadata) in the module: one per
         line of `hloscope ops` (None without provenance)."""
-        return None if self.provenance is None else len(self.provenance.placements)
+        return None if self.provenance is None else self.provenance.count()
 
     def placements(
         self, op: str | None = None, *, unfused: bool = False, kernel: str | None = None

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import pickle
+
+import pytest
+
 from hloscope.analysis import provenance as P
 from hloscope.analysis.fusion import analyze_module
 from hloscope.hlo.parser import parse_file, parse_module
+from hloscope.inspection import inspect_run
 from hloscope.runs import load_run
 from tests.conftest import DATA, dump_file
 
@@ -186,3 +191,27 @@ def test_the_kernel_index_from_names_alone_equals_the_one_from_source_ops() -> N
             assert index == P.AfterOps.of(after, analysis).index(), dump.key
             assert later.kernel_ops == P.AfterOps.of(after, analysis).kernel_ops
             assert later.known
+
+
+@pytest.mark.parametrize("sample", ["tf_resnet50", "jax_mlp", "tf_dense_relu"])
+def test_a_provenance_read_back_counts_before_it_makes_its_placements(sample: str) -> None:
+    """Pickled (as a kept analysis is) and read back, a provenance counts its ops and
+    finds the alone ones from its columns: the others are not made until `placements`
+    is asked, and then the alone ones are the same objects. Every answer is the
+    original's."""
+    for m in inspect_run(DATA / sample, timings=False, bench=False).main:
+        prov = m.provenance
+        assert prov is not None
+        back = pickle.loads(pickle.dumps(prov))
+        assert back.count() == prov.count() == len(prov.placements)
+        for status in (P.ALONE, P.FUSED, "no such status"):
+            assert back.count(status) == prov.count(status)
+        alone = back.unfused()
+        assert alone == prov.unfused()
+        assert callable(back._placements)  # not made yet
+        assert len(back._unmade.made) == len(alone)  # only the alone ones
+        made = back.placements
+        assert made == prov.placements and back == prov
+        alone_made = [p for p in made if p.status == P.ALONE]
+        assert [p for p in alone_made if any(p is a for a in alone)] == alone_made
+        assert back.unfused() == alone and back.count(P.ALONE) == len(alone)
