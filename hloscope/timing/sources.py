@@ -25,8 +25,7 @@ from hloscope.timing.attribution import attribute, op_events
 from hloscope.timing.cache import cached_timings, dump_fingerprint, profile_timings, run_folder_of
 from hloscope.timing.compiles import read_compiles, with_compile_times
 from hloscope.timing.results import ProfileTimings, launches_differ, merge_timings, timing_key
-from hloscope.timing.trace import TRACE_JSON_SUFFIX, XPLANE_SUFFIX
-from hloscope.timing.xplane import find_profiles, read_trace
+from hloscope.timing.xplane import find_profiles, is_profile_name, read_trace
 
 __all__ = [
     "SOURCES",
@@ -201,7 +200,7 @@ def has_profile(folder: Path) -> bool:
     """Whether a folder holds a profile (`*.xplane.pb` or `*.trace.json.gz`) anywhere
     (no deeper than `files.MAX_DEPTH`, never through a link out of it)."""
     try:
-        found = walk(folder, select=lambda name: name.endswith((XPLANE_SUFFIX, TRACE_JSON_SUFFIX)))
+        found = walk(folder, select=is_profile_name)
     except OSError:
         return True  # too big to search: reading it says so
     return bool(found.files)

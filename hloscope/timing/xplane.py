@@ -66,6 +66,7 @@ __all__ = [
     "decode_xspace",
     "find_profile",
     "find_profiles",
+    "is_profile_name",
     "read_trace",
     "read_xspace",
     "trace_from_json",
@@ -362,7 +363,7 @@ def find_profile(folder: Path | str) -> Path:
             path=str(root),
         )
     found = _search(root)
-    files = [p for p in found.files if _is_profile(p)]
+    files = found.files
     for suffix in (XPLANE_SUFFIX, TRACE_JSON_SUFFIX):
         named = sorted((p for p in files if p.name.endswith(suffix)), key=lambda p: (p.parent.name, str(p)))  # fmt: skip
         if named:
@@ -377,15 +378,20 @@ def find_profile(folder: Path | str) -> Path:
     )
 
 
+def is_profile_name(name: str) -> bool:
+    """Whether a file name is a profile's (`*.xplane.pb` or `*.trace.json.gz`)."""
+    return name.endswith((XPLANE_SUFFIX, TRACE_JSON_SUFFIX))
+
+
 def _is_profile(p: Path) -> bool:
-    return p.name.endswith((XPLANE_SUFFIX, TRACE_JSON_SUFFIX))
+    return is_profile_name(p.name)
 
 
 def _search(root: Path) -> Walk:
-    """What is below a folder: regular files, never through a link out of it, no deeper
-    than `files.MAX_DEPTH` (`files.walk`)."""
+    """What is below a folder: its profiles (regular files), never through a link out of
+    it, no deeper than `files.MAX_DEPTH` (`files.walk`)."""
     try:
-        return walk(root)
+        return walk(root, select=is_profile_name)
     except OSError as e:
         raise ProfileReadError(f"cannot search the folder: {e}", path=str(root)) from None
 
@@ -406,10 +412,7 @@ def find_profiles(folder: Path | str) -> list[Path]:
     logdirs = {
         p.parents[3]
         for p in _search(root).files
-        if _is_profile(p)
-        and len(p.parents) > 3
-        and p.parents[1].name == "profile"
-        and p.parents[2].name == "plugins"
+        if len(p.parents) > 3 and p.parents[1].name == "profile" and p.parents[2].name == "plugins"
     }
     if len(logdirs) <= 1:
         return [first]
