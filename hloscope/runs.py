@@ -62,6 +62,8 @@ _DUMP_NAME = re.compile(
     r"\.(?:txt|hlo\.pb|hlo\.pb\.xz)"
 )
 _DUMP_SUFFIXES = (".txt", ".hlo.pb", ".hlo.pb.xz")
+# `dump_file_info`'s reading of a name: (stamp, module id, module name, platform)
+_DumpInfo = tuple[str | None, str | None, str, str | None]
 _HEADER = re.compile(r"^\s*HloModule\s+[%@]?([\w.\-]+)([^\n]*)", re.M)
 _TRIVIAL_INSTRUCTIONS = 5
 _HEAD_BYTES = 65536
@@ -407,14 +409,7 @@ def scan_dump_dir(folder: Path, *, root: Path | None = None) -> tuple[ModuleDump
     base = folder if root is None else root
     if not inside(folder, base):
         return ()
-    try:
-        names = sorted(os.listdir(folder))  # by name: the order of their paths here
-    except OSError:
-        return ()
-    for file_name in names:
-        info = dump_file_info(file_name)
-        if info is None:
-            continue
+    for file_name, info in _dump_names(folder):
         entry = folder / file_name
         if not entry.is_file():
             continue
@@ -455,14 +450,8 @@ def left_out_of_dump(folder: Path, root: Path) -> tuple[str, ...]:
         folder: The dump folder.
         root: The run folder reading must stay in.
     """
-    try:
-        names = sorted(os.listdir(folder)) if inside(folder, root) else []
-    except OSError:
-        return ()
     out = []
-    for file_name in names:
-        if dump_file_info(file_name) is None:
-            continue
+    for file_name, _ in _dump_names(folder) if inside(folder, root) else ():
         entry = folder / file_name
         shown = entry.relative_to(root) if entry.is_relative_to(root) else entry
         if entry.is_symlink() and not entry.exists():
@@ -472,6 +461,16 @@ def left_out_of_dump(folder: Path, root: Path) -> tuple[str, ...]:
         elif entry.exists() and not entry.is_file() and not entry.is_dir():
             out.append(f"{shown}: not a regular file (a FIFO or a device); not read")
     return tuple(out)
+
+
+def _dump_names(folder: Path) -> list[tuple[str, _DumpInfo]]:
+    """The names in a folder that name HLO dumps, sorted (the order of their paths
+    there), each with `dump_file_info`'s reading of it; none when it cannot be listed."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [(n, info) for n in names if (info := dump_file_info(n)) is not None]
 
 
 def _prefer(new: Path, old: Path) -> bool:
