@@ -178,6 +178,8 @@ class EntryFile:
         self._file = None
         try:
             with f:
+                # signed now, read back: the key may only be known once the entry is
+                # written (a command's first CPU roofline keeps this machine's roofs)
                 f.flush()
                 f.seek(_SIGNATURE_LINE)
                 while block := f.read(1 << 20):
