@@ -7,7 +7,7 @@ Both caches of a run folder use this one store: the timings computed from a prof
 `{"version": STORE_VERSION, "entries": {key: value}}`, oldest entry first and at most a
 few. A key (`entry_key`) is a keyed hash (HMAC-SHA256, with a secret kept in the user's
 cache folder) of everything its value depends on, files by the SHA-256 of their content
-(`content_digest`, `tree_digest`), never by names, sizes and times, and each value is
+(`content_digest`, `user_cache.tree_digests`), never by names, sizes and times, and each value is
 signed with its key: a key that is found holds a value that is still right, and a value
 someone else wrote or edited (a forged file, a run folder from a colleague) is never
 found, only recomputed. The file is input hloscope did
@@ -26,10 +26,10 @@ A new cache kept in a run folder takes four calls (as `timing.cache` does):
         value = compute()                    #  is JSON from a file, signed or not)
         keep(run / FILE, key, value, limit=limit, max_entries=4)
 
-Name files in `doc` by `content_digest` (one file) or `tree_digest` (a folder), never
-by stamps alone, and put in everything else the value depends on (options, the
-version of its shape, hloscope's own code where that matters). Store files are named
-`.hloscope-*.json`, so that `tree_stamps`/`tree_digest` of the run leave them out.
+Name files in `doc` by `content_digest` (one file) or `user_cache.tree_digests` of
+`tree_stats` (a folder), never by stamps alone, and put in everything else the value
+depends on (options, the version of its shape, hloscope's own code where that matters). Store files are named
+`.hloscope-*.json`, so that `tree_stats` of the run leaves them out.
 """
 
 from __future__ import annotations
@@ -63,11 +63,10 @@ __all__ = [
     "keep",
     "lookup",
     "machine_key",
+    "probe_stamp",
     "read_entries",
     "signature",
     "signer",
-    "tree_digest",
-    "tree_stamps",
     "tree_stats",
     "user_cache_dir",
 ]
@@ -99,7 +98,7 @@ _secrets: dict[str, bytes] = {}  # by key file: read once per process
 def entry_key(doc: Any) -> str | None:
     """The key a value computed from `doc` is kept under: an HMAC-SHA256 of the document
     with this user's secret, so that only this user's hloscope writes keys it will find.
-    `doc` names files by their content (`content_digest`, `tree_digest`). None where no
+    `doc` names files by their content (`content_digest`, `user_cache.tree_digests`). None where no
     secret can be kept (no writable cache folder): then nothing is cached."""
     secret = _user_secret()
     if secret is None:
@@ -280,23 +279,6 @@ class TooManyFiles(OSError):
     """A folder holds more files than a key should stat."""
 
 
-def tree_stamps(folder: Path, *, max_files: int = 200_000) -> list[list[Any]]:
-    """`[name, file type, size, mtime_ns]` of every file under a folder (named relative
-    to it), sorted: what a result computed from the folder's files depends on.
-
-    Each file as `tree_stats` finds it: links inside the folder followed, a link out of
-    it or a broken one by its own stamp, the store's own files left out.
-
-    Raises:
-        OSError: A folder cannot be listed, or it holds more than `max_files` files
-            (`TooManyFiles`).
-    """
-    return [
-        [name, stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns]
-        for name, st in tree_stats(folder, max_files=max_files)
-    ]
-
-
 def tree_stats(folder: Path, *, max_files: int = 200_000) -> list[tuple[str, os.stat_result]]:
     """`(name, stat)` of every file under a folder (named relative to it), sorted by name.
 
@@ -338,29 +320,6 @@ def tree_stats(folder: Path, *, max_files: int = 200_000) -> list[tuple[str, os.
     return out
 
 
-def tree_digest(folder: Path, *, max_files: int = 200_000) -> list[list[Any]]:
-    """`[name, kind, SHA-256 of the content]` of every file under a folder (named
-    relative to it), sorted: what a result computed from the folder's files depends on,
-    by content, not by names, sizes and times.
-
-    As `tree_stamps`: links inside the folder are followed, each folder once; a link
-    out of it, a broken one, a FIFO or a device counts by its kind only and is never
-    opened; the store's own files are left out.
-
-    Raises:
-        OSError: A folder cannot be listed, a file cannot be read, or there are more
-            than `max_files` files (`TooManyFiles`).
-    """
-    out = []
-    for name, kind, _size, _mtime in tree_stamps(folder, max_files=max_files):
-        path = folder / name
-        if kind == stat.S_IFREG and (not path.is_symlink() or inside(path, folder)):
-            out.append([name, kind, content_digest(path, MAX_HASHED_BYTES)])
-        else:
-            out.append([name, kind, ""])
-    return out
-
-
 def user_cache_dir() -> Path:
     """Where per-machine results live (`$HLOSCOPE_CACHE_DIR`, else the XDG cache)."""
     explicit = os.environ.get("HLOSCOPE_CACHE_DIR")
@@ -373,3 +332,15 @@ def user_cache_dir() -> Path:
 def machine_key() -> str:
     """This machine: host name, processor and core count (what a probe is kept by)."""
     return f"{platform.node()}|{platform.processor() or platform.machine()}|{os.cpu_count()}"
+
+
+def probe_stamp() -> list[Any]:
+    """This machine and its kept CPU roofs (`timing.roofline.cpu_peaks`): the roofs a
+    CPU run's roofline uses when no flag or device table gives them."""
+    path = user_cache_dir() / PEAKS_FILE
+    try:
+        st = path.stat()
+        stamp: list[Any] = [st.st_size, st.st_mtime_ns]
+    except OSError:
+        stamp = []
+    return [machine_key(), str(path), stamp]

@@ -22,7 +22,9 @@ import hmac
 import json
 import os
 import re
+import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +39,7 @@ __all__ = [
     "cache_folder",
     "cache_limit",
     "read_entry",
+    "tree_digests",
     "write_entry",
 ]
 
@@ -226,6 +229,38 @@ def _evict(folder: Path, limit: int) -> None:
         with contextlib.suppress(OSError):
             os.unlink(name)
             total -= size
+
+
+def tree_digests(
+    root: Path, found: Iterable[tuple[str, os.stat_result]], folder: Path, *, budget: int
+) -> list[list[Any]] | None:
+    """`[name, kind, SHA-256 of the content]` of each file `found` under `root` (as
+    `store.tree_stats` finds them: `(name relative to root, stat)`), what a result
+    computed from them depends on: regular files by their content, anything else (a
+    link out of the root, a FIFO) by its kind alone, never opened. A file's digest is
+    taken again from the last call's while its stat fields are those it had then
+    (`DigestIndex`, kept in cache folder `folder`).
+
+    Returns:
+        The digests, in the order found; None when a file cannot be read or the regular
+        files hold more than `budget` bytes (too much to hash on every call).
+    """
+    try:
+        index = DigestIndex(root, folder)
+        out: list[list[Any]] = []
+        for name, st in found:
+            kind = stat.S_IFMT(st.st_mode)
+            if kind != stat.S_IFREG:
+                out.append([name, kind, ""])
+                continue
+            budget -= st.st_size
+            if budget < 0:
+                return None
+            out.append([name, kind, index.digest(name, st, st.st_size)])
+        index.save()
+    except OSError:
+        return None
+    return out
 
 
 class DigestIndex:

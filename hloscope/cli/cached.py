@@ -15,29 +15,29 @@ hit, no HLO is parsed and no profile read.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hloscope.cli.output_cache import outputs_dir
 from hloscope.errors import DocumentError
 from hloscope.manifest import MANIFEST
 from hloscope.store import (
-    PEAKS_FILE,
+    MAX_HASHED_BYTES,
     REPORT_CACHE,
     code_stamps,
     entry_key,
     keep,
     lookup,
-    machine_key,
-    tree_digest,
-    tree_stamps,
-    user_cache_dir,
+    probe_stamp,
+    tree_stats,
 )
-from hloscope.user_cache import RACY_NS
+from hloscope.user_cache import RACY_NS, tree_digests
 
-__all__ = ["Output", "cached_output", "keeps_output", "probe_stamp"]
+__all__ = ["Output", "cached_output", "keeps_output"]
 
 _VERSION = 1  # the shape of a kept entry
 _MAX_ENTRIES = 4
@@ -99,10 +99,12 @@ def cached_output(
         return compute()
     started = time.time_ns()
     try:
-        files = tree_stamps(run)
-        contents = tree_digest(run)
+        found = tree_stats(run)  # as found now: a file changed from here on changes it
         code = code_stamps()
     except OSError:
+        return compute()
+    contents = tree_digests(run, found, outputs_dir(), budget=MAX_HASHED_BYTES)
+    if contents is None:
         return compute()
     what = {"command": command, "options": dict(options), "run": str(run)}
     path = run / REPORT_CACHE
@@ -114,19 +116,25 @@ def cached_output(
         return output
     output = compute()
     try:
-        unchanged = tree_stamps(run) == files
+        unchanged = _stamps(tree_stats(run)) == _stamps(found)
     except OSError:
         unchanged = False
     # Not kept when a file changed while computing (the output may be of either state),
     # or so recently that a change now could leave its size and time as they are (file
     # times are coarse: git calls such entries racy).
-    racy = any(stamp[-1] >= started - RACY_NS for stamp in files)
+    racy = any(st.st_mtime_ns >= started - RACY_NS for _, st in found)
     if unchanged and not racy:
         # keyed as computed: a first CPU roofline has probed and kept this machine's roofs
         key = _key(what, contents, code)
         if key is not None:
             keep(path, key, output.to_json(), limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
     return output
+
+
+def _stamps(found: list[tuple[str, os.stat_result]]) -> list[tuple[str, int, int, int]]:
+    """Names, types, sizes and times of a run folder's files (`tree_stats`): to see a
+    file change while a command ran."""
+    return [(name, st.st_mode, st.st_size, st.st_mtime_ns) for name, st in found]
 
 
 def keeps_output(run: Path) -> bool:
@@ -148,18 +156,6 @@ def _key(what: Mapping[str, Any], files: Any, code: Any) -> str | None:
             "peaks": probe_stamp(),
         }
     )
-
-
-def probe_stamp() -> list[Any]:
-    """This machine and its kept CPU roofs (`timing.roofline.cpu_peaks`): the roofs a
-    CPU run's roofline uses when no flag or device table gives them."""
-    path = user_cache_dir() / PEAKS_FILE
-    try:
-        st = path.stat()
-        stamp: list[Any] = [st.st_size, st.st_mtime_ns]
-    except OSError:
-        stamp = []
-    return [machine_key(), str(path), stamp]
 
 
 def _output_of(found: Any) -> Output | None:

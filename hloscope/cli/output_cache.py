@@ -32,7 +32,6 @@ import io
 import json
 import os
 import shutil
-import stat
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,17 +39,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from hloscope.cli.cached import probe_stamp
 from hloscope.files import inside, open_regular
-from hloscope.store import code_stamps, digest, entry_key, tree_stats
+from hloscope.store import code_stamps, digest, entry_key, probe_stamp, tree_stats
 from hloscope.user_cache import (
     CACHE_MB_VARIABLE,
     RACY_NS,
-    DigestIndex,
     EntryFile,
     cache_folder,
     cache_limit,
     read_entry,
+    tree_digests,
 )
 
 __all__ = [
@@ -266,23 +264,7 @@ def _input_stats(run: Path) -> list[tuple[str, os.stat_result]] | None:
 def _digests(run: Path, found: list[tuple[str, os.stat_result]]) -> list[list[Any]] | None:
     """`input_digests` of the files `_input_stats` found, each hashed as of its stat."""
     root = run if run.is_dir() else run.parent
-    try:
-        index = DigestIndex(root, outputs_dir())
-        out: list[list[Any]] = []
-        budget = _MAX_HASHED_BYTES
-        for name, st in found:
-            kind = stat.S_IFMT(st.st_mode)
-            if kind != stat.S_IFREG:
-                out.append([name, kind, ""])  # never opened by a reader either
-                continue
-            budget -= st.st_size
-            if budget < 0:
-                return None
-            out.append([name, kind, index.digest(name, st, st.st_size)])
-        index.save()
-    except OSError:
-        return None
-    return out
+    return tree_digests(root, found, outputs_dir(), budget=_MAX_HASHED_BYTES)
 
 
 # --- the key --------------------------------------------------------------------------

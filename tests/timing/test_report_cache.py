@@ -312,10 +312,54 @@ def test_a_file_changed_while_computing_keeps_nothing(run: Path) -> None:
     assert cached_output(run, "report --json", {}, compute).stdout == "again\n"
 
 
+def test_a_kept_report_is_found_without_hashing_the_run_again(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's files are hashed once: a later command takes each file's digest from
+    the user's digest index while its stat fields are unchanged, and a file rewritten to
+    the same size and time (only its change time moves) is hashed and computed again."""
+    from hloscope import user_cache
+    from hloscope.cli.cached import Output, cached_output
+
+    monkeypatch.setenv("HLOSCOPE_CACHE_MB", "64")  # the digest index is kept
+    monkeypatch.setattr(user_cache, "RACY_NS", 0)  # the copies' change times are now
+    hashed: list[str] = []
+    real = user_cache.content_digest
+
+    def counted(path: Path, limit: int) -> str:
+        hashed.append(path.name)
+        return real(path, limit)
+
+    monkeypatch.setattr(user_cache, "content_digest", counted)
+    files = [p for p in run.rglob("*") if p.is_file() and p.name != REPORT_CACHE]
+    assert cached_output(run, "report --json", {}, lambda: Output("computed\n")).stdout == (
+        "computed\n"
+    )
+    assert sorted(hashed) == sorted(p.name for p in files)
+    hashed.clear()
+    user_cache._TAKEN.clear()  # as a new process: only the index on disk remembers
+    assert cached_output(run, "report --json", {}, lambda: Output("again\n")).stdout == (
+        "computed\n"
+    )
+    assert hashed == []
+    after = next(run.glob("hlo/*jit_mlp.cpu_after_optimizations.txt"))
+    st = after.stat()
+    after.write_text(after.read_text().replace(" add(", " sub("))
+    os.utime(after, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert after.stat().st_size == st.st_size
+    assert cached_output(run, "report --json", {}, lambda: Output("again\n")).stdout == "again\n"
+    assert hashed == [after.name]
+
+
 def test_links_out_of_the_run_folder_are_not_walked(run: Path, tmp_path: Path) -> None:
     """A link to `/` in a run folder is stamped as a link: the key is not a walk of the
     disk, and a change outside does not matter (no reader of the run follows it)."""
-    from hloscope.store import tree_stamps
+    from hloscope.store import tree_stats
+
+    def stamps_of(run: Path) -> list[list[object]]:
+        return [
+            [n, stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns] for n, st in tree_stats(run)
+        ]
 
     outside = tmp_path / "outside"
     (outside / "deep").mkdir(parents=True)
@@ -323,14 +367,14 @@ def test_links_out_of_the_run_folder_are_not_walked(run: Path, tmp_path: Path) -
     (run / "to_root").symlink_to("/")
     (run / "to_outside").symlink_to(outside)
     (run / "how_again").symlink_to(run / "HOW.md")  # inside: followed, as readers do
-    stamps = tree_stamps(run)
+    stamps = stamps_of(run)
     names = [s[0] for s in stamps]
     assert "to_root" in names and "to_outside" in names
     assert not any(n.startswith(("to_root/", "to_outside/")) for n in names)
     again = next(s for s in stamps if s[0] == "how_again")
     assert again[1:3] == [stat.S_IFREG, (run / "HOW.md").stat().st_size]
     (outside / "deep" / "f.txt").write_text("changed", encoding="utf-8")
-    assert tree_stamps(run) == stamps
+    assert stamps_of(run) == stamps
 
 
 def test_a_kept_report_with_terminal_escapes_prints_them_escaped(run: Path) -> None:
