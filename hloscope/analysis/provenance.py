@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -280,11 +280,12 @@ def _rebuilt(
     inferred: Mapping[str, Inferred],
     index: KernelIndex | None,
 ) -> Provenance:
-    """A pickled provenance, as it was: its placements made when first asked (a report
-    read back asks only for their counts and the alone ones)."""
-    ops, kernel_ops = columns.made_ops()
+    """A pickled provenance, as it was: its source ops and placements made when first
+    asked (a report read back asks only for their counts, the alone ones and the ops of
+    the kernels it prints)."""
+    ops = _Ops(columns.ops)
     unmade = _Unmade(ops, columns.placements)
-    found = Provenance(unmade.all, kernel_ops, kernels_by_line, inferred)
+    found = Provenance(unmade.all, _KernelOps(ops, columns.kernel_ops), kernels_by_line, inferred)
     found._unmade = unmade
     found._index = index
     return found
@@ -297,25 +298,81 @@ _STATUS = _PLACEMENT_FIELDS.index("status") - 1  # its column, after the op
 _BYTES = _PLACEMENT_FIELDS.index("bytes") - 1
 
 
+class _Ops:
+    """The source ops of a provenance read back, each made when first asked and then
+    the same object wherever it is asked (the 318k of a 107 MB module took 0.18 s)."""
+
+    def __init__(self, columns: list[tuple[Any, ...]]) -> None:
+        self.columns = columns  # one per field of a source op
+        self.count = len(columns[0]) if columns else 0
+        self.some: dict[int, SourceOp] = {}  # made one by one
+        self.made: list[SourceOp] | None = None  # all of them, once asked for all
+
+    def one(self, i: int) -> SourceOp:
+        """Op `i`, the placements' `i`th."""
+        if self.made is not None:
+            return self.made[i]
+        found = self.some.get(i)
+        if found is None:
+            found = self.some[i] = SourceOp(*(c[i] for c in self.columns))
+        return found
+
+    def all(self) -> list[SourceOp]:
+        """Every op, in the placements' order."""
+        if self.made is None:
+            made = list(map(SourceOp, *self.columns)) if self.columns else []
+            for i, op in self.some.items():
+                made[i] = op
+            self.made = made
+        return self.made
+
+
+class _KernelOps(Mapping[str, tuple[SourceOp, ...]]):
+    """`Provenance.kernel_ops` read back: each kernel's ops made when it is asked for
+    (`_Columns` keeps them as their places among the placements' ops)."""
+
+    def __init__(self, ops: _Ops, places: dict[str, tuple[int | SourceOp, ...]]) -> None:
+        self._ops = ops
+        self._places = places
+        self._made: dict[str, tuple[SourceOp, ...]] = {}
+
+    def __getitem__(self, kernel: str) -> tuple[SourceOp, ...]:
+        found = self._made.get(kernel)
+        if found is None:
+            one = self._ops.one
+            found = tuple([x if isinstance(x, SourceOp) else one(x) for x in self._places[kernel]])
+            self._made[kernel] = found
+        return found
+
+    def __contains__(self, kernel: object) -> bool:
+        return kernel in self._places
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._places)
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+
 class _Unmade:
     """The placements of a provenance read back, before they are all made: the 318k of
     a 107 MB module took 0.34 s. Counted from their columns; the alone ones made when
     asked (`Provenance.unfused`), each once, and the same objects among `all`."""
 
-    def __init__(self, ops: list[SourceOp], columns: list[tuple[Any, ...]]) -> None:
+    def __init__(self, ops: _Ops, columns: list[tuple[Any, ...]]) -> None:
         self.ops = ops
         self.columns = columns  # one per field of a placement after its op
         self.made: dict[int, Placement] = {}
 
     def count(self, status: str | None) -> int:
-        if status is None or not self.ops:
-            return len(self.ops)
+        if status is None or not self.ops.count:
+            return self.ops.count
         return self.columns[_STATUS].count(status)
 
     def alone_by_bytes(self) -> list[Placement]:
         """`Provenance.unfused`: the alone ones, most bytes first (first seen first
         among equals)."""
-        if not self.ops:
+        if not self.ops.count:
             return []
         sizes = self.columns[_BYTES]
         at = [i for i, status in enumerate(self.columns[_STATUS]) if status == ALONE]
@@ -325,14 +382,14 @@ class _Unmade:
     def _one(self, i: int) -> Placement:
         found = self.made.get(i)
         if found is None:
-            found = self.made[i] = Placement(self.ops[i], *(c[i] for c in self.columns))
+            found = self.made[i] = Placement(self.ops.one(i), *(c[i] for c in self.columns))
         return found
 
     def all(self) -> tuple[Placement, ...]:
         """Every placement, first seen first; those made already are these."""
-        if not self.ops:
+        if not self.ops.count:
             return ()
-        fresh = map(Placement, self.ops, *self.columns)
+        fresh = map(Placement, self.ops.all(), *self.columns)
         if not self.made:
             return tuple(fresh)
         return tuple(self.made.get(i, p) for i, p in enumerate(fresh))
@@ -342,8 +399,8 @@ class _Columns:
     """A provenance's placements and the source ops of its kernels as it pickles them:
     each field a column (lists and tuples of strings and numbers, pickled at C speed),
     a kernel's ops by their place among the placements' ops where they are one of them.
-    `made_ops` gives the same ops back, each one object again, and `_Unmade` the same
-    placements."""
+    `_Ops` and `_KernelOps` give the same ops back, each one object again, and `_Unmade`
+    the same placements."""
 
     def __init__(
         self,
@@ -371,16 +428,6 @@ class _Columns:
         rest = attrgetter(*_PLACEMENT_FIELDS[1:])
         columns = list(zip(*map(rest, placements), strict=True))
         return cls(op_columns, columns, by_kernel)
-
-    def made_ops(self) -> tuple[list[SourceOp], dict[str, tuple[SourceOp, ...]]]:
-        """The placements' source ops, in order, and each kernel's ops (the same
-        objects); the placements are made from `placements`' columns and these ops."""
-        ops = list(map(SourceOp, *self.ops)) if self.ops else []
-        kernel_ops = {
-            kernel: tuple([ops[x] if isinstance(x, int) else x for x in found])
-            for kernel, found in self.kernel_ops.items()
-        }
-        return ops, kernel_ops
 
 
 def source_op(module: HloModule, inst: Instruction, scope: str = "") -> SourceOp | None:

@@ -210,8 +210,22 @@ def test_a_provenance_read_back_counts_before_it_makes_its_placements(sample: st
         assert alone == prov.unfused()
         assert callable(back._placements)  # not made yet
         assert len(back._unmade.made) == len(alone)  # only the alone ones
+        ops = back._unmade.ops
+        assert ops.made is None and len(ops.some) == len(alone)  # their source ops alone
+        kernel = next((k for k, found in prov.kernel_ops.items() if found), None)
+        if kernel is not None:  # one kernel's ops, asked for: made, the others not
+            assert back.kernel_ops[kernel] == prov.kernel_ops[kernel]
+            assert len(ops.some) <= len(alone) + len(prov.kernel_ops[kernel])
+            assert ops.made is None
+        assert kernel is not None or sample == "tf_dense_relu"
+        assert list(back.kernel_ops) == list(prov.kernel_ops)
         made = back.placements
         assert made == prov.placements and back == prov
+        assert back.kernel_ops == prov.kernel_ops and dict(back.kernel_ops) == prov.kernel_ops
         alone_made = [p for p in made if p.status == P.ALONE]
         assert [p for p in alone_made if any(p is a for a in alone)] == alone_made
         assert back.unfused() == alone and back.count(P.ALONE) == len(alone)
+        # each op one object: a kernel's ops are its placements' ops
+        by_name = {p.op.name: p.op for p in made}
+        for found in back.kernel_ops.values():
+            assert all(op is by_name[op.name] for op in found if op.name in by_name)
