@@ -247,6 +247,13 @@ class Provenance:
             return len(self.placements)
         return sum(1 for p in self.placements if p.status == status)
 
+    def op_names(self) -> list[str]:
+        """The name of each placed source op, first seen first (read back, without
+        making the placements)."""
+        if self._unmade is not None and callable(self._placements):
+            return self._unmade.ops.names()
+        return [p.op.name for p in self.placements]
+
     def unfused(self) -> list[Placement]:
         """Source ops that run alone, biggest memory traffic first."""
         if self._unmade is not None and callable(self._placements):
@@ -292,6 +299,7 @@ def _rebuilt(
 
 
 _OP_FIELDS = tuple(f.name for f in fields(SourceOp))
+_NAME = _OP_FIELDS.index("name")
 _PLACEMENT_FIELDS = tuple(f.name for f in fields(Placement))
 assert _PLACEMENT_FIELDS[0] == "op"
 _STATUS = _PLACEMENT_FIELDS.index("status") - 1  # its column, after the op
@@ -316,6 +324,10 @@ class _Ops:
         if found is None:
             found = self.some[i] = SourceOp(*(c[i] for c in self.columns))
         return found
+
+    def names(self) -> list[str]:
+        """Every op's name, in the placements' order, without making the ops."""
+        return list(self.columns[_NAME]) if self.columns else []
 
     def all(self) -> list[SourceOp]:
         """Every op, in the placements' order."""

@@ -127,7 +127,7 @@ class KernelHolds(Mapping[str, str]):
         if prov is None:
             return ""
         if self._root is None:
-            self._root = module_root([p.op.name for p in prov.placements])
+            self._root = module_root(prov.op_names())
         ops = prov.kernel_ops.get(name)
         words = holds([o.name for o in ops], self._root) if ops is not None else ""
         inferred = prov.inferred.get(name)

@@ -219,6 +219,8 @@ def test_a_provenance_read_back_counts_before_it_makes_its_placements(sample: st
             assert ops.made is None
         assert kernel is not None or sample == "tf_dense_relu"
         assert list(back.kernel_ops) == list(prov.kernel_ops)
+        assert back.op_names() == prov.op_names() == [p.op.name for p in prov.placements]
+        assert ops.made is None and callable(back._placements)
         made = back.placements
         assert made == prov.placements and back == prov
         assert back.kernel_ops == prov.kernel_ops and dict(back.kernel_ops) == prov.kernel_ops
