@@ -31,6 +31,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from hloscope.analysis import kernels as K
+from hloscope.analysis.memo import LazyTuple
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
 
 CPU_CALL = "cpu-call"
@@ -553,7 +554,12 @@ def analyze_module(
     """
     platform = platform if platform is not None else K.platform(module)
     users = memo.users(module) if memo is not None else _user_counts(module)
-    kernels: list[Kernel] = []
+    # Each kernel, or what makes a kernel of one op (`_OneOp`), made when first read:
+    # before optimization every op is one, and only a diagram reads them (the 536k of
+    # the 107 MB module took 2 s of its 3 s analysis).
+    kernels: list[Kernel | _OneOp] = []
+    kinds: Counter[str] = Counter()
+    fusions = one_ops = 0
     launch_total = 0
     exact = True
     loops: list[Loop] = []
@@ -577,15 +583,29 @@ def analyze_module(
             continue
         if ex.cls == K.FREE or (ex.cls == K.CONTROL and not inst.called):
             continue
-        if memo is not None and not inst.called:
-            kernel = memo.kernel(module, inst, comp, ex, users, platform)
+        if memo is None and ex.cls == K.UNFUSED and not inst.called:
+            # one op, no library's: launched as often as its computation runs
+            kernels.append(
+                _OneOp(inst, comp, ex.times, ex.branch, users.get((comp.name, inst.name), 0))
+            )
+            kinds[K.unfused_kind(inst.opcode)] += 1
+            one_ops += 1
+            times = ex.times if ex.times is not None else 1
         else:
-            kernel = _kernel(module, inst, comp, ex, users, platform)
-        if kernel is None:
-            continue
-        kernels.append(kernel)
-        # With a loop's trip count unknown, one trip is assumed (and flagged inexact).
-        times = kernel.launches if kernel.launches is not None else kernel.thunks
+            if memo is not None and not inst.called:
+                kernel = memo.kernel(module, inst, comp, ex, users, platform)
+            else:
+                kernel = _kernel(module, inst, comp, ex, users, platform)
+            if kernel is None:
+                continue
+            kernels.append(kernel)
+            kinds[kernel.kind] += 1
+            # Fusions that launch: a fusion in a loop's condition the runtime never
+            # evaluates, or inside a CPU small call (one kernel), runs as no kernel of
+            # its own.
+            fusions += kernel.is_fusion
+            # With a loop's trip count unknown, one trip is assumed (and flagged inexact).
+            times = kernel.launches if kernel.launches is not None else kernel.thunks
         if ex.branch is not None:
             branch_launches[ex.branch] = branch_launches.get(ex.branch, 0) + times
         else:
@@ -601,10 +621,6 @@ def analyze_module(
         per_cond[b.conditional] = max(per_cond.get(b.conditional, 0), b.launches)
     launch_total += sum(per_cond.values())
 
-    kinds = Counter(k.kind for k in kernels)
-    # Fusions that launch: a fusion in a loop's condition the runtime never evaluates, or
-    # inside a CPU small call (one kernel), runs as no kernel of its own.
-    fusions = sum(1 for k in kernels if k.is_fusion)
     return ModuleAnalysis(
         name=module.name,
         instructions=module.instruction_count,
@@ -612,7 +628,7 @@ def analyze_module(
         # nothing fuses, so each op is one launch (a call site per call, not per
         # called computation).
         ops=launch_total,
-        kernels=tuple(kernels),
+        kernels=_Kernels(kernels) if one_ops else tuple(kernels),  # type: ignore[arg-type]
         fusions=fusions,
         launches=launch_total,
         launches_exact=exact,
@@ -621,6 +637,50 @@ def analyze_module(
         branches=tuple(branches),
         platform=platform,
     )
+
+
+class _OneOp(NamedTuple):
+    """What makes the kernel of one op that calls nothing and is no library's (`_made`)."""
+
+    inst: Instruction
+    comp: Computation
+    times: int | None
+    branch: str | None
+    users: int
+
+
+def _made(one: _OneOp) -> Kernel:
+    """The kernel of `one`'s op."""
+    inst = one.inst
+    return Kernel(
+        inst.name, one.comp.name, K.UNFUSED, K.unfused_kind(inst.opcode), inst.opcode,
+        inst.shape, one.times, None, (inst,), inst.shape.byte_size, _bytes_in(inst, one.comp),
+        False, one.users, inst.is_root, one.branch,
+    )  # fmt: skip
+
+
+def _bytes_in(inst: Instruction, comp: Computation) -> int:
+    """What an instruction reads: its operands' results."""
+    scope = comp.by_name
+    total = 0
+    for o in inst.operands:
+        source = scope.get(o)
+        if source is not None:
+            total += source.shape.byte_size
+    return total
+
+
+class _Kernels(LazyTuple[Kernel]):
+    """An analysis's kernels, those of one op (`_OneOp`) made when first read."""
+
+    def __init__(self, found: list[Kernel | _OneOp]) -> None:
+        super().__init__(len(found))
+        self._found: list[Kernel | _OneOp] | None = found
+
+    def _make(self) -> tuple[Kernel, ...]:
+        found, self._found = self._found, None
+        assert found is not None
+        return tuple([_made(k) if isinstance(k, _OneOp) else k for k in found])
 
 
 def reanalyze(
@@ -823,19 +883,9 @@ def _kernel(
     users: dict[tuple[str, str], int],
     platform: str | None,
 ) -> Kernel | None:
-    scope = comp.by_name
-    bytes_in = 0
-    for o in inst.operands:
-        source = scope.get(o)
-        if source is not None:
-            bytes_in += source.shape.byte_size
     if ex.cls == K.UNFUSED and not inst.called:
         # most kernels of a big module before optimization: one op, no library's
-        return Kernel(
-            inst.name, comp.name, K.UNFUSED, K.unfused_kind(inst.opcode), inst.opcode,
-            inst.shape, ex.times, None, (inst,), inst.shape.byte_size, bytes_in, False,
-            users.get((comp.name, inst.name), 0), inst.is_root, ex.branch,
-        )  # fmt: skip
+        return _made(_OneOp(inst, comp, ex.times, ex.branch, users.get((comp.name, inst.name), 0)))
     cls, kind = ex.cls, K.kernel_kind(inst, platform)
     library = cls != K.UNFUSED and K.is_library_kernel(inst)
     fused = inst.calls()[0] if inst.called else None
@@ -887,7 +937,7 @@ def _kernel(
         fused_computation=fused,
         ops=ops,
         bytes_out=inst.shape.byte_size,
-        bytes_in=bytes_in,
+        bytes_in=_bytes_in(inst, comp),
         library=library,
         users=users.get((comp.name, inst.name), 0),
         is_root=inst.is_root,

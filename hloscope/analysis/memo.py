@@ -12,24 +12,27 @@ then never parses its file again for them.
 that needs it (the op diagram's ops of a page, found while a worker sends its side).
 `Later` is a mapping computed the first time it is read: what a drawing may never ask
 of a module that a worker process analysed (the after side's source ops) is found
-then, from the module's file.
+then, from the module's file. `LazyTuple` is a tuple of the same kind, its length known
+at once: the kernels of a module before optimization, one per op, that only a diagram
+reads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable, ItemsView, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar, overload
 
 from hloscope.hlo.model import HloModule
 
-__all__ = ["Ahead", "ByModule", "Later", "PerModule"]
+__all__ = ["Ahead", "ByModule", "Later", "LazyTuple", "PerModule"]
 
 T = TypeVar("T")
 A = TypeVar("A")  # what a module is analysed into (`fusion.ModuleAnalysis`)
 K = TypeVar("K")
 V = TypeVar("V")
+E = TypeVar("E")
 
 
 class PerModule(Generic[A, T]):
@@ -142,3 +145,51 @@ class Later(Mapping[K, V]):
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return (dict, (dict(self._made()),))
+
+
+class LazyTuple(Sequence[E]):
+    """A tuple made on first use (`_make`), its length known at once: equal to the
+    tuple, hashed and pickled as it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._made: tuple[E, ...] | None = None
+
+    def _make(self) -> tuple[E, ...]:
+        raise NotImplementedError
+
+    def _load(self) -> tuple[E, ...]:
+        if self._made is None:
+            self._made = self._make()
+            assert len(self._made) == self.size  # what it was said to hold
+        return self._made
+
+    @overload
+    def __getitem__(self, index: int) -> E: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[E, ...]: ...
+    def __getitem__(self, index: int | slice) -> E | tuple[E, ...]:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[E]:
+        return iter(self._load())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyTuple):
+            other = other._load()
+        return self._load() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._load())
+
+    def __add__(self, other: tuple[E, ...]) -> tuple[E, ...]:
+        return self._load() + tuple(other)
+
+    def __repr__(self) -> str:
+        return repr(self._load())
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (tuple, (self._load(),))

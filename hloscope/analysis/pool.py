@@ -34,16 +34,16 @@ import os
 import pickle
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.connection import Connection
 from types import MappingProxyType
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar
 
 from hloscope.analysis.cost import ModuleCost, module_cost, remember_cost
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, analyze_module
-from hloscope.analysis.memo import ByModule
+from hloscope.analysis.memo import ByModule, LazyTuple
 from hloscope.analysis.parallel import Parallelism, parallelism, remember_parallelism
 from hloscope.analysis.provenance import Provenance
 from hloscope.hlo.model import HloModule, Instruction
@@ -695,54 +695,14 @@ class _SentModule(HloModule):
 E = TypeVar("E")
 
 
-class _MadeAgain(Sequence[E]):
+class _MadeAgain(LazyTuple[E]):
     """A tuple of what a worker analysed, made again here from its module file on first
     use (the analysis is deterministic: the same file gives the same kernels in the same
     order), its length known at once. Equal to the tuple, and pickled as it."""
 
     def __init__(self, module: _SentModule, size: int) -> None:
+        super().__init__(size)
         self.module = module
-        self.size = size
-        self._made: tuple[E, ...] | None = None
-
-    def _make(self) -> tuple[E, ...]:
-        raise NotImplementedError
-
-    def _load(self) -> tuple[E, ...]:
-        if self._made is None:
-            self._made = self._make()
-            assert len(self._made) == self.size  # what the worker found
-        return self._made
-
-    @overload
-    def __getitem__(self, index: int) -> E: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[E, ...]: ...
-    def __getitem__(self, index: int | slice) -> E | tuple[E, ...]:
-        return self._load()[index]
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __iter__(self) -> Iterator[E]:
-        return iter(self._load())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _MadeAgain):
-            other = other._load()
-        return self._load() == other if isinstance(other, tuple) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._load())
-
-    def __add__(self, other: tuple[E, ...]) -> tuple[E, ...]:
-        return self._load() + tuple(other)
-
-    def __repr__(self) -> str:
-        return repr(self._load())
-
-    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        return (tuple, (self._load(),))
 
 
 class _SentOps(_MadeAgain[Instruction]):

@@ -420,3 +420,40 @@ def test_entered_is_the_order_walk_enters_computations() -> None:
         assert [(c.name, scope) for c, scope in entered(module)] == by_walk, name
         checked += 1
     assert checked >= 20
+
+
+@pytest.mark.parametrize("sample", ["tf_resnet50", "jax_transformer_block", "torch_mlp"])
+def test_kernels_of_one_op_are_made_when_first_read(sample: str) -> None:
+    """Before optimization each op is a kernel of its own: the analysis counts them
+    without making them (only a diagram reads them), then makes the kernels, in order,
+    that the walk with a `KernelMemo` makes one by one; it pickles as the plain tuple."""
+    import pickle
+
+    from hloscope.analysis import fusion
+    from hloscope.runs import load_run
+
+    lazy = 0
+    for dump in load_run(DATA / sample).modules:
+        module = dump.load_before()
+        if module is None:
+            continue
+        found = analyze_module(module)
+        eager = analyze_module(module, memo=fusion.KernelMemo())
+        assert type(eager.kernels) is tuple
+        assert isinstance(found.kernels, fusion._Kernels) == any(
+            k.cls == K.UNFUSED and len(k.ops) == 1 and not k.fused_computation
+            for k in eager.kernels
+        ), dump.key
+        if isinstance(found.kernels, fusion._Kernels):
+            assert found.kernels._made is None  # counted, not made
+            lazy += 1
+        assert (found.launches, found.fusions, found.ops) == (
+            eager.launches,
+            eager.fusions,
+            eager.ops,
+        )
+        assert list(found.kernels_by_kind.items()) == list(eager.kernels_by_kind.items())
+        assert len(found.kernels) == len(eager.kernels)
+        assert found == eager and tuple(found.kernels) == eager.kernels
+        assert pickle.loads(pickle.dumps(found)).kernels == eager.kernels
+    assert lazy
