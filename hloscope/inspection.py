@@ -21,7 +21,14 @@ from hloscope.analysis.compilations import Compilations, run_compilations
 from hloscope.analysis.cost import ModuleCost, module_cost
 from hloscope.analysis.fusion import ModuleAnalysis
 from hloscope.analysis.memory import MemoryReport, read_memory
-from hloscope.analysis.report import DrawAfter, Drawn, ModuleReport, RunReport, analyze_run
+from hloscope.analysis.report import (
+    BeforeAhead,
+    DrawAfter,
+    Drawn,
+    ModuleReport,
+    RunReport,
+    analyze_run,
+)
 from hloscope.analysis.torch_graphs import TorchXlaRun, torch_xla_run
 from hloscope.errors import DocumentError, HloscopeError, UsageError
 from hloscope.files import inside, read_regular
@@ -214,6 +221,7 @@ def inspect_run(
     provenance: bool = True,
     cache: bool = False,
     draw_after: DrawAfter | None = None,
+    before_ahead: BeforeAhead | None = None,
 ) -> Inspection:
     """Load, analyse and time a run: the one call every command and notebook view makes.
 
@@ -237,6 +245,10 @@ def inspect_run(
             module's after side in the worker process that analyses it
             (`hloscope.analysis.report.drawn_after`; `render.html.page_after` for the
             page of a run without timings).
+        before_ahead: For whole reports, what to find of a big module's before side
+            while a worker process reads its after side
+            (`hloscope.analysis.report.analyze_dump`; `render.diagram.walk_ops_ahead`
+            for a page, whose op diagram then takes it).
 
     Returns:
         The inspection. A measurement that cannot be read does not fail it: its reason
@@ -253,7 +265,13 @@ def inspect_run(
     loaded = run if isinstance(run, Run) else load_run(run)
     patterns = list(modules)
     report = analyze_run(
-        loaded, patterns, drawn, provenance=provenance, cache=cache, draw_after=draw_after
+        loaded,
+        patterns,
+        drawn,
+        provenance=provenance,
+        cache=cache,
+        draw_after=draw_after,
+        before_ahead=before_ahead,
     )
     selected = [m.key for m in report.modules] if patterns else None
     profile, error = None, ""

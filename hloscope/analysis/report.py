@@ -164,6 +164,10 @@ Drawn = Literal["after", "both"]
 DrawAfter = Callable[["ModuleReport"], object]
 """What to draw of a module's after side alone, where it was analysed (`analyze_dump`)."""
 
+BeforeAhead = Callable[[HloModule], object]
+"""What to find of a module's before side alone while its after side is read in another
+process (`analyze_dump`)."""
+
 
 def analyze_dump(
     dump: ModuleDump,
@@ -171,6 +175,7 @@ def analyze_dump(
     *,
     provenance: bool = True,
     draw_after: DrawAfter | None = None,
+    before_ahead: BeforeAhead | None = None,
 ) -> ModuleReport:
     """Analyse one module of a run: both sides, and the provenance join.
 
@@ -190,13 +195,21 @@ def analyze_dump(
             whole report the worker draws it after the costs, and first sends the
             kernel index that colours a drawing of the before side here
             (`provenance.kernel_index`): the page of `hloscope report --html`.
+        before_ahead: For a whole report: what to find of the before side alone here
+            while a worker process reads the after side, when one does (the page's op
+            diagram walked, `render.diagram.walk_ops_ahead`): time this process would
+            otherwise spend waiting.
     """
     with paused_gc():
-        return _analyze_dump(dump, drawn, provenance, draw_after)
+        return _analyze_dump(dump, drawn, provenance, draw_after, before_ahead)
 
 
 def _analyze_dump(
-    dump: ModuleDump, drawn: Drawn | None, provenance: bool, draw_after: DrawAfter | None = None
+    dump: ModuleDump,
+    drawn: Drawn | None,
+    provenance: bool,
+    draw_after: DrawAfter | None = None,
+    before_ahead: BeforeAhead | None = None,
 ) -> ModuleReport:
     from hloscope.analysis.pool import Pending, beside, beside_pays, side_sizes  # it runs this
 
@@ -243,6 +256,8 @@ def _analyze_dump(
                 facts = before_facts(before_module)
                 if draw_after is not None:  # a page: found while the worker sends its side
                     ops_to_place_ahead(before_module)  # for the op diagram
+                if before_ahead is not None:
+                    before_ahead(before_module)
         side = None
         if pending is not None:
             step(f"waiting for the after side of {dump.key}, read in another process")
@@ -477,6 +492,7 @@ def analyze_run(
     provenance: bool = True,
     cache: bool = False,
     draw_after: DrawAfter | None = None,
+    before_ahead: BeforeAhead | None = None,
 ) -> RunReport:
     """Analyse a run's modules.
 
@@ -493,6 +509,8 @@ def analyze_run(
         draw_after: With `drawn="both"`, or for whole reports, what to draw of each
             after side in the worker that analyses it (see `analyze_dump`,
             `drawn_after`).
+        before_ahead: For whole reports, what to find of each before side while a
+            worker reads its after side (see `analyze_dump`).
 
     Returns:
         The report, biggest modules first, trivial ones last.
@@ -506,7 +524,13 @@ def analyze_run(
     patterns = list(modules)
     found = {d.key: d for p in patterns for d in find_modules(run, p)}
     dumps = list(found.values()) if patterns else list(run.modules)
-    analyze = partial(analyze_dump, drawn=drawn, provenance=provenance, draw_after=draw_after)
+    analyze = partial(
+        analyze_dump,
+        drawn=drawn,
+        provenance=provenance,
+        draw_after=draw_after,
+        before_ahead=before_ahead,
+    )
     if cache and drawn is None:
         from hloscope.analysis.kept import analyses
 

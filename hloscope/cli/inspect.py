@@ -32,7 +32,7 @@ from hloscope.cli.app import (
 )
 
 if TYPE_CHECKING:
-    from hloscope.analysis.report import DrawAfter
+    from hloscope.analysis.report import BeforeAhead, DrawAfter
     from hloscope.runs import Run
 
 FormatOption = Annotated[
@@ -154,9 +154,14 @@ def _report(
     from hloscope.cli.teardown import keep
     from hloscope.inspection import inspect_run
 
-    source, draw_after = _page_source(run) if html is not None else (run, None)
+    source, draw_after, before_ahead = _page_source(run) if html is not None else (run, None, None)
     inspection = inspect_run(
-        source, module or (), passes=html is not None, cache=cache, draw_after=draw_after
+        source,
+        module or (),
+        passes=html is not None,
+        cache=cache,
+        draw_after=draw_after,
+        before_ahead=before_ahead,
     )
     keep(inspection)  # millions of objects on a big dump: not freed one by one at exit
     _something_read(inspection)
@@ -191,16 +196,18 @@ def _report(
     return []
 
 
-def _page_source(run: Path) -> tuple[Run, DrawAfter | None]:
-    """The run a page is made of, and what of a big module's page the worker process
-    that analyses its after side finds (`render.html.page_after`): for a run without
-    kernel times, which the kernel diagram would show (issue 27)."""
+def _page_source(run: Path) -> tuple[Run, DrawAfter | None, BeforeAhead]:
+    """The run a page is made of; what of a big module's page the worker process that
+    analyses its after side finds (`render.html.page_after`): for a run without kernel
+    times, which the kernel diagram would show; and what this process finds of its
+    before side meanwhile: the op diagram walked (issue 27)."""
+    from hloscope.render.diagram import walk_ops_ahead
     from hloscope.render.html import page_after
     from hloscope.runs import load_run
     from hloscope.timing.sources import measured
 
     loaded = load_run(run)
-    return loaded, None if measured(loaded) else page_after
+    return loaded, None if measured(loaded) else page_after, walk_ops_ahead
 
 
 def _report_json(

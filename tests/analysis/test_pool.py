@@ -454,19 +454,23 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
     report; and when the worker dies first, its part is found here, the same."""
     from hloscope.analysis.report import draws_after
     from hloscope.inspection import inspect_run
+    from hloscope.render.diagram import views, walk_ops_ahead
     from hloscope.render.html import Embedded, graphviz_diagrams, page_after, page_data
 
     with monkeypatch.context() as m:
         m.setenv(pool.JOBS_VARIABLE, "1")
         serial = page_data(inspect_run(DATA / name), diagrams=graphviz_diagrams)
-    inspection = inspect_run(DATA / name, draw_after=page_after)
+    inspection = inspect_run(DATA / name, draw_after=page_after, before_ahead=walk_ops_ahead)
     split = [m for m in inspection.main if draws_after(m)]
     assert split  # read at once, drawn there
-    # the op diagram's ops to place were found here while the worker sent its side
+    # the op diagram's ops to place were found here, and its ops walked, while the
+    # worker sent its side
     from hloscope.analysis import provenance
 
     kept = provenance._ops_to_place._kept
     assert all(id(m.before_module) in kept for m in split)
+    walked = views._page_walk._kept
+    assert all(id(m.before_module) in walked for m in split)
     # kept as the cache keeps it: the plain report, the worker still drawing
     dumps = [d for d in _dumps(name) if d.key == split[0].key]
     (plain,) = pool.unpack_reports(pool.pack_reports(split[:1]), pool.file_loaders(dumps))
@@ -476,6 +480,7 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
     assert page == serial
     assert not any(draws_after(m) for m in split)  # each drawing taken once
     assert not any(id(m.before_module) in kept for m in split)  # taken by the op diagram
+    assert not any(id(m.before_module) in walked for m in split)
     # the kernels' instructions and HLO came written (`Embedded`): one string sent
     docs = {doc["key"]: doc for doc in page["modules"]}
     assert all(type(docs[m.key][part]) is Embedded for m in split for part in ("fused", "hlo"))

@@ -265,3 +265,21 @@ def test_the_op_graph_walk_leaves_its_names_with_the_rows_alone() -> None:
     rows, _ = unit_rows(before, side)
     assert side.named == {}
     assert len(rows) > 10 and any(names for names in rows.info.names)
+
+
+@pytest.mark.parametrize("folder", ["tf_dense_relu", "tf_resnet50", "jax_transformer_block"])
+def test_an_op_diagram_walked_ahead_is_the_one_walked_as_it_is_drawn(folder: str) -> None:
+    """What a page walks of the op diagram while a worker reads the after side
+    (`walk_ops_ahead`, before the kernels are known) is taken by the next drawing, once,
+    and draws what a walk at drawing time draws, each op's kernels included."""
+    from hloscope.render.diagram import views
+
+    m = _report(folder)
+    assert m.before_module is not None
+    now = D.to_dot(G.module_diagram(m, stage="before", max_nodes=G.PAGE_MAX_NODES))
+    G.walk_ops_ahead(m.before_module)
+    assert id(m.before_module) in views._page_walk._kept
+    ahead = D.to_dot(G.module_diagram(m, stage="before", max_nodes=G.PAGE_MAX_NODES))
+    assert id(m.before_module) not in views._page_walk._kept
+    assert ahead == now
+    assert "went to kernel" in now

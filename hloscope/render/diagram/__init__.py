@@ -48,6 +48,7 @@ from hloscope.render.diagram.views import (
     module_diagrams,
     op_graph,
     side_by_side,
+    walk_ops_ahead,
 )
 
 __all__ = [
@@ -78,4 +79,5 @@ __all__ = [
     "module_diagrams",
     "op_graph",
     "side_by_side",
+    "walk_ops_ahead",
 ]

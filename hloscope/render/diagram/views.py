@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from hloscope.analysis.collapse import PINNED, collapse, collapse_rows
+from hloscope.analysis.collapse import PINNED, Collapsed, Rows, collapse, collapse_rows
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis
-from hloscope.analysis.memo import Later
+from hloscope.analysis.memo import Ahead, Later
 from hloscope.analysis.provenance import Provenance, ops_to_place, placed_ops
 from hloscope.errors import UsageError
 from hloscope.hlo.model import HloModule
@@ -229,14 +230,17 @@ def op_graph(
     kernel_of = kernel_of if kernel_of is not None else {}  # not read yet: see _kernels_of
     kernels_of = kernels_of if kernels_of is not None else {}
     step(f"drawing the ops of {before.name} ({before.instruction_count:,} instructions)")
-    # Rows, not a networkx graph: a big module has hundreds of thousands of ops, and all
-    # but the few dozen drawn on their own end up in groups (issue 27).
-    rows, index = unit_rows(before, BeforeSide(before, kernel_of, kernels_of), names=bool(around))
-    notes: list[str] = depth_note(rows.graph)
     if around or scope:
+        side = BeforeSide(before, kernel_of, kernels_of)
+        rows, index = unit_rows(before, side, names=True)
+        notes: list[str] = depth_note(rows.graph)
         rows = rows_of(cut(rows.to_graph(), index, around, depth, scope, "op", notes))
-    rows = fold_parameter_rows(rows, max_nodes, notes, "ops")
-    col = collapse_rows(rows, max_nodes)
+        rows = fold_parameter_rows(rows, max_nodes, notes, "ops")
+        col = collapse_rows(rows, max_nodes)
+    else:  # what does not depend on the kernels: walked ahead, maybe (`walk_ops_ahead`)
+        walked = _walked_ops(before, max_nodes)
+        walked.side.colour(kernel_of, kernels_of, walked.col.graph)
+        rows, col, notes = walked.rows, walked.col, list(walked.notes)
     # Rows are in program order (`ORDER`).
     kernel = kernel_of.get
     colors = kernel_colors(
@@ -281,6 +285,45 @@ def op_graph(
         where=where,
         node_kernels=node_kernels,
     )
+
+
+class _WalkedOps(NamedTuple):
+    """An op diagram's rows, folded and collapsed to its node budget: what it draws
+    before it colours its ops by kernel."""
+
+    side: BeforeSide
+    rows: Rows
+    col: Collapsed
+    notes: tuple[str, ...]
+
+
+def _walk_ops(before: HloModule, max_nodes: int) -> _WalkedOps:
+    # Rows, not a networkx graph: a big module has hundreds of thousands of ops, and all
+    # but the few dozen drawn on their own end up in groups (issue 27).
+    side = BeforeSide(before, {}, {})  # coloured when drawn (`BeforeSide.colour`)
+    rows, _ = unit_rows(before, side, names=False)
+    notes = depth_note(rows.graph)
+    rows = fold_parameter_rows(rows, max_nodes, notes, "ops")
+    return _WalkedOps(side, rows, collapse_rows(rows, max_nodes), tuple(notes))
+
+
+# The page's op diagram, walked ahead where a process waits anyway (`walk_ops_ahead`).
+_page_walk = Ahead(partial(_walk_ops, max_nodes=PAGE_MAX_NODES))
+
+
+def walk_ops_ahead(before: HloModule) -> None:
+    """Walk and collapse the page's op diagram of `before` now (what does not depend on
+    the kernels its ops went to), for the next `op_graph` of it with the page's node
+    budget to take: the page of a big module does, while a worker process reads its
+    after side (`hloscope.analysis.report.analyze_dump`'s `before_ahead`)."""
+    step(f"walking the ops of {before.name} while its after side is read")
+    with paused_gc():
+        _page_walk.ahead(before)
+
+
+def _walked_ops(before: HloModule, max_nodes: int) -> _WalkedOps:
+    """`_walk_ops`: what `walk_ops_ahead` found, else found now."""
+    return _page_walk(before) if max_nodes == PAGE_MAX_NODES else _walk_ops(before, max_nodes)
 
 
 def side_by_side(before_spec: DiagramSpec, after_spec: DiagramSpec) -> DiagramSpec:

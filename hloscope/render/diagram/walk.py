@@ -173,6 +173,22 @@ class BeforeSide(Side):
         self.signatures: dict[tuple[str, str], tuple[str, str]] = {}
         self.scopes: dict[str, str] = {}
 
+    def colour(
+        self,
+        kernel_of: Mapping[str, str],
+        kernels_of: Mapping[str, Sequence[str]],
+        graph: nx.DiGraph,
+    ) -> None:
+        """Give the kernels each op went to, once known (the walk does not read them
+        without a name index: what an op diagram walks ahead, `views.walk_ops_ahead`),
+        and the `KERNELS` of the units described already (`graph`'s nodes: those a
+        collapse keeps alone)."""
+        self.kernel_of = kernel_of
+        self.kernels_of = kernels_of
+        for _, d in graph.nodes(data=True):
+            if KERNELS in d:
+                d[KERNELS] = self.kernels(d[ITEM])
+
     def start(self, index: dict[str, list[str]]) -> None:
         # Every kernel name is known, even one whose ops are all filtered away.
         for kernel_name in set(self.kernel_of.values()):
@@ -227,9 +243,6 @@ class BeforeSide(Side):
         signature: tuple[str, str],
     ) -> dict[str, Any]:
         """The attributes of op `inst`, named `named`, in `scope` (inherited, maybe)."""
-        kernels = tuple(self.kernels_of.get(inst.name, ()))
-        if not kernels and inst.name in self.kernel_of:
-            kernels = (self.kernel_of[inst.name],)
         return {
             ROLE: CONTROL if K.classify(inst) == K.CONTROL else OP,
             ITEM: inst,
@@ -237,8 +250,15 @@ class BeforeSide(Side):
             OP_NAMES: named[1],
             OPS: tuple(SourceOp(name, named[2]).label for name in named[1]),
             SIGNATURE: signature,
-            KERNELS: kernels,
+            KERNELS: self.kernels(inst),
         }
+
+    def kernels(self, inst: Instruction) -> tuple[str, ...]:
+        """Every kernel op `inst` went to (its `KERNELS`)."""
+        kernels = tuple(self.kernels_of.get(inst.name, ()))
+        if not kernels and inst.name in self.kernel_of:
+            kernels = (self.kernel_of[inst.name],)
+        return kernels
 
     def index_unit(
         self, comp: Computation, inst: Instruction, node: str, index: dict[str, list[str]]
