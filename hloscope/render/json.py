@@ -8,6 +8,7 @@ also made as stand-ins (`report_fields`, `module_fields`: `render.json_stream`) 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
@@ -124,11 +125,13 @@ def placement_doc(p: Placement) -> dict[str, Any]:
     }
 
 
-def placement_text(p: Placement, newline: str = "\n") -> str:
+def placement_text(p: Placement, newline: str | None = "\n") -> str:
     """`indented(placement_doc(p), newline)`, the same text made without the dict: the
     318k placements of `benchmarks/scale_bench.py`'s 107 MB module in 1.0 s instead of
-    2.2 s. A value of a type other than the fields say (a hand-made placement) goes
-    through `placement_doc`."""
+    2.2 s. With `newline` None, compact: `json.dumps(placement_doc(p),
+    ensure_ascii=False, separators=(",", ":"))` (what the HTML page embeds). A value of a
+    type other than the fields say (a hand-made placement) goes through
+    `placement_doc`."""
     heads = _HEADS.get(newline) or _HEADS.setdefault(newline, _placement_heads(newline))
     (op_, type_, location, user_frame, status, kernels, shares_with, shares_count, bytes_,
      before, after, evidence, inferred, merged_with, end, inner, item, sep) = heads  # fmt: skip
@@ -148,12 +151,20 @@ def placement_text(p: Placement, newline: str = "\n") -> str:
             before, int.__repr__(p.before) if type(p.before) is int else _no(),
             after, int.__repr__(p.after) if type(p.after) is int else _no(),
             evidence, quoted(p.evidence),
-            inferred, indented(placement_doc(p)["inferred"], inner) if p.inferred else "[]",
+            inferred, _written(placement_doc(p)["inferred"], newline and inner) if p.inferred else "[]",
             merged_with, quoted(p.merged_with) if p.merged_with else "null",
             end,
         ))  # fmt: skip
     except TypeError:
-        return indented(placement_doc(p), newline)
+        return _written(placement_doc(p), newline)
+
+
+def _written(value: Any, newline: str | None) -> str:
+    """`value` as `indented` writes it at `newline`, or compact where that is None (a
+    ValueError then for a NaN or an infinity, as the page's JSON has none)."""
+    if newline is None:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return indented(value, newline)
 
 
 def placement_records(placements: Callable[[], Iterable[Placement]]) -> Records[Placement]:
@@ -170,14 +181,23 @@ def _no() -> str:
 # `placement_doc`'s keys, in order, as it makes them: named in one place
 _PLACEMENT_KEYS = tuple(placement_doc(Placement(SourceOp(""), "", (), (), 0, 0, 0)))
 _BOOLEANS = {True: "true", False: "false"}
-_HEADS: dict[str, tuple[str, ...]] = {}
+_HEADS: dict[str | None, tuple[str, ...]] = {}
 
 
-def _placement_heads(newline: str) -> tuple[str, ...]:
-    """What `placement_text` writes between the values at an indentation: each key's
-    opening, the object's end, and a list's indentation, first item and separator."""
-    inner = newline + "  "
+def _placement_heads(newline: str | None) -> tuple[str, ...]:
+    """What `placement_text` writes between the values at an indentation (None:
+    compact): each key's opening, the object's end, and a list's indentation, first item
+    and separator."""
     keys = [encode_basestring(k) for k in _PLACEMENT_KEYS]
+    if newline is None:
+        return (
+            *(("{" if n == 0 else ",") + key + ":" for n, key in enumerate(keys)),
+            "}",
+            "",
+            "",
+            ",",
+        )
+    inner = newline + "  "
     return (
         *(("{" if n == 0 else ",") + inner + key + ": " for n, key in enumerate(keys)),
         newline + "}",

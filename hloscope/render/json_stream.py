@@ -118,7 +118,9 @@ class Records(Items, Generic[Row]):
         doc: The object of a row (what `built` and every other reader see).
         text: The text of a row's object at an indentation (its argument as in
             `indented`): exactly `indented(doc(row), newline)`, made faster (a big
-            run's provenance is hundreds of thousands of objects).
+            run's provenance is hundreds of thousands of objects); with None for the
+            indentation, exactly `json.dumps(doc(row), ensure_ascii=False,
+            separators=(",", ":"))`.
     """
 
     __slots__ = ("doc", "rows", "text")
@@ -127,7 +129,7 @@ class Records(Items, Generic[Row]):
         self,
         rows: Callable[[], Iterable[Row]],
         doc: Callable[[Row], Any],
-        text: Callable[[Row, str], str],
+        text: Callable[[Row, str | None], str],
     ) -> None:
         super().__init__(lambda: map(doc, rows()))
         self.rows = rows

@@ -23,6 +23,7 @@ from hloscope.render.json import (
     SHARES_LISTED,
     dumps,
     placement_doc,
+    placement_records,
     placement_text,
     report_doc,
     report_fields,
@@ -175,6 +176,10 @@ def test_a_placement_is_written_as_its_document(name: str) -> None:
     for newline in NEWLINES:
         for p in placements:
             assert placement_text(p, newline) == indented(placement_doc(p), newline)
+    for p in placements:  # compact, as the page embeds it
+        assert placement_text(p, None) == json.dumps(
+            placement_doc(p), ensure_ascii=False, separators=(",", ":")
+        )
 
 
 OP = SourceOp("jit(f)/mul", "mul", SourceLocation("m.py", 3), True)
@@ -200,3 +205,19 @@ def test_an_odd_placement_is_written_as_its_document(p: Placement) -> None:
         assert placement_text(p, newline) == json.dumps(
             placement_doc(p), indent=2, ensure_ascii=False
         ).replace("\n", newline)
+    compact = json.dumps(placement_doc(p), ensure_ascii=False, separators=(",", ":"))
+    assert placement_text(p, None) == compact
+
+
+def test_a_page_embeds_placements_as_their_documents() -> None:
+    """The page writes each placement's compact text straight from its fields: the
+    array `embed_json` writes of their documents, escapes included, in batches; a
+    NaN or an infinity (a hand-made placement) is written as `embed_json` writes it."""
+    from hloscope.render.html import _embed_items, embed_json
+
+    nan = Placement(SourceOp("n"), "alone", (), (), float("nan"), 1, 1)  # type: ignore[arg-type]
+    for rows in (ODD, [], [*ODD, nan, *ODD]):
+        records = placement_records(lambda rows=rows: rows)
+        want = embed_json([placement_doc(p) for p in rows])
+        assert "".join(_embed_items(records, batch=2)) == want
+        assert "".join(_embed_items(records)) == want
