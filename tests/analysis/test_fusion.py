@@ -457,3 +457,38 @@ def test_kernels_of_one_op_are_made_when_first_read(sample: str) -> None:
         assert found == eager and tuple(found.kernels) == eager.kernels
         assert pickle.loads(pickle.dumps(found)).kernels == eager.kernels
     assert lazy
+
+
+@pytest.mark.parametrize("sample", ["tf_resnet50", "jax_transformer_block", "torch_mlp"])
+def test_users_are_counted_only_where_kernels_run(
+    sample: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each kernel's `users` needs only the computation it runs in: an optimized
+    module's fused computations (most of its instructions) are never counted, each
+    other one once, and every kernel is the one a count of every computation gives (a
+    `KernelMemo`'s)."""
+    from hloscope.analysis import fusion
+    from hloscope.runs import load_run
+
+    counted: list[str] = []
+    real = fusion._computation_users
+
+    def counting(comp: object) -> dict[tuple[str, str], int]:
+        counted.append(comp.name)  # type: ignore[attr-defined]
+        return real(comp)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fusion, "_computation_users", counting)
+    fused_seen = 0
+    for dump in load_run(DATA / sample).modules:
+        for module in (dump.load_before(), dump.load_after()):
+            if module is None:
+                continue
+            counted.clear()
+            found = analyze_module(module)
+            assert len(counted) == len(set(counted)), dump.key
+            assert set(counted) == {k.computation for k in found.kernels}, dump.key
+            fused = {k.fused_computation for k in found.kernels if k.fused_computation}
+            assert not fused & set(counted)
+            fused_seen += len(fused)
+            assert found == analyze_module(module, memo=fusion.KernelMemo()), dump.key
+    assert fused_seen
