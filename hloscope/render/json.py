@@ -151,7 +151,7 @@ def placement_text(p: Placement, newline: str | None = "\n") -> str:
             before, int.__repr__(p.before) if type(p.before) is int else _no(),
             after, int.__repr__(p.after) if type(p.after) is int else _no(),
             evidence, quoted(p.evidence),
-            inferred, _written(placement_doc(p)["inferred"], newline and inner) if p.inferred else "[]",
+            inferred, _written(placement_doc(p)["inferred"], None if newline is None else inner) if p.inferred else "[]",
             merged_with, quoted(p.merged_with) if p.merged_with else "null",
             end,
         ))  # fmt: skip
