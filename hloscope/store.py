@@ -67,6 +67,7 @@ __all__ = [
     "read_entries",
     "signature",
     "signer",
+    "stat_stamps",
     "tree_stats",
     "user_cache_dir",
 ]
@@ -318,6 +319,12 @@ def tree_stats(folder: Path, *, max_files: int = 200_000) -> list[tuple[str, os.
                     raise TooManyFiles(f"{folder} holds more than {max_files:,} files")
     out.sort(key=lambda found: found[0])
     return out
+
+
+def stat_stamps(found: Iterable[tuple[str, os.stat_result]]) -> list[list[Any]]:
+    """Names, types, sizes and modification times of the files `tree_stats` found: what
+    changes when one is written (to see a file change while a command ran)."""
+    return [[name, st.st_mode, st.st_size, st.st_mtime_ns] for name, st in found]
 
 
 def user_cache_dir() -> Path:

@@ -15,7 +15,6 @@ hit, no HLO is parsed and no profile read.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from hloscope.store import (
     keep,
     lookup,
     probe_stamp,
+    stat_stamps,
     tree_stats,
 )
 from hloscope.user_cache import RACY_NS, tree_digests
@@ -116,7 +116,7 @@ def cached_output(
         return output
     output = compute()
     try:
-        unchanged = _stamps(tree_stats(run)) == _stamps(found)
+        unchanged = stat_stamps(tree_stats(run)) == stat_stamps(found)
     except OSError:
         unchanged = False
     # Not kept when a file changed while computing (the output may be of either state),
@@ -129,12 +129,6 @@ def cached_output(
         if key is not None:
             keep(path, key, output.to_json(), limit=_MAX_BYTES, max_entries=_MAX_ENTRIES)
     return output
-
-
-def _stamps(found: list[tuple[str, os.stat_result]]) -> list[tuple[str, int, int, int]]:
-    """Names, types, sizes and times of a run folder's files (`tree_stats`): to see a
-    file change while a command ran."""
-    return [(name, st.st_mode, st.st_size, st.st_mtime_ns) for name, st in found]
 
 
 def keeps_output(run: Path) -> bool:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hloscope.files import inside, open_regular
-from hloscope.store import code_stamps, digest, entry_key, probe_stamp, tree_stats
+from hloscope.store import code_stamps, digest, entry_key, probe_stamp, stat_stamps, tree_stats
 from hloscope.user_cache import (
     CACHE_MB_VARIABLE,
     RACY_NS,
@@ -199,7 +199,7 @@ def cached_command(
         _replay(found)
         return
     started = time.time_ns()
-    stamps = _stamps(found_inputs)
+    stamps = stat_stamps(found_inputs)
     entry = EntryFile(folder, min(_MAX_ENTRY_BYTES, limit))
     try:
         recorder = _Recording(entry)
@@ -209,7 +209,11 @@ def cached_command(
         if entry.dropped:  # over its limit: printed, not kept
             return
         now = _input_stats(run)
-        if now is None or _stamps(now) != stamps or any(s[-1] >= started - RACY_NS for s in stamps):
+        if (
+            now is None
+            or stat_stamps(now) != stamps
+            or any(s[-1] >= started - RACY_NS for s in stamps)
+        ):
             return  # a file changed while it ran, or may change unseen: keep nothing
         for p in written:
             _record_file(entry, p)
@@ -349,12 +353,6 @@ def _module_files(path: Path) -> list[str]:
     with os.scandir(path.parent) as entries:
         found = {e.name for e in entries if e.name.startswith(prefix) and e.is_file()}
     return sorted(found | {name})
-
-
-def _stamps(found: list[tuple[str, os.stat_result]]) -> list[list[Any]]:
-    """Names, types, sizes and times of what the command reads: to see a file change
-    while it runs (the output may then be of either state)."""
-    return [[name, st.st_mode, st.st_size, st.st_mtime_ns] for name, st in found]
 
 
 # --- recording and playing back ---------------------------------------------------------
