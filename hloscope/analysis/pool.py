@@ -13,7 +13,9 @@ replaced by a stand-in (`_SentModule`) that parses the file again if something a
 its instructions, each kernel's instructions by the kernel's number (`_SentOps`), and a
 before side's kernels, which only a diagram reads, as its analysis made again
 (`_SentKernels`); the kernels' bytes and FLOPs and the module's devices come along
-(`Derived`). The text and JSON reports need nothing else, so a report of many modules
+(`Derived`). An after side's kernels and their costs come as bytes of their own
+(`_Later`), unpickled when first read: a report read back from the user's cache often
+reads neither. The text and JSON reports need nothing else, so a report of many modules
 parses each once; a diagram or the HTML page of a module parses (and analyses) it again
 in this process, when it is drawn. The analyses kept in the user's cache folder are
 packed the same way (`hloscope.analysis.kept`).
@@ -34,14 +36,14 @@ import os
 import pickle
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.connection import Connection
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
-from hloscope.analysis.cost import ModuleCost, module_cost, remember_cost
+from hloscope.analysis.cost import Cost, ModuleCost, module_cost, remember_cost
 from hloscope.analysis.fusion import Kernel, ModuleAnalysis, analyze_module
 from hloscope.analysis.memo import ByModule, LazyTuple
 from hloscope.analysis.parallel import Parallelism, parallelism, remember_parallelism
@@ -513,33 +515,24 @@ def _send(
     each in `unread` (what nothing reads but a diagram: a before side's) as the
     analysis of the file made again."""
     buffer = io.BytesIO()
-    sender = _Sender(buffer, modules, analysed, unread)
+    sender = _Sender(buffer, _Tables(modules, analysed, unread))
     # the modules' headers first (by file), then what refers to them
-    headers = {path: (name, attrs) for path, name, attrs in sender.modules.values()}
+    headers = {path: (name, attrs) for path, name, attrs in sender.tables.modules.values()}
     pickle.dump(headers, buffer, protocol=pickle.HIGHEST_PROTOCOL)
     sender.dump(obj)
     return buffer.getvalue()
 
 
-class _Sender(pickle.Pickler):
-    """Pickles reports without the parsed modules: a module as its file, a kernel's
-    instructions by the kernel's number in its module's analysis, or a whole analysis's
-    kernels as the analysis of its file (`_SentKernels`).
-
-    It works through `reducer_override`, which pickle calls for objects other than
-    plain strings, numbers, tuples, lists and dicts: millions of those go by at C
-    speed (a `persistent_id` is called for every object: 8 million calls, two thirds
-    of the time, for the 153 MB module of `benchmarks/scale_bench.py`).
-    """
+class _Tables:
+    """What `_Sender` pickles differently, by object id: each module as its file, the
+    kernels of each analysed module by number, an unread analysis as its file."""
 
     def __init__(
         self,
-        file: io.BytesIO,
         modules: Iterable[HloModule | None],
         analysed: Iterable[tuple[HloModule | None, ModuleAnalysis | None]],
-        unread: Iterable[tuple[HloModule | None, ModuleAnalysis | None]] = (),
+        unread: Iterable[tuple[HloModule | None, ModuleAnalysis | None]],
     ) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         # an analysis whose kernels go as its module's file (`_SentKernels`)
         self.unread = {
             id(a): m.path for m, a in unread if m is not None and m.path and a is not None
@@ -549,6 +542,8 @@ class _Sender(pickle.Pickler):
         self.modules: dict[int, tuple[str, str, dict[str, str]]] = {}
         # (file, kernel number, its instructions' opcodes, one string per opcode)
         self.ops: dict[int, tuple[str, int, tuple[str, ...]]] = {}
+        # an analysis whose kernels go apart, unpickled when first read (`_Later`)
+        self.apart: set[int] = set()
         for module in modules:
             if module is not None and module.path is not None:
                 header = (module.path, module.name, dict(module.attributes))
@@ -556,6 +551,9 @@ class _Sender(pickle.Pickler):
         for module, analysis in analysed:
             if module is None or module.path is None or analysis is None:
                 continue
+            self.apart.add(id(analysis))
+            if isinstance(analysis.kernels, _Later) and analysis.kernels.data is not None:
+                continue  # they go as the bytes they came as
             for n, kernel in enumerate(analysis.kernels):
                 if isinstance(kernel.ops, _SentOps):  # sent before: not analysed again
                     opcodes = kernel.ops.opcodes
@@ -563,24 +561,60 @@ class _Sender(pickle.Pickler):
                     opcodes = tuple([sys.intern(i.opcode) for i in kernel.ops])
                 self.ops.setdefault(id(kernel.ops), (module.path, n, opcodes))
 
+
+class _Sender(pickle.Pickler):
+    """Pickles reports without the parsed modules: a module as its file, a kernel's
+    instructions by the kernel's number in its module's analysis, or a whole analysis's
+    kernels as the analysis of its file (`_SentKernels`). An analysed module's kernels
+    and a module's kernel costs go apart (`_Later`): a report read back reads neither
+    (`hloscope report` of the 107 MB pair reads none of its 44,640 kernels or their
+    costs: unpickling them took 0.25 s of 0.44 s).
+
+    It works through `reducer_override`, which pickle calls for objects other than
+    plain strings, numbers, tuples, lists and dicts: millions of those go by at C
+    speed (a `persistent_id` is called for every object: 8 million calls, two thirds
+    of the time, for the 153 MB module of `benchmarks/scale_bench.py`).
+    """
+
+    def __init__(self, file: io.BytesIO, tables: _Tables) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.tables = tables
+
     def reducer_override(self, obj: Any) -> Any:
         key = id(obj)
-        if key in self.modules and isinstance(obj, HloModule):
-            return (_sent_module, (self.modules[key][0],))
-        if key in self.unread and isinstance(obj, ModuleAnalysis):
-            state = {f: getattr(obj, f) for f in _ANALYSIS_FIELDS}
-            return (_sent_analysis, (state, self.unread[key], len(obj.kernels)))
+        tables = self.tables
+        if key in tables.modules and isinstance(obj, HloModule):
+            return (_sent_module, (tables.modules[key][0],))
+        if isinstance(obj, ModuleAnalysis):
+            if key in tables.unread:
+                state = {f: getattr(obj, f) for f in _ANALYSIS_FIELDS}
+                return (_sent_analysis, (state, tables.unread[key], len(obj.kernels)))
+            if key in tables.apart:
+                state = {f: getattr(obj, f) for f in _ANALYSIS_FIELDS}
+                return (_later_analysis, (state, self._apart(obj.kernels), len(obj.kernels)))
         cls = type(obj)
+        if cls is ModuleCost:
+            apart = self._apart(obj.kernels)
+            return (_later_cost, (apart, len(obj.kernels), obj.total, obj.kept, obj.unknown))
         found = _FIELDS.get(cls, _UNSEEN)
         if found is _UNSEEN:
             found = _FIELDS[cls] = _fields_of(cls)
         if found is None:
             return NotImplemented
         values = found(obj)
-        if cls is Kernel and id(obj.ops) in self.ops:
+        if cls is Kernel and id(obj.ops) in tables.ops:
             # the kernel and its instructions by number in one call (`_sent_kernel`)
-            return (_sent_kernel, (values[:_OPS], values[_OPS + 1 :], *self.ops[id(obj.ops)]))
+            return (_sent_kernel, (values[:_OPS], values[_OPS + 1 :], *tables.ops[id(obj.ops)]))
         return (cls, values)
+
+    def _apart(self, items: Sequence[Any]) -> bytes:
+        """`items` pickled on their own, as this pickler does (what `_Later` unpickles),
+        or the bytes they came as while still unread."""
+        if isinstance(items, _Later) and items.data is not None:
+            return items.data
+        buffer = io.BytesIO()
+        _Sender(buffer, self.tables).dump(tuple(items))
+        return buffer.getvalue()
 
 
 def _fields_of(cls: type) -> Callable[[Any], tuple[Any, ...]] | None:
@@ -613,6 +647,18 @@ def _sent_analysis(state: dict[str, Any], path: str, count: int) -> ModuleAnalys
     return ModuleAnalysis(**state, kernels=_SentKernels(_RECEIVING[path], count))  # type: ignore[arg-type]
 
 
+def _later_analysis(state: dict[str, Any], data: bytes, count: int) -> ModuleAnalysis:
+    """An analysed module's analysis, its kernels unpickled when first read."""
+    return ModuleAnalysis(**state, kernels=_Later(data, count))  # type: ignore[arg-type]
+
+
+def _later_cost(
+    data: bytes, count: int, total: Cost, kept: float, unknown: tuple[str, ...]
+) -> ModuleCost:
+    """A module's cost, its kernels' costs unpickled when first read."""
+    return ModuleCost(_Later(data, count), total, kept, unknown)  # type: ignore[arg-type]
+
+
 def _sent_kernel(
     head: tuple[Any, ...], tail: tuple[Any, ...], path: str, number: int, opcodes: tuple[str, ...]
 ) -> Kernel:
@@ -642,18 +688,30 @@ def _unpickle(data: bytes, loaders: dict[str, Callable[[], HloModule | None]]) -
     headers = pickle.load(buffer)
     if isinstance(headers, _Failed):
         raise headers.error
-    _RECEIVING.update(
-        (path, _SentModule.of(path, name, attributes, loaders[path]))
+    modules = {
+        path: _SentModule.of(path, name, attributes, loaders[path])
         for path, (name, attributes) in headers.items()
-    )
-    try:
+    }
+    with _receiving(modules):
         return pickle.load(buffer)
-    finally:
-        _RECEIVING.clear()
 
 
 # One stand-in per module file, while what refers to them is unpickled.
 _RECEIVING: dict[str, _SentModule] = {}
+
+
+@contextlib.contextmanager
+def _receiving(modules: dict[str, _SentModule]) -> Iterator[None]:
+    """`modules` as `_RECEIVING` while something is unpickled (what was there before
+    after)."""
+    before = dict(_RECEIVING)
+    _RECEIVING.clear()
+    _RECEIVING.update(modules)
+    try:
+        yield
+    finally:
+        _RECEIVING.clear()
+        _RECEIVING.update(before)
 
 
 def _sent_module(path: str) -> _SentModule:
@@ -703,6 +761,24 @@ class _MadeAgain(LazyTuple[E]):
     def __init__(self, module: _SentModule, size: int) -> None:
         super().__init__(size)
         self.module = module
+
+
+class _Later(LazyTuple[E]):
+    """A tuple pickled apart (`_Sender._apart`), unpickled when first read, its length
+    known at once; until then it pickles again as the bytes it came as. Equal to the
+    tuple, and pickled as it elsewhere."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        super().__init__(size)
+        self.data: bytes | None = data
+        self.modules = dict(_RECEIVING)  # the stand-ins its kernels' instructions are in
+
+    def _make(self) -> tuple[E, ...]:
+        assert self.data is not None
+        with _receiving(self.modules):
+            found: tuple[E, ...] = pickle.loads(self.data)
+        self.data = None  # read: its objects pickle as any others
+        return found
 
 
 class _SentOps(_MadeAgain[Instruction]):

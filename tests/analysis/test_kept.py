@@ -4,6 +4,7 @@ entry, or a file changed too recently to trust is analysed again."""
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 import hloscope.hlo.parser
@@ -22,6 +24,7 @@ from hloscope.analysis.report import analyze_dump
 from hloscope.cli import app
 from hloscope.inspection import inspect_run
 from hloscope.render.json import report_doc
+from hloscope.render.text import report_view
 from hloscope.runs import load_run
 from hloscope.store import signature
 from tests.conftest import DATA
@@ -104,6 +107,31 @@ def test_read_back_modules_parse_again_when_drawn(
     assert module_cost(theirs.after_module, theirs.after) == module_cost(
         mine.after_module, mine.after
     )
+
+
+def test_kernels_and_their_costs_are_unpickled_when_first_read(cache: Path, tmp_path: Path) -> None:
+    """A report read back makes no kernel of its after sides and no kernel cost until
+    something reads them (the text report reads neither); unread, they are kept again
+    as the bytes they came as; read, they equal those computed."""
+    run = _copy("jax_mlp", tmp_path)
+    computed = inspect_run(run, cache=True)
+    again = inspect_run(run, cache=True)
+    Console(file=io.StringIO(), width=100).print(report_view(again, show_all=True))
+    mine = {m.key: m for m in computed.modules}
+    checked = 0
+    for m in again.modules:
+        if m.after is None:
+            continue
+        kernels, costs = m.after.kernels, again.cost(m.key).kernels
+        assert isinstance(kernels, pool._Later) and kernels.data is not None
+        assert isinstance(costs, pool._Later) and costs.data is not None
+        assert kernels.data in pool.pack_reports([m])
+        assert len(kernels) == mine[m.key].after.kernel_count  # known without them
+        assert tuple(kernels) == tuple(mine[m.key].after.kernels)
+        assert tuple(costs) == tuple(computed.cost(m.key).kernels)
+        assert kernels.data is None and costs.data is None  # read once
+        checked += 1
+    assert checked == len(computed.modules) > 1
 
 
 def test_the_cli_reads_back_what_another_command_kept(cache: Path, tmp_path: Path) -> None:
