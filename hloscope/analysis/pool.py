@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import io
 import multiprocessing
 import operator
@@ -49,6 +50,7 @@ from hloscope.analysis.memo import ByModule, LazyTuple
 from hloscope.analysis.parallel import Parallelism, parallelism, remember_parallelism
 from hloscope.analysis.provenance import Provenance
 from hloscope.hlo.model import HloModule, Instruction
+from hloscope.hlo.parser import paused_gc
 from hloscope.runs import ModuleDump
 
 __all__ = [
@@ -775,8 +777,12 @@ class _Later(LazyTuple[E]):
 
     def _make(self) -> tuple[E, ...]:
         assert self.data is not None
-        with _receiving(self.modules):
+        # tens of thousands of objects made, none of them garbage: not walked by the
+        # collector as they are (a render reads them, with the collector on)
+        with _receiving(self.modules), paused_gc():
             found: tuple[E, ...] = pickle.loads(self.data)
+            if gc.get_freeze_count():  # what it belongs to is kept to the end: these too
+                gc.freeze()
         self.data = None  # read: its objects pickle as any others
         return found
 
