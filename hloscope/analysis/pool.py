@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import io
 import multiprocessing
 import operator
@@ -777,12 +776,10 @@ class _Later(LazyTuple[E]):
 
     def _make(self) -> tuple[E, ...]:
         assert self.data is not None
-        # tens of thousands of objects made, none of them garbage: not walked by the
-        # collector as they are (a render reads them, with the collector on)
-        with _receiving(self.modules), paused_gc():
+        # tens of thousands of objects made, none of them garbage, as a report is
+        # written: walked by no collection
+        with _receiving(self.modules), paused_gc(kept=True):
             found: tuple[E, ...] = pickle.loads(self.data)
-            if gc.get_freeze_count():  # what it belongs to is kept to the end: these too
-                gc.freeze()
         self.data = None  # read: its objects pickle as any others
         return found
 

@@ -41,6 +41,7 @@ from hloscope.analysis.torch_ops import is_torch_op, torch_op_name, torch_source
 from hloscope.hlo.fusion_log import FusionDecisions
 from hloscope.hlo.model import HloModule, Instruction, SourceLocation
 from hloscope.hlo.names import readable_name
+from hloscope.hlo.parser import paused_gc
 
 __all__ = [
     "ALONE",
@@ -332,7 +333,8 @@ class _Ops:
     def all(self) -> list[SourceOp]:
         """Every op, in the placements' order."""
         if self.made is None:
-            made = list(map(SourceOp, *self.columns)) if self.columns else []
+            with paused_gc(kept=True):  # as a report is written: see `_Unmade.all`
+                made = list(map(SourceOp, *self.columns)) if self.columns else []
             for i, op in self.some.items():
                 made[i] = op
             self.made = made
@@ -401,10 +403,12 @@ class _Unmade:
         """Every placement, first seen first; those made already are these."""
         if not self.ops.count:
             return ()
-        fresh = map(Placement, self.ops.all(), *self.columns)
-        if not self.made:
-            return tuple(fresh)
-        return tuple(self.made.get(i, p) for i, p in enumerate(fresh))
+        # made as a report is written, and none garbage: walked by no collection
+        with paused_gc(kept=True):
+            fresh = map(Placement, self.ops.all(), *self.columns)
+            if not self.made:
+                return tuple(fresh)
+            return tuple(self.made.get(i, p) for i, p in enumerate(fresh))
 
 
 class _Columns:

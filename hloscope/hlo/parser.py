@@ -97,7 +97,7 @@ def parse_module(text: str, *, path: str | None = None, strict: bool = False) ->
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
+def paused_gc(*, kept: bool = False) -> Iterator[None]:
     """Pause Python's cyclic garbage collector inside the block.
 
     Parsing and analysing a big module allocate millions of objects and no reference
@@ -108,7 +108,10 @@ def paused_gc() -> Iterator[None]:
     (`gc.freeze` then `gc.unfreeze`: two list splices), so the first collection after
     it does not walk it all as young objects (7 ms of the 105 ms parse of the 3.4 MB
     module). Not when something is frozen already (`cli.teardown.keep`): unfreezing
-    would undo that.
+    would undo that. Then, with `kept`, what the block made is frozen with it: made late
+    for what a command keeps to the end (the kernels and placements of a report read
+    back, made as it is written), it is kept to the end too, and walked by no
+    collection meanwhile.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -119,6 +122,8 @@ def paused_gc() -> Iterator[None]:
             if not gc.get_freeze_count():
                 gc.freeze()
                 gc.unfreeze()
+            elif kept:
+                gc.freeze()
             gc.enable()
 
 

@@ -543,6 +543,13 @@ def test_the_collector_is_back_as_it_was_after_a_parse() -> None:
         frozen = gc.get_freeze_count()
         parse_module(text)
         assert gc.get_freeze_count() == frozen and gc.isenabled()
+        with paused_gc(kept=True):  # made late for what is kept: frozen with it
+            late = [[n] for n in range(100)]
+        assert gc.get_freeze_count() >= frozen + len(late) and gc.isenabled()
     finally:
         gc.unfreeze()
+    with paused_gc(kept=True):  # nothing kept: made old, not frozen
+        late = [[n] for n in range(100)]
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    assert not any(id(late[0]) in {id(o) for o in gc.get_objects(g)} for g in (0, 1))
     del kept
