@@ -14,6 +14,7 @@ Kernels holding no such instruction get ops inferred, and marked so.
 
 from __future__ import annotations
 
+import pickle
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -230,7 +231,10 @@ class Provenance:
         # columns (`_Columns`): a 318k-op module's 636k objects pickled one by one took
         # a second
         index = None if callable(self._index) else self._index
-        columns = _Columns.of(self.placements, self.kernel_ops)
+        if self._unmade is not None:  # read back: its columns, as they came
+            columns: _Columns | _ReadColumns = self._unmade.columns
+        else:
+            columns = _Columns.of(self.placements, self.kernel_ops)
         return (_rebuilt, (columns, self.kernels_by_line, self.inferred, index))
 
     def count(self, status: str | None = None) -> int:
@@ -283,7 +287,7 @@ class Provenance:
 
 
 def _rebuilt(
-    columns: _Columns,
+    columns: _ReadColumns,
     kernels_by_line: Mapping[str, int],
     inferred: Mapping[str, Inferred],
     index: KernelIndex | None,
@@ -291,9 +295,9 @@ def _rebuilt(
     """A pickled provenance, as it was: its source ops and placements made when first
     asked (a report read back asks only for their counts, the alone ones and the ops of
     the kernels it prints)."""
-    ops = _Ops(columns.ops)
-    unmade = _Unmade(ops, columns.placements)
-    found = Provenance(unmade.all, _KernelOps(ops, columns.kernel_ops), kernels_by_line, inferred)
+    ops = _Ops(columns)
+    unmade = _Unmade(ops, columns)
+    found = Provenance(unmade.all, _KernelOps(ops, columns), kernels_by_line, inferred)
     found._unmade = unmade
     found._index = index
     return found
@@ -311,9 +315,9 @@ class _Ops:
     """The source ops of a provenance read back, each made when first asked and then
     the same object wherever it is asked (the 318k of a 107 MB module took 0.18 s)."""
 
-    def __init__(self, columns: list[tuple[Any, ...]]) -> None:
-        self.columns = columns  # one per field of a source op
-        self.count = len(columns[0]) if columns else 0
+    def __init__(self, columns: _ReadColumns) -> None:
+        self.columns = columns
+        self.count = columns.count
         self.some: dict[int, SourceOp] = {}  # made one by one
         self.made: list[SourceOp] | None = None  # all of them, once asked for all
 
@@ -323,18 +327,18 @@ class _Ops:
             return self.made[i]
         found = self.some.get(i)
         if found is None:
-            found = self.some[i] = SourceOp(*(c[i] for c in self.columns))
+            found = self.some[i] = SourceOp(*self.columns.op(i))
         return found
 
     def names(self) -> list[str]:
         """Every op's name, in the placements' order, without making the ops."""
-        return list(self.columns[_NAME]) if self.columns else []
+        return list(self.columns.ops[_NAME]) if self.count else []
 
     def all(self) -> list[SourceOp]:
         """Every op, in the placements' order."""
         if self.made is None:
             with paused_gc(kept=True):  # as a report is written: see `_Unmade.all`
-                made = list(map(SourceOp, *self.columns)) if self.columns else []
+                made = list(map(SourceOp, *self.columns.ops)) if self.count else []
             for i, op in self.some.items():
                 made[i] = op
             self.made = made
@@ -345,10 +349,14 @@ class _KernelOps(Mapping[str, tuple[SourceOp, ...]]):
     """`Provenance.kernel_ops` read back: each kernel's ops made when it is asked for
     (`_Columns` keeps them as their places among the placements' ops)."""
 
-    def __init__(self, ops: _Ops, places: dict[str, tuple[int | SourceOp, ...]]) -> None:
+    def __init__(self, ops: _Ops, columns: _ReadColumns) -> None:
         self._ops = ops
-        self._places = places
+        self._columns = columns
         self._made: dict[str, tuple[SourceOp, ...]] = {}
+
+    @property
+    def _places(self) -> dict[str, tuple[int | SourceOp, ...]]:
+        return self._columns.kernel_ops
 
     def __getitem__(self, kernel: str) -> tuple[SourceOp, ...]:
         found = self._made.get(kernel)
@@ -373,30 +381,27 @@ class _Unmade:
     a 107 MB module took 0.34 s. Counted from their columns; the alone ones made when
     asked (`Provenance.unfused`), each once, and the same objects among `all`."""
 
-    def __init__(self, ops: _Ops, columns: list[tuple[Any, ...]]) -> None:
+    def __init__(self, ops: _Ops, columns: _ReadColumns) -> None:
         self.ops = ops
-        self.columns = columns  # one per field of a placement after its op
+        self.columns = columns
         self.made: dict[int, Placement] = {}
 
     def count(self, status: str | None) -> int:
-        if status is None or not self.ops.count:
+        if status is None:
             return self.ops.count
-        return self.columns[_STATUS].count(status)
+        return self.columns.counts.get(status, 0)
 
     def alone_by_bytes(self) -> list[Placement]:
         """`Provenance.unfused`: the alone ones, most bytes first (first seen first
         among equals)."""
-        if not self.ops.count:
-            return []
-        sizes = self.columns[_BYTES]
-        at = [i for i, status in enumerate(self.columns[_STATUS]) if status == ALONE]
-        at.sort(key=lambda i: -sizes[i])
+        alone = self.columns.alone  # in the placements' order
+        at = sorted(alone, key=lambda i: -alone[i][1][_BYTES])
         return [self._one(i) for i in at]
 
     def _one(self, i: int) -> Placement:
         found = self.made.get(i)
         if found is None:
-            found = self.made[i] = Placement(self.ops.one(i), *(c[i] for c in self.columns))
+            found = self.made[i] = Placement(self.ops.one(i), *self.columns.placement(i))
         return found
 
     def all(self) -> tuple[Placement, ...]:
@@ -405,7 +410,7 @@ class _Unmade:
             return ()
         # made as a report is written, and none garbage: walked by no collection
         with paused_gc(kept=True):
-            fresh = map(Placement, self.ops.all(), *self.columns)
+            fresh = map(Placement, self.ops.all(), *self.columns.placements)
             if not self.made:
                 return tuple(fresh)
             return tuple(self.made.get(i, p) for i, p in enumerate(fresh))
@@ -415,8 +420,8 @@ class _Columns:
     """A provenance's placements and the source ops of its kernels as it pickles them:
     each field a column (lists and tuples of strings and numbers, pickled at C speed),
     a kernel's ops by their place among the placements' ops where they are one of them.
-    `_Ops` and `_KernelOps` give the same ops back, each one object again, and `_Unmade`
-    the same placements."""
+    Read back as `_ReadColumns`, from which `_Ops` and `_KernelOps` give the same ops
+    back, each one object again, and `_Unmade` the same placements."""
 
     def __init__(
         self,
@@ -444,6 +449,77 @@ class _Columns:
         rest = attrgetter(*_PLACEMENT_FIELDS[1:])
         columns = list(zip(*map(rest, placements), strict=True))
         return cls(op_columns, columns, by_kernel)
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # what a report reads (how many placements have each status, the alone ones
+        # whole), then the columns as bytes of their own: `hloscope report` of the
+        # 107 MB pair reads none of its 318k fused placements (unpickling them took
+        # 0.17 s of its 0.45 s)
+        status = self.placements[_STATUS] if self.ops else ()
+        alone = {
+            i: (tuple(c[i] for c in self.ops), tuple(c[i] for c in self.placements))
+            for i, found in enumerate(status)
+            if found == ALONE
+        }
+        rest = pickle.dumps((self.ops, self.placements, self.kernel_ops), pickle.HIGHEST_PROTOCOL)
+        return (_ReadColumns, (dict(Counter(status)), alone, rest))
+
+
+class _ReadColumns:
+    """`_Columns` read back: how many placements have each status, and the alone ones'
+    fields, at once (what `hloscope report` reads: the counts and the biggest alone
+    ones); the columns unpickled when first read, with the collector paused. Until then
+    it pickles again as the bytes it came as."""
+
+    def __init__(
+        self,
+        counts: dict[str, int],
+        alone: dict[int, tuple[tuple[Any, ...], tuple[Any, ...]]],
+        rest: bytes,
+    ) -> None:
+        self.counts = counts  # status -> placements with it
+        self.count = sum(counts.values())
+        self.alone = alone  # place -> (its op's fields, its placement's after the op)
+        self._rest: bytes | None = rest
+        self._columns: _Columns | None = None
+
+    def _read(self) -> _Columns:
+        if self._columns is None:
+            assert self._rest is not None
+            with paused_gc(kept=True):
+                self._columns = _Columns(*pickle.loads(self._rest))
+            self._rest = None
+        return self._columns
+
+    @property
+    def ops(self) -> list[tuple[Any, ...]]:
+        """One column per field of a source op."""
+        return self._read().ops
+
+    @property
+    def placements(self) -> list[tuple[Any, ...]]:
+        """One column per field of a placement after its op."""
+        return self._read().placements
+
+    @property
+    def kernel_ops(self) -> dict[str, tuple[int | SourceOp, ...]]:
+        """Each kernel's ops, by their place among the placements' ops (or themselves)."""
+        return self._read().kernel_ops
+
+    def op(self, i: int) -> tuple[Any, ...]:
+        """The fields of the `i`th placement's op."""
+        found = self.alone.get(i)
+        return found[0] if found is not None else tuple(c[i] for c in self.ops)
+
+    def placement(self, i: int) -> tuple[Any, ...]:
+        """The fields of the `i`th placement after its op."""
+        found = self.alone.get(i)
+        return found[1] if found is not None else tuple(c[i] for c in self.placements)
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        if self._rest is None:
+            return self._read().__reduce__()
+        return (_ReadColumns, (self.counts, self.alone, self._rest))
 
 
 def source_op(module: HloModule, inst: Instruction, scope: str = "") -> SourceOp | None:

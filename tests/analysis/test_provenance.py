@@ -196,9 +196,9 @@ def test_the_kernel_index_from_names_alone_equals_the_one_from_source_ops() -> N
 @pytest.mark.parametrize("sample", ["tf_resnet50", "jax_mlp", "tf_dense_relu"])
 def test_a_provenance_read_back_counts_before_it_makes_its_placements(sample: str) -> None:
     """Pickled (as a kept analysis is) and read back, a provenance counts its ops and
-    finds the alone ones from its columns: the others are not made until `placements`
-    is asked, and then the alone ones are the same objects. Every answer is the
-    original's."""
+    finds the alone ones from its columns: the others are not unpickled (pickled again
+    as they came) nor made until `placements` is asked, and then the alone ones are the
+    same objects. Every answer is the original's."""
     for m in inspect_run(DATA / sample, timings=False, bench=False).main:
         prov = m.provenance
         assert prov is not None
@@ -212,6 +212,11 @@ def test_a_provenance_read_back_counts_before_it_makes_its_placements(sample: st
         assert len(back._unmade.made) == len(alone)  # only the alone ones
         ops = back._unmade.ops
         assert ops.made is None and len(ops.some) == len(alone)  # their source ops alone
+        columns = back._unmade.columns
+        assert columns._columns is None  # the other columns not even unpickled
+        again = pickle.loads(pickle.dumps(back))  # kept again as the bytes they came as
+        assert columns._rest is not None and columns._rest in pickle.dumps(back)
+        assert again.unfused() == alone and again.placements == prov.placements
         kernel = next((k for k, found in prov.kernel_ops.items() if found), None)
         if kernel is not None:  # one kernel's ops, asked for: made, the others not
             assert back.kernel_ops[kernel] == prov.kernel_ops[kernel]
