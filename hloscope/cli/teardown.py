@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import gc
 import os
 import sys
 
@@ -34,17 +33,19 @@ def keep(*objects: object) -> None:
     """Never free `objects` when this is a one-command process; otherwise do nothing.
 
     They go into a list that holds itself (only the collector frees such a cycle), and
-    every object is then frozen (`gc.freeze`: the collector never looks at them again,
+    every object is then frozen (`freeze_kept`: the collector never looks at them again,
     the last collection at exit included). They stay usable: call it as soon as they
     are made, or once the command is done with them.
     """
     global _kept
     if not _one_command:
         return
+    from hloscope.hlo.parser import freeze_kept  # what the command read: imported already
+
     _kept = True
     holder: list[object] = [*objects]
     holder.append(holder)
-    gc.freeze()
+    freeze_kept()
 
 
 def leave(code: int) -> None:

@@ -107,11 +107,11 @@ def paused_gc(*, kept: bool = False) -> Iterator[None]:
     On leaving, what the block made is moved to the oldest generation unwalked
     (`gc.freeze` then `gc.unfreeze`: two list splices), so the first collection after
     it does not walk it all as young objects (7 ms of the 105 ms parse of the 3.4 MB
-    module). Not when something is frozen already (`cli.teardown.keep`): unfreezing
-    would undo that. Then, with `kept`, what the block made is frozen with it: made late
-    for what a command keeps to the end (the kernels and placements of a report read
-    back, made as it is written), it is kept to the end too, and walked by no
-    collection meanwhile.
+    module). Not when something is frozen already (`freeze_kept`, or `gc.freeze`
+    elsewhere): unfreezing would undo that. Then, with `kept`, what the block made is
+    frozen with it: made late for what a command keeps to the end (the kernels and
+    placements of a report read back, made as it is written), it is kept to the end
+    too, and walked by no collection meanwhile.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -119,12 +119,27 @@ def paused_gc(*, kept: bool = False) -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            if not gc.get_freeze_count():
+            # `gc.get_freeze_count` walks every frozen object: not asked once this
+            # process froze its own (a page's blocks are hundreds, its objects millions)
+            if _FROZEN[0] or gc.get_freeze_count():
+                if kept:
+                    gc.freeze()
+            else:
                 gc.freeze()
                 gc.unfreeze()
-            elif kept:
-                gc.freeze()
             gc.enable()
+
+
+# Whether this process froze its objects to keep them to the end (`freeze_kept`).
+_FROZEN = [False]
+
+
+def freeze_kept() -> None:
+    """Freeze every object now (`gc.freeze`: the collector never walks them again), as a
+    command that keeps its objects to the end does (`cli.teardown.keep`), and say so to
+    `paused_gc`."""
+    gc.freeze()
+    _FROZEN[0] = True
 
 
 def parse_file(path: str | Path, *, strict: bool = False) -> HloModule:

@@ -519,6 +519,31 @@ def test_a_file_without_split_markers_is_not_copied() -> None:
     assert two[1][0] == text.count("\n") + 2
 
 
+def test_a_process_that_froze_its_objects_is_not_asked_to_count_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once a command froze its objects (`freeze_kept`), `paused_gc` does not count the
+    frozen ones on leaving (`gc.get_freeze_count` walks them all: 0.9 s of a 1.2 s
+    `report --json` read back of 165 modules); what a `kept` block made is frozen too."""
+    import gc
+
+    import hloscope.hlo.parser as parser
+
+    def counted() -> int:
+        raise AssertionError("counted the frozen objects")
+
+    monkeypatch.setattr(parser, "_FROZEN", [True])
+    monkeypatch.setattr(gc, "get_freeze_count", counted)
+    try:
+        with parser.paused_gc(kept=True):
+            late = [[n] for n in range(100)]
+        assert gc.isenabled()
+        young = {id(o) for generation in (0, 1, 2) for o in gc.get_objects(generation)}
+        assert id(late[0]) not in young  # frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_the_collector_is_back_as_it_was_after_a_parse() -> None:
     """`paused_gc` turns the collector back on, moves what the parse made out of the
     young generations unwalked, and leaves what someone froze frozen."""
