@@ -19,14 +19,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import io
 import json
+import mmap
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO, Literal, cast, overload
 
 from hloscope.files import open_regular
 from hloscope.store import content_digest, signature, signer, user_cache_dir
@@ -55,6 +58,9 @@ _MAX_INDEX_BYTES = 64 << 20  # the whole file, its signature line included
 _SIGNATURE_LINE = 65  # a SHA-256 HMAC in hex and a newline, before an entry's bytes
 _SHA256 = re.compile("[0-9a-f]{64}")
 _TEMPORARY = ".tmp"  # the suffix of a file being written
+# An entry read with `mapped` from this size: read and checked in two threads at once.
+_MAPPED_BYTES = 32 << 20
+_MAPPED_BLOCK = 8 << 20  # read, then checked, a block at a time
 _ABANDONED_NS = 24 * 3600 * 1_000_000_000  # a temporary file no command writes any more
 # Digests taken in this process, by file and stat fields: two caches keying one command
 # hash each file once.
@@ -74,26 +80,93 @@ def cache_folder(name: str) -> Path:
     return user_cache_dir() / name
 
 
-def read_entry(path: Path, key: str, max_bytes: int) -> bytes | None:
+@overload
+def read_entry(path: Path, key: str, max_bytes: int) -> bytes | None: ...
+@overload
+def read_entry(
+    path: Path, key: str, max_bytes: int, *, mapped: Literal[True]
+) -> bytes | mmap.mmap | None: ...
+def read_entry(
+    path: Path, key: str, max_bytes: int, *, mapped: bool = False
+) -> bytes | mmap.mmap | None:
     """The bytes kept under `key` at `path`; None when absent, a link, not a regular
-    file, over `max_bytes`, or not signed with this user's secret for this key."""
+    file, over `max_bytes`, or not signed with this user's secret for this key.
+
+    With `mapped`, a big entry comes as anonymous memory (`mmap`: bytes-like, found in
+    and sliced as bytes are), read by a second thread while this one checks what it
+    has read (`_read_signing`)."""
     mac = signer(key)
     if mac is None:
         return None
+    data: bytes | mmap.mmap | None
     try:
         if path.is_symlink():
             return None
         with open_regular(path, max_bytes + _SIGNATURE_LINE) as (f, size):
             line = f.read(_SIGNATURE_LINE)
-            data = f.read(size - len(line))  # one object: not a copy of hundreds of MB
-            mac.update(data)
+            if mapped and size - len(line) >= _MAPPED_BYTES:
+                data = _read_signing(f, size - len(line), mac)
+            else:
+                data = f.read(size - len(line))  # one object: not a copy of hundreds of MB
+                mac.update(data)
     except OSError:
         return None
-    if not hmac.compare_digest(line, mac.hexdigest().encode() + b"\n"):
+    if data is None or not hmac.compare_digest(line, mac.hexdigest().encode() + b"\n"):
         return None
     with contextlib.suppress(OSError):
         os.utime(path)  # the most recently used
     return data
+
+
+def _read_signing(f: BinaryIO, size: int, mac: hmac.HMAC) -> mmap.mmap | None:
+    """The next `size` bytes of `f`, read into anonymous memory by a thread of their own
+    while this one adds what it has read to `mac`; None when the file ends first.
+
+    The two take about as long (a 275 MB entry: reading it, its pages faulted in, 0.13
+    s; its HMAC 0.23 s), and both let go of the interpreter lock: together 0.33 s
+    against 0.45 s one after the other. What is checked is what is returned: the
+    memory this process read into, not the file again."""
+    readinto = cast("io.BufferedReader", f).readinto  # what `open_regular` opens
+    memory = mmap.mmap(-1, size)
+    view = memoryview(memory)
+    read = [0]  # bytes read so far
+    ended = threading.Event()  # the reader is done (read all, or stopped)
+    more = threading.Condition()
+
+    def reader() -> None:
+        try:
+            while read[0] < size:
+                n = readinto(view[read[0] : read[0] + _MAPPED_BLOCK])
+                if not n:
+                    break
+                with more:
+                    read[0] += n
+                    more.notify()
+        except OSError:
+            pass  # what was read falls short: not kept
+        finally:
+            with more:
+                ended.set()
+                more.notify()
+
+    thread = threading.Thread(target=reader, name="hloscope-entry", daemon=True)
+    thread.start()
+    signed = 0
+    try:
+        while True:
+            with more:
+                while read[0] == signed and not ended.is_set():
+                    more.wait()
+                upto = read[0]
+            if upto > signed:
+                mac.update(view[signed:upto])
+                signed = upto
+            elif ended.is_set():
+                break
+    finally:
+        thread.join()
+        view.release()
+    return memory if signed == size else None
 
 
 def write_entry(path: Path, key: str, data: bytes, limit: int) -> bool:

@@ -6,7 +6,9 @@ within its size, least recently used out first."""
 
 from __future__ import annotations
 
+import io
 import json
+import mmap
 import os
 import shutil
 import sys
@@ -20,7 +22,7 @@ from typer.testing import CliRunner
 from hloscope import user_cache
 from hloscope.cli import app
 from hloscope.cli import output_cache as oc
-from hloscope.store import signature
+from hloscope.store import signature, signer
 from tests.conftest import DATA, dump_file
 
 runner = CliRunner()
@@ -427,20 +429,46 @@ def test_printed_back_to_a_pipe_byte_for_byte(cache: Path, tmp_path: Path) -> No
     assert [p.stat().st_ino for p in _entries(cache)] == [kept]
 
 
-def test_a_big_entry_is_checked_whole_as_it_is_read(cache: Path) -> None:
-    """An entry of several blocks (signed by a thread as it is read) reads back whole;
-    one byte changed anywhere, or the file cut short, and it is not there."""
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_big_entry_is_checked_whole_as_it_is_read(
+    mapped: bool, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry of several blocks reads back whole (`mapped`: read by a thread into
+    memory of its own while this one checks it, a block at a time); one byte changed
+    anywhere, or the file cut short, and it is not there."""
+    monkeypatch.setattr(user_cache, "_MAPPED_BYTES", 1 << 20)
+    monkeypatch.setattr(user_cache, "_MAPPED_BLOCK", 3 << 20)
+
+    def read(key: str, max_bytes: int) -> Any:
+        if mapped:
+            return user_cache.read_entry(path, key, max_bytes, mapped=True)
+        return user_cache.read_entry(path, key, max_bytes)
+
     key = "0" * 64
     path = cache / f"{key}.out"
-    data = os.urandom(1 << 20) * 20 + b"tail"  # 20 MB: three blocks
+    data = os.urandom(1 << 20) * 20 + b"tail"  # 20 MB: seven blocks
     assert user_cache.write_entry(path, key, data, 64 << 20)
-    assert user_cache.read_entry(path, key, 64 << 20) == data
-    assert user_cache.read_entry(path, "1" * 64, 64 << 20) is None  # another key
+    found = read(key, 64 << 20)
+    assert found is not None and found[:] == data
+    assert type(found) is (mmap.mmap if mapped else bytes)
+    assert read("1" * 64, 64 << 20) is None  # another key
     kept = path.read_bytes()
     for at in (70, len(kept) // 2, len(kept) - 1):
         path.write_bytes(kept[:at] + bytes([kept[at] ^ 1]) + kept[at + 1 :])
-        assert user_cache.read_entry(path, key, 64 << 20) is None
+        assert read(key, 64 << 20) is None
     path.write_bytes(kept[:-1])
-    assert user_cache.read_entry(path, key, 64 << 20) is None
+    assert read(key, 64 << 20) is None
     path.write_bytes(kept)
-    assert user_cache.read_entry(path, key, 20 << 20) is None  # over the size asked
+    assert read(key, 20 << 20) is None  # over the size asked
+
+
+def test_a_file_that_ends_while_it_is_read_is_not_there() -> None:
+    """The reading thread stops where the file ends (it shrank after its size was
+    taken): what falls short is not returned, whatever its signature."""
+    mac = signer("key")
+    assert mac is not None
+    short = io.BufferedReader(io.BytesIO(b"x" * 1000))  # type: ignore[arg-type]
+    assert user_cache._read_signing(short, 5000, mac) is None
+    whole = io.BufferedReader(io.BytesIO(b"x" * 5000))  # type: ignore[arg-type]
+    found = user_cache._read_signing(whole, 5000, mac)
+    assert found is not None and found[:] == b"x" * 5000

@@ -30,6 +30,7 @@ import codecs
 import contextlib
 import io
 import json
+import mmap
 import os
 import shutil
 import sys
@@ -109,7 +110,7 @@ class Entry:
     files: tuple[tuple[str, memoryview], ...] = ()
 
     @classmethod
-    def read(cls, data: bytes) -> Entry | None:
+    def read(cls, data: bytes | mmap.mmap) -> Entry | None:
         """An entry from its records; None when they are not an entry's (written by
         another hloscope, damaged or edited: computed again)."""
         chunks: list[tuple[int, memoryview]] = []
@@ -140,7 +141,7 @@ def _record(kind: int | str, size: int, *name: str) -> bytes:
     return json.dumps([kind, size, *name]).encode("ascii") + b"\n"
 
 
-def _after(data: bytes, at: int, expected: list[Any]) -> int | None:
+def _after(data: bytes | mmap.mmap, at: int, expected: list[Any]) -> int | None:
     """Where the record after the line `expected` at `at` starts; None if it is not."""
     end = data.find(b"\n", at, at + _MAX_HEAD_BYTES)
     try:
@@ -470,5 +471,5 @@ def _record_file(entry: EntryFile, path: Path) -> None:
 def _read(path: Path, key: str) -> Entry | None:
     """The entry kept under `key`, or None (absent, a link, not a regular file, too big,
     its signature not this user's for this key, or not an entry's records)."""
-    data = read_entry(path, key, _MAX_ENTRY_BYTES)
+    data = read_entry(path, key, _MAX_ENTRY_BYTES, mapped=True)  # read as it is checked
     return Entry.read(data) if data is not None else None
