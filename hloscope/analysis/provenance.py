@@ -378,8 +378,9 @@ class _KernelOps(Mapping[str, tuple[SourceOp, ...]]):
 
 class _Unmade:
     """The placements of a provenance read back, before they are all made: the 318k of
-    a 107 MB module took 0.34 s. Counted from their columns; the alone ones made when
-    asked (`Provenance.unfused`), each once, and the same objects among `all`."""
+    a 107 MB module took 0.34 s. Counted by status, and the alone ones made when asked
+    (`Provenance.unfused`), without the columns (`_ReadColumns`); each made once, and
+    the same objects among `all`."""
 
     def __init__(self, ops: _Ops, columns: _ReadColumns) -> None:
         self.ops = ops
