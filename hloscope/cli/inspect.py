@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -125,12 +127,13 @@ def report(
     def body() -> list[Path]:
         from hloscope.hlo.parser import paused_gc
 
-        # The JSON stream makes cyclic garbage: with the collector paused, the 107 MB
-        # pair's document peaked at 10.5x its text (7.6x with it running).
-        if json:
-            return _report(run, module, json, fmt, show_all, html, peaks, not no_cache)
-        with paused_gc():  # as `graph`'s: one module's objects, acyclic, kept to the end
-            return _report(run, module, json, fmt, show_all, html, peaks, not no_cache)
+        with _spilling(html) as spill:
+            # The JSON stream makes cyclic garbage: with the collector paused, the 107 MB
+            # pair's document peaked at 10.5x its text (7.6x with it running).
+            if json:
+                return _report(run, module, json, fmt, show_all, html, spill, peaks, not no_cache)
+            with paused_gc():  # as `graph`'s: one module's objects, acyclic, kept to the end
+                return _report(run, module, json, fmt, show_all, html, spill, peaks, not no_cache)
 
     _cached(run, "report", options, body, no_cache)
 
@@ -142,11 +145,13 @@ def _report(
     fmt: str,
     show_all: bool,
     html: Path | None,
+    spill: Path | None,
     roofs: tuple[float | None, float | None],
     cache: bool,
 ) -> list[Path]:
     """`report`, computed (each module's analysis read back from the user's cache folder
-    where kept, with `cache`); the files it wrote (the HTML page)."""
+    where kept, with `cache`); the files it wrote (the HTML page, whose parts made by a
+    worker process go to `spill`, `_spilling`)."""
     peak_bandwidth, peak_flops = roofs
     if json and html is None:
         _report_json(run, module or [], peak_bandwidth, peak_flops, True, cache)
@@ -154,7 +159,9 @@ def _report(
     from hloscope.cli.teardown import keep
     from hloscope.inspection import inspect_run
 
-    source, draw_after, before_ahead = _page_source(run) if html is not None else (run, None, None)
+    source, draw_after, before_ahead = (
+        _page_source(run, spill) if html is not None else (run, None, None)
+    )
     inspection = inspect_run(
         source,
         module or (),
@@ -196,18 +203,29 @@ def _report(
     return []
 
 
-def _page_source(run: Path) -> tuple[Run, DrawAfter | None, BeforeAhead]:
+def _spilling(html: Path | None) -> AbstractContextManager[Path | None]:
+    """The folder that a page's parts made by a worker process are written to, removed
+    when the block ends (`render.html.spill_folder`); None without a page."""
+    if html is None:
+        return nullcontext()
+    from hloscope.render.html import spill_folder
+
+    return spill_folder(html)
+
+
+def _page_source(run: Path, spill: Path | None) -> tuple[Run, DrawAfter | None, BeforeAhead]:
     """The run a page is made of; what of a big module's page the worker process that
-    analyses its after side finds (`render.html.page_after`): for a run without kernel
-    times, which the kernel diagram would show; and what this process finds of its
-    before side meanwhile: the op diagram walked (issue 27)."""
+    analyses its after side finds (`render.html.page_after`, writing its kernels' text
+    to `spill`): for a run without kernel times, which the kernel diagram would show;
+    and what this process finds of its before side meanwhile: the op diagram walked
+    (issue 27)."""
     from hloscope.render.diagram import walk_ops_ahead
     from hloscope.render.html import page_after
     from hloscope.runs import load_run
     from hloscope.timing.sources import measured
 
     loaded = load_run(run)
-    return loaded, None if measured(loaded) else page_after, walk_ops_ahead
+    return loaded, None if measured(loaded) else partial(page_after, spill=spill), walk_ops_ahead
 
 
 def _report_json(
@@ -725,7 +743,6 @@ def _graph(
 ) -> list[Path]:
     """`graph`, computed; the files it wrote (the picture and its DOT source)."""
     import re
-    from functools import partial
 
     from hloscope.analysis.report import analyze_run, drawn_after
     from hloscope.cli.teardown import keep

@@ -15,8 +15,10 @@ import html
 import json
 import math
 import re
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
@@ -61,6 +63,7 @@ __all__ = [
     "report_html",
     "report_page",
     "sanitize_svg",
+    "spill_folder",
     "write_html",
 ]
 
@@ -403,7 +406,7 @@ def _module_extras(
     return extras
 
 
-def page_after(m: ModuleReport) -> tuple[dict[str, Any], dict[str, Any]]:
+def page_after(m: ModuleReport, spill: Path | None = None) -> _Half:
     """The after side's part of a module's page, as `write_html` draws it: its kernels'
     instructions and HLO (each already written as the page embeds it, `Embedded`), and
     its kernel diagram, without kernel times.
@@ -412,42 +415,123 @@ def page_after(m: ModuleReport) -> tuple[dict[str, Any], dict[str, Any]]:
     module's after side find it (`hloscope.analysis.report.drawn_after`), so that the
     page of a run without timings draws only the op diagram here: what `hloscope
     report --html` does.
+
+    Args:
+        m: The module's report, its after module parsed.
+        spill: A folder (`spill_folder`) to write the kernels' instructions and HLO to
+            as they are made: then neither this process nor the one that writes the
+            page holds them (130 MB of text for a 153 MB module), and the page copies
+            them in from there.
     """
-    extras = {key: Embedded.of(doc) for key, doc in _after_extras(m).items()}
+    if spill is None or not _unique_kernels(m):
+        extras = {key: Embedded.of(doc) for key, doc in _after_extras(m).items()}
+    else:
+        extras = {key: Embedded.spilled(items, spill) for key, items in _after_items(m).items()}
     return extras, _diagrams_doc(graphviz_diagrams, m, None, ("after",))
 
 
+@contextmanager
+def spill_folder(page: str | Path) -> Iterator[Path | None]:
+    """A folder beside `page` for `page_after` to write to, removed with what it holds
+    when the block ends; None where none can be made there (then nothing is spilled,
+    and writing the page says why it cannot)."""
+    try:
+        folder = tempfile.TemporaryDirectory(prefix=".hloscope-page-", dir=Path(page).parent)
+    except OSError:
+        yield None
+        return
+    with folder as name:
+        yield Path(name)
+
+
 class Embedded(Later[str, Any]):
-    """A dict of the page, already written as the page embeds it (its `text`,
-    `embed_json`'s), and read back from that text when first asked as a mapping.
+    """A dict of the page, already written as the page embeds it (`embed_json`'s text),
+    and read back from that text when first asked as a mapping.
 
     A worker process writes the kernels' instructions and HLO of a big module this way
     (`page_after`): it sends one string, not a hundred thousand lists, and this process
     neither reads them back nor writes them again (for the page of a 153 MB module, the
-    JSON written here took 2.7 s instead of 3.8 s).
+    JSON written here took 2.7 s instead of 3.8 s). Spilled (`spilled`), the text is a
+    file that the page copies in (`chunks`), held by neither process.
     """
 
-    def __init__(self, text: str) -> None:
-        super().__init__(partial(json.loads, text))
-        self.text = text
+    def __init__(self, text: str | None, path: Path | None = None) -> None:
+        super().__init__(lambda: json.loads(self.text))
+        self._text = text
+        self.path = path
 
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> Embedded:
         """`doc`, written."""
         return cls(embed_json(doc))
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
-        return (Embedded, (self.text,))
+    @classmethod
+    def spilled(cls, items: Iterable[tuple[str, Any]], folder: Path) -> Embedded:
+        """`of(dict(items))`, written an item at a time to a new file in `folder` (the
+        keys are distinct)."""
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", newline="", dir=folder, suffix=".json", delete=False
+        ) as f:
+            for chunk in _object_chunks(items):
+                f.write(chunk)
+        return cls(None, Path(f.name))
+
+    @property
+    def text(self) -> str:
+        """The written text (read from its file, spilled)."""
+        if self.path is None:
+            assert self._text is not None
+            return self._text
+        return self.path.read_text(encoding="utf-8")
+
+    def chunks(self) -> Iterator[str]:
+        """The written text in pieces (a few MB each, spilled)."""
+        if self.path is None:
+            yield self.text
+            return
+        with self.path.open(encoding="utf-8", newline="") as f:
+            while chunk := f.read(_SPILL_CHUNK):
+                yield chunk
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Embedded, (self._text, self.path))
+
+
+_SPILL_CHUNK = 1 << 22  # characters
+
+
+def _object_chunks(items: Iterable[tuple[str, Any]], batch: int = 1024) -> Iterator[str]:
+    """`embed_json(dict(items))` in pieces of `batch` items, for distinct string keys
+    (compact JSON puts only `:` and `,` between them, and each escape is one
+    character's)."""
+    opening = "{"
+    made = iter(items)
+    while chunk := list(islice(made, batch)):
+        body = ",".join(_compact(key) + ":" + _compact(value) for key, value in chunk)
+        yield opening + _escaped(body)
+        opening = ","
+    yield "{}" if opening == "{" else "}"
+
+
+def _unique_kernels(m: ModuleReport) -> bool:
+    """Whether no two kernels of a module share a name (as XLA names them), so that
+    their items can be written without a dict (`_object_chunks`)."""
+    names = [k.name for k in m.after.kernels] if m.after is not None else []
+    return len(set(names)) == len(names)
 
 
 def _after_extras(m: ModuleReport) -> dict[str, Any]:
     """The fused instructions and HLO text of each kernel (both read the after module)."""
+    return {key: dict(items) for key, items in _after_items(m).items()}
+
+
+def _after_items(m: ModuleReport) -> dict[str, Iterator[tuple[str, Any]]]:
+    """`_after_extras`, each kernel's made as it is read."""
     if m.after is None:
         return {}
-    extras: dict[str, Any] = {
-        "fused": {
-            k.name: [[i.opcode, i.name, i.shape.text] for i in k.ops] for k in m.after.kernels
-        }
+    kernels = m.after.kernels
+    extras: dict[str, Iterator[tuple[str, Any]]] = {
+        "fused": ((k.name, [[i.opcode, i.name, i.shape.text] for i in k.ops]) for k in kernels)
     }
     if m.after_module is not None:
         extras["hlo"] = _kernel_hlo(m.after_module, m)
@@ -521,11 +605,10 @@ def _diagrams_doc(
     } | {"note": d.note}
 
 
-def _kernel_hlo(module: HloModule, m: ModuleReport) -> dict[str, str]:
+def _kernel_hlo(module: HloModule, m: ModuleReport) -> Iterator[tuple[str, str]]:
     """Each kernel's HLO, printed from the parsed module: its own instruction (kind,
     backend_config), then the fused computation(s) it calls, without metadata."""
     assert m.after is not None
-    out: dict[str, str] = {}
     comps = module.computation_map
     for k in m.after.kernels:
         comp = comps.get(k.computation)
@@ -534,8 +617,7 @@ def _kernel_hlo(module: HloModule, m: ModuleReport) -> dict[str, str]:
         if k.fused_computation and k.fused_computation in comps:
             names = _nested_fusions(module, k.fused_computation)
             text = "\n\n".join([text, *(computation_text(comps[n]) for n in names)])
-        out[k.name] = _cap(text.strip("\n"))
-    return out
+        yield k.name, _cap(text.strip("\n"))
 
 
 def _nested_fusions(module: HloModule, name: str) -> list[str]:
@@ -758,7 +840,7 @@ def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
     batch of items at a time, as they are made."""
     kind = type(doc)
     if kind is Embedded:
-        yield doc.text
+        yield from doc.chunks()
     elif depth and isinstance(doc, Items):  # `Records` too
         yield from _embed_items(doc)
     elif depth and (kind is dict or kind is Fields) and doc and all(type(k) is str for k in doc):

@@ -7,9 +7,11 @@ import pickle
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from hloscope.analysis import pool
 from hloscope.analysis.cost import module_cost
@@ -347,8 +349,6 @@ def test_both_sides_drawn_at_once_are_drawn_as_here(
     """`graph --side-by-side`: the worker that analyses the after side draws it
     (`draw_after`) while the before side is drawn here; the picture is the serial one,
     and the after file is never parsed here."""
-    from functools import partial
-
     from hloscope.render.diagram import after_half
 
     for dump in [d for d in _dumps(name) if d.before is not None and d.after is not None]:
@@ -365,7 +365,6 @@ def test_an_after_side_not_drawn_in_its_worker_is_drawn_here(
 ) -> None:
     """The worker dies before it has drawn (killed for memory): drawn here, the same;
     an option that names nothing there raises here what it raises serially."""
-    from functools import partial
 
     from hloscope.analysis import report
     from hloscope.errors import UsageError
@@ -492,6 +491,42 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
     inspection = inspect_run(DATA / name, draw_after=page_after)
     assert any(draws_after(m) for m in inspection.main)
     assert page_data(inspection, diagrams=graphviz_diagrams) == serial
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@pytest.mark.parametrize("name", ["tf_dense_relu", "torch_transformer"])
+def test_a_page_spills_the_worker_part_to_files_it_copies_in(
+    name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With a spill folder (what `report --html` gives), the worker that analysed the
+    after side writes the kernels' instructions and HLO there, and sends their files'
+    names: the page's data is that of a serial run, and `report --html` writes the
+    serial page and removes its folder."""
+    from hloscope.analysis.report import draws_after
+    from hloscope.cli import app
+    from hloscope.inspection import inspect_run
+    from hloscope.render.html import Embedded, graphviz_diagrams, page_after, page_data
+
+    def page(out: str) -> None:
+        args = ["report", str(DATA / name), "--no-cache", "--html", str(tmp_path / out)]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+
+    with monkeypatch.context() as m:
+        m.setenv(pool.JOBS_VARIABLE, "1")
+        serial = page_data(inspect_run(DATA / name), diagrams=graphviz_diagrams)
+        page("serial.html")
+    inspection = inspect_run(DATA / name, draw_after=partial(page_after, spill=tmp_path))
+    split = [m for m in inspection.main if draws_after(m)]
+    assert split
+    data = page_data(inspection, diagrams=graphviz_diagrams)
+    assert data == serial
+    docs = {doc["key"]: doc for doc in data["modules"]}
+    parts = [docs[m.key][part] for m in split for part in ("fused", "hlo")]
+    assert all(type(p) is Embedded and p.path and p.path.parent == tmp_path for p in parts)
+    page("split.html")
+    assert (tmp_path / "split.html").read_bytes() == (tmp_path / "serial.html").read_bytes()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".hloscope")]
 
 
 def test_a_measured_page_draws_its_kernel_times_here(

@@ -35,6 +35,7 @@ from hloscope.render.html import (
     report_html,
     report_page,
     sanitize_svg,
+    spill_folder,
     write_html,
 )
 from hloscope.runs import load_run
@@ -116,6 +117,93 @@ def test_an_embedded_dict_is_written_as_given_and_read_back() -> None:
     assert type(back) is Embedded and back.text == embedded.text
     assert back == doc and doc == back and dict(back) == doc and len(back) == 3
     assert back["fusion.1<"] == doc["fusion.1<"] and "missing" not in back
+
+
+def test_a_spilled_dict_is_written_as_given_a_batch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Embedded.spilled` (a worker's part of a big module's page, `page_after` with a
+    spill folder) writes the text `Embedded.of` holds, a batch of items at a time, into
+    a file that the page copies in pieces; whole multibyte characters in each piece,
+    and it pickles as its file, not its text."""
+    import pickle
+
+    from hloscope.render import html
+
+    items = [(f"fusion.{i}<", [["add", f"a.{i}", "f32[2]{0}"]]) for i in range(2500)]
+    items += [("k", "ROOT x = f32[] add(a, b) /* </script><!-- & \u2028é😀 */" * 40), ("e", {})]
+    embedded = Embedded.spilled(iter(items), tmp_path)
+    assert embedded.path is not None and embedded.path.parent == tmp_path
+    assert embedded.text == Embedded.of(dict(items)).text == embed_json(dict(items))
+    monkeypatch.setattr(html, "_SPILL_CHUNK", 7)  # read back in small pieces
+    pieces = list(embedded.chunks())
+    assert len(pieces) > 1 and "".join(pieces) == embedded.text
+    page = {"key": "m", "hlo": embedded}
+    assert "".join(embed_chunks(page)) == embed_json({"key": "m", "hlo": dict(items)})
+    sent = pickle.dumps(embedded)
+    assert len(sent) < 1000  # its file's name, not its 400 kB
+    back = pickle.loads(sent)
+    assert back.path == embedded.path and back == dict(items) and back["e"] == {}
+    empty = Embedded.spilled(iter(()), tmp_path)
+    assert empty.text == "{}" and dict(empty) == {}
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+def test_kernels_sharing_a_name_are_not_spilled(tmp_path: Path) -> None:
+    """Two kernels of one name (a fusion in the entry and one in a loop's body, which
+    the parser allows): `page_after` keeps their part in memory, the last one's text for
+    the name as the page's dict has it, and spills nothing."""
+    from hloscope.analysis.fusion import analyze_module
+    from hloscope.analysis.report import ModuleReport
+    from hloscope.hlo.parser import parse_module
+    from hloscope.render.html import _after_extras, page_after
+
+    text = """HloModule dup
+
+%fc (p: f32[2]) -> f32[2] {
+  %p = f32[2]{0} parameter(0)
+  ROOT %n = f32[2]{0} negate(%p)
+}
+
+%body (t: f32[2]) -> f32[2] {
+  %t = f32[2]{0} parameter(0)
+  ROOT %f = f32[2]{0} fusion(%t), kind=kLoop, calls=%fc
+}
+
+%cond (c: f32[2]) -> pred[] {
+  %c = f32[2]{0} parameter(0)
+  ROOT %k = pred[] constant(false)
+}
+
+ENTRY %e (a: f32[2]) -> f32[2] {
+  %a = f32[2]{0} parameter(0)
+  %f = f32[2]{0} fusion(%a), kind=kLoop, calls=%fc
+  ROOT %w = f32[2]{0} while(%f), condition=%cond, body=%body
+}
+"""
+    module = parse_module(text)
+    analysis = analyze_module(module)
+    assert [k.name for k in analysis.kernels].count("f") == 2
+    m = ModuleReport("dup", "dup", None, "cpu", False, None, analysis, None, "", None, module)
+    extras, _ = page_after(m, spill=tmp_path)
+    assert all(type(e) is Embedded and e.path is None for e in extras.values())
+    assert {key: dict(e) for key, e in extras.items()} == _after_extras(m)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_page_spill_folder_is_made_beside_the_page_and_removed(tmp_path: Path) -> None:
+    """`spill_folder`: a hidden folder beside the page while the block runs, gone (with
+    what was written there) after it, even when the block raises; none where the page's
+    folder is missing (writing the page then says why)."""
+    page = tmp_path / "out" / "report.html"
+    with spill_folder(page) as folder:
+        assert folder is None
+    page.parent.mkdir()
+    with pytest.raises(RuntimeError), spill_folder(page) as folder:
+        assert folder is not None and folder.parent == page.parent
+        Embedded.spilled(iter([("a", 1)]), folder)
+        raise RuntimeError
+    assert list(page.parent.iterdir()) == []
 
 
 def test_an_array_of_records_is_embedded_a_batch_at_a_time() -> None:
