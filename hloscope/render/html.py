@@ -435,8 +435,10 @@ def spill_folder(page: str | Path) -> Iterator[Path | None]:
     """A folder beside `page` for `page_after` to write to, removed with what it holds
     when the block ends; None where none can be made there (then nothing is spilled,
     and writing the page says why it cannot)."""
-    try:
-        folder = tempfile.TemporaryDirectory(prefix=".hloscope-page-", dir=Path(page).parent)
+    try:  # an error that stops the command is not hidden by one removing the folder
+        folder = tempfile.TemporaryDirectory(
+            prefix=".hloscope-page-", dir=Path(page).parent, ignore_cleanup_errors=True
+        )
     except OSError:
         yield None
         return
