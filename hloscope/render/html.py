@@ -458,7 +458,7 @@ class Embedded(Later[str, Any]):
     """
 
     def __init__(self, text: str | None, path: Path | None = None) -> None:
-        super().__init__(lambda: json.loads(self.text))
+        super().__init__(partial(_read_back, text, path))
         self._text = text
         self.path = path
 
@@ -481,10 +481,7 @@ class Embedded(Later[str, Any]):
     @property
     def text(self) -> str:
         """The written text (read from its file, spilled)."""
-        if self.path is None:
-            assert self._text is not None
-            return self._text
-        return self.path.read_text(encoding="utf-8")
+        return _written_text(self._text, self.path)
 
     def chunks(self) -> Iterator[str]:
         """The written text in pieces (a few MB each, spilled)."""
@@ -502,14 +499,25 @@ class Embedded(Later[str, Any]):
 _SPILL_CHUNK = 1 << 22  # characters
 
 
+def _written_text(text: str | None, path: Path | None) -> str:
+    if path is None:
+        assert text is not None
+        return text
+    return path.read_text(encoding="utf-8")
+
+
+def _read_back(text: str | None, path: Path | None) -> Any:
+    return json.loads(_written_text(text, path))
+
+
 def _object_chunks(items: Iterable[tuple[str, Any]], batch: int = 1024) -> Iterator[str]:
     """`embed_json(dict(items))` in pieces of `batch` items, for distinct string keys
     (compact JSON puts only `:` and `,` between them, and each escape is one
-    character's)."""
+    character's: `_embed_items` writes an array so)."""
     opening = "{"
     made = iter(items)
     while chunk := list(islice(made, batch)):
-        body = ",".join(_compact(key) + ":" + _compact(value) for key, value in chunk)
+        body = ",".join(_compact(key) + ":" + _plain_json(value) for key, value in chunk)
         yield opening + _escaped(body)
         opening = ","
     yield "{}" if opening == "{" else "}"
@@ -817,11 +825,15 @@ def embed_json(doc: Any) -> str:
     U+2028/U+2029 are written as `\\uXXXX` escapes, which JSON.parse reads back as the
     same characters.
     """
+    return _escaped(_plain_json(doc))
+
+
+def _plain_json(doc: Any) -> str:
+    """`embed_json` before its escapes."""
     try:  # seldom needed: a document is copied as plain lists and dicts without NaN
-        text = _compact(doc)  # and infinities only when it holds other kinds or those
+        return _compact(doc)  # and infinities only when it holds other kinds or those
     except (ValueError, TypeError):
-        text = _compact(_finite(doc))
-    return _escaped(text)
+        return _compact(_finite(doc))
 
 
 def _escaped(text: str) -> str:
