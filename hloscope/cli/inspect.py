@@ -127,13 +127,14 @@ def report(
     def body() -> list[Path]:
         from hloscope.hlo.parser import paused_gc
 
-        with _spilling(html) as spill:
-            # The JSON stream makes cyclic garbage: with the collector paused, the 107 MB
-            # pair's document peaked at 10.5x its text (7.6x with it running).
-            if json:
+        # The JSON stream makes cyclic garbage: with the collector paused, the 107 MB
+        # pair's document peaked at 10.5x its text (7.6x with it running).
+        if json:
+            with _spilling(html) as spill:
                 return _report(run, module, json, fmt, show_all, html, spill, peaks, not no_cache)
-            with paused_gc():  # as `graph`'s: one module's objects, acyclic, kept to the end
-                return _report(run, module, json, fmt, show_all, html, spill, peaks, not no_cache)
+        # as `graph`'s: one module's objects, acyclic, kept to the end
+        with paused_gc(), _spilling(html) as spill:
+            return _report(run, module, json, fmt, show_all, html, spill, peaks, not no_cache)
 
     _cached(run, "report", options, body, no_cache)
 
