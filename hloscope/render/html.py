@@ -423,10 +423,14 @@ def page_after(m: ModuleReport, spill: Path | None = None) -> _Half:
             page holds them (130 MB of text for a 153 MB module), and the page copies
             them in from there.
     """
-    if spill is None or not _unique_kernels(m):
+    extras = None
+    if spill is not None and _unique_kernels(m):
+        try:
+            extras = {key: Embedded.spilled(items, spill) for key, items in _after_items(m).items()}
+        except OSError:  # the disk is full, or the folder gone: held here then, as before
+            extras = None
+    if extras is None:
         extras = {key: Embedded.of(doc) for key, doc in _after_extras(m).items()}
-    else:
-        extras = {key: Embedded.spilled(items, spill) for key, items in _after_items(m).items()}
     return extras, _diagrams_doc(graphviz_diagrams, m, None, ("after",))
 
 

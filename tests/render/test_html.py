@@ -150,10 +150,11 @@ def test_a_spilled_dict_is_written_as_given_a_batch_at_a_time(
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
-def test_kernels_sharing_a_name_are_not_spilled(tmp_path: Path) -> None:
+def test_kernels_sharing_a_name_or_a_folder_gone_are_not_spilled(tmp_path: Path) -> None:
     """Two kernels of one name (a fusion in the entry and one in a loop's body, which
     the parser allows): `page_after` keeps their part in memory, the last one's text for
-    the name as the page's dict has it, and spills nothing."""
+    the name as the page's dict has it, and spills nothing. So it does when the folder
+    cannot be written to (here, it is gone)."""
     from hloscope.analysis.fusion import analyze_module
     from hloscope.analysis.report import ModuleReport
     from hloscope.hlo.parser import parse_module
@@ -190,6 +191,15 @@ ENTRY %e (a: f32[2]) -> f32[2] {
     assert all(type(e) is Embedded and e.path is None for e in extras.values())
     assert {key: dict(e) for key, e in extras.items()} == _after_extras(m)
     assert list(tmp_path.iterdir()) == []
+    module = parse_module(text.replace("%f = f32[2]{0} fusion(%t)", "%g = f32[2]{0} fusion(%t)"))
+    analysis = analyze_module(module)
+    m = ModuleReport("one", "one", None, "cpu", False, None, analysis, None, "", None, module)
+    extras, _ = page_after(m, spill=tmp_path / "gone")
+    assert all(type(e) is Embedded and e.path is None for e in extras.values())
+    assert {key: dict(e) for key, e in extras.items()} == _after_extras(m)
+    assert [k.name for k in analysis.kernels] == ["f", "g"]
+    spilled, _ = page_after(m, spill=tmp_path)
+    assert all(e.path is not None and dict(e) == _after_extras(m)[k] for k, e in spilled.items())
 
 
 def test_a_page_spill_folder_is_made_beside_the_page_and_removed(tmp_path: Path) -> None:
