@@ -586,13 +586,11 @@ class _Sender(pickle.Pickler):
         tables = self.tables
         if key in tables.modules and isinstance(obj, HloModule):
             return (_sent_module, (tables.modules[key][0],))
-        if isinstance(obj, ModuleAnalysis):
+        if isinstance(obj, ModuleAnalysis) and (key in tables.unread or key in tables.apart):
+            state = {f: getattr(obj, f) for f in _ANALYSIS_FIELDS}
             if key in tables.unread:
-                state = {f: getattr(obj, f) for f in _ANALYSIS_FIELDS}
                 return (_sent_analysis, (state, tables.unread[key], len(obj.kernels)))
-            if key in tables.apart:
-                state = {f: getattr(obj, f) for f in _ANALYSIS_FIELDS}
-                return (_later_analysis, (state, self._apart(obj.kernels), len(obj.kernels)))
+            return (_later_analysis, (state, self._apart(obj.kernels), len(obj.kernels)))
         cls = type(obj)
         if cls is ModuleCost:
             apart = self._apart(obj.kernels)

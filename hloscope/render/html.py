@@ -516,13 +516,12 @@ def _read_back(text: str | None, path: Path | None) -> Any:
 
 def _object_chunks(items: Iterable[tuple[str, Any]], batch: int = 1024) -> Iterator[str]:
     """`embed_json(dict(items))` in pieces of `batch` items, for distinct string keys
-    (compact JSON puts only `:` and `,` between them, and each escape is one
-    character's: `_embed_items` writes an array so)."""
+    (the same text: compact JSON puts only a comma between entries, as `_embed_items`
+    writes an array)."""
     opening = "{"
     made = iter(items)
-    while chunk := list(islice(made, batch)):
-        body = ",".join(_compact(key) + ":" + _plain_json(value) for key, value in chunk)
-        yield opening + _escaped(body)
+    while chunk := dict(islice(made, batch)):
+        yield opening + embed_json(chunk)[1:-1]
         opening = ","
     yield "{}" if opening == "{" else "}"
 
@@ -829,15 +828,11 @@ def embed_json(doc: Any) -> str:
     U+2028/U+2029 are written as `\\uXXXX` escapes, which JSON.parse reads back as the
     same characters.
     """
-    return _escaped(_plain_json(doc))
-
-
-def _plain_json(doc: Any) -> str:
-    """`embed_json` before its escapes."""
     try:  # seldom needed: a document is copied as plain lists and dicts without NaN
-        return _compact(doc)  # and infinities only when it holds other kinds or those
+        text = _compact(doc)  # and infinities only when it holds other kinds or those
     except (ValueError, TypeError):
-        return _compact(_finite(doc))
+        text = _compact(_finite(doc))
+    return _escaped(text)
 
 
 def _escaped(text: str) -> str:
