@@ -781,7 +781,7 @@ def _placements(
                 ops[name] = replace(first, name=name) if first else SourceOp(name)
 
     placements = []
-    held: dict[str, tuple[str, ...]] = {}
+    held: dict[str, _OneKernel] = {}
     for name, op in ops.items():
         kernels = op_kernels.get(name, [])
         guesses = by_inferred.get(name)
@@ -891,29 +891,51 @@ def _placed(
     analysis: ModuleAnalysis,
     decisions: FusionDecisions | None,
     counts: tuple[int, int],
-    sorted_ops: dict[str, tuple[str, ...]],
+    by_kernel: dict[str, _OneKernel],
 ) -> Placement:
     """The placement of an op some kernel holds (or, failing that, was inferred for);
-    `sorted_ops` keeps each kernel's op names, sorted, for the next op it holds."""
+    `by_kernel` keeps, for each kernel, what the placements of the ops only it holds
+    share."""
     counted = kernels or [k for k in analysis.kernels if k.name in dict(inferred)]
     if len(kernels) == 1:  # most ops: the kernel's other ops (its names are distinct)
-        kernel = kernels[0].name
-        held = sorted_ops.get(kernel)
-        if held is None:  # once per kernel, not once per op it holds
-            held = sorted_ops[kernel] = tuple(sorted(o.name for o in kernel_ops[kernel]))
+        kernel = kernels[0]
+        shared = by_kernel.get(kernel.name)
+        if shared is None:  # once per kernel, not once per op it holds
+            shared = by_kernel[kernel.name] = _OneKernel(
+                tuple(sorted(o.name for o in kernel_ops[kernel.name])),
+                (kernel.name,),
+                kernel.bytes_in + kernel.bytes_out,
+            )
+        held = shared.ops
         at = bisect_left(held, op.name)  # the kernel holds the op
         others = held[:at] + held[at + 1 :] if held[at : at + 1] == (op.name,) else held
+        names, traffic = shared.names, shared.traffic
     else:
         others = tuple(sorted({o.name for k in kernels for o in kernel_ops[k.name]} - {op.name}))
+        names = tuple(k.name for k in kernels)
+        traffic = sum(k.bytes_in + k.bytes_out for k in counted)
     status = FUSED if others else ALONE
     why = _why_alone(counted, decisions) if status == ALONE else ""
     if not kernels:
         how = "; ".join(f"{k}: from {h}" for k, h in inferred)
         why = f"inferred ({how}): no instruction names an op there" + (f"; {why}" if why else "")
-    traffic = sum(k.bytes_in + k.bytes_out for k in counted)
     extra = () if kernels else inferred
-    names = tuple(k.name for k in kernels)
     return Placement(op, status, names, others, traffic, *counts, why, extra)
+
+
+class _OneKernel(NamedTuple):
+    """What the placements of the ops only one kernel holds share: one tuple and number
+    per kernel, not per op (a big module has 318k such ops, issue 27).
+
+    Attributes:
+        ops: The kernel's op names, sorted.
+        names: The kernel's name, as `Placement.kernels`.
+        traffic: Its `Placement.bytes`.
+    """
+
+    ops: tuple[str, ...]
+    names: tuple[str, ...]
+    traffic: int
 
 
 def _only_free(kernels: list[str]) -> str:
