@@ -106,7 +106,6 @@ class _RowSink(Sink):
         self.pinned: list[bool] = []
         self.info = RowInfo()
         self.fixed: dict[int, dict[str, Any]] = {}  # parameters, the output: as given
-        self.named: list[Named | None] = []
         self.edge: dict[int, int] = {}  # (src row << 32 | dst row) -> edge number
         self.src: list[int] = []
         self.dst: list[int] = []
@@ -133,7 +132,6 @@ class _RowSink(Sink):
             return
         r = self._new(node, attrs.get(SCOPE) or "", node, bool(attrs.get(PINNED)))
         self.info.append(attrs.get(ITEM), attrs.get(ROLE), attrs.get(CLUSTER), ())
-        self.named.append(None)
         self.fixed[r] = {ORDER: r, **attrs}
 
     def unit(
@@ -154,14 +152,12 @@ class _RowSink(Sink):
         info.roles.append(role)
         info.clusters.append(cluster)
         info.names.append(named[1])
-        self.named.append(named)
         return role
 
     def _row(self, node: str) -> int:
         """A bare row for a node an edge names before it is added (as networkx adds it)."""
         r = self._new(node, "", node, False)
         self.info.append(None, None, None, ())
-        self.named.append(None)
         self.fixed[r] = {}
         return r
 
@@ -225,9 +221,11 @@ class _RowSink(Sink):
         fixed = self.fixed.get(r)
         if fixed is not None:
             return dict(fixed)
-        named = self.named[r]
-        assert named is not None
         inst, cluster = self.info.items[r], self.info.clusters[r]
+        # `BeforeSide.name_of`'s, made again for the few rows drawn alone: a tuple kept
+        # per row cost 20 MB at 536k ops (issue 27)
+        names = self.info.names[r]
+        named: Named = (self.scopes[r], names, inst.metadata.op_type if names else None)
         attrs = self.side.attrs(inst, named, self.scopes[r], self.signatures[r])  # type: ignore[arg-type]
         return {ORDER: r, **attrs, CLUSTER: cluster}
 
