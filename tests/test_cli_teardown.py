@@ -27,9 +27,9 @@ print("end", flush=True)
 """
 
 
-def _run(mode: str) -> list[str]:
+def _run(mode: str, script: str = SCRIPT) -> list[str]:
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode],
+        [sys.executable, "-c", script, mode],
         capture_output=True,
         text=True,
         check=True,
@@ -117,17 +117,5 @@ def test_a_one_command_process_gives_freed_blocks_back_to_the_os() -> None:
     """After a 16 MiB block is freed, 64 MiB freed in 1 MiB blocks stay resident in a
     library caller's process (glibc raised its mmap threshold), and go back to the OS in
     a one-command process (`one_command` keeps the threshold at 128 KiB)."""
-
-    def held_mib(mode: str) -> int:
-        out = subprocess.run(
-            [sys.executable, "-c", FREEING, mode],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-            env={"PYTHONPATH": str(ROOT)},
-        )
-        return int(out.stdout)
-
-    assert held_mib("library") >= 48  # the heap keeps them: what the fix is for
-    assert held_mib("cli") <= 4
+    assert int(*_run("library", FREEING)) >= 48  # the heap keeps them: what the fix is for
+    assert int(*_run("cli", FREEING)) <= 4
