@@ -5,8 +5,8 @@ Freed memory first. glibc's malloc maps a block of 128 KiB or more on its own an
 it when it is freed, but it raises that threshold to the size of each mapped block freed
 (up to 32 MiB): once a big module's walk frees its dict tables of tens of megabytes,
 every later table and list under that size comes from the heap, which gives the OS back
-only what is free at its top. The page of a 107/153 MB pair held 120 MB more that way, at its peak
-(issue 27). `one_command` keeps the threshold where it starts.
+only what is free at its top. The page of a 107/153 MB pair held 120 MB more that way,
+at its peak (issue 27). `one_command` keeps the threshold where it starts.
 
 The end of the process next.
 
@@ -49,7 +49,8 @@ def one_command() -> None:
 
 def _return_big_blocks() -> None:
     """Fix glibc's mmap threshold at its default, which also stops it from growing (see
-    `mallopt(3)`). Elsewhere (macOS, musl) there is nothing to set, and nothing is."""
+    `mallopt(3)`). Elsewhere there is no `mallopt` to call (macOS), or one that does
+    nothing (musl)."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes  # here only: a Linux command-line process
