@@ -143,6 +143,8 @@ class Rows:
         info: What the renderer keeps per row (not read here), or None: its
             `keep(rows)` gives these rows' (`Rows.keep`).
         graph: The graph's attributes (`name`, ...).
+        numbers: 0, 1, ..., one per row, as the number objects the other columns hold
+            (`number_objects`), where whoever made the rows gave them.
     """
 
     ids: list[str]
@@ -157,16 +159,25 @@ class Rows:
     edge_attrs: Callable[[int], dict[str, Any]]
     info: Any = None
     graph: dict[str, Any] = field(default_factory=dict)
+    numbers: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def number_objects(self) -> list[int]:
+        """Each row's number, as one int object per number that every list of row
+        numbers made from the rows shares (`keep`, `collapse_rows`): a list of a big
+        module's 536k row numbers made its own ints, 15 MB a list (issue 27)."""
+        if self.numbers is None:
+            self.numbers = list(range(len(self.ids)))
+        return self.numbers
 
     @classmethod
     def from_graph(cls, g: nx.DiGraph) -> Rows:
         """The rows of a networkx unit graph (attributes read from its dicts)."""
         ids = list(g.nodes)
         datas = [g.nodes[n] for n in ids]
-        sigs = [_signature(d, u) for u, d in zip(ids, datas, strict=True)]
+        sigs = [signature_of(d, u) for u, d in zip(ids, datas, strict=True)]
         row = {n: i for i, n in enumerate(ids)}
         edges = list(g.edges(data=True))
         return cls(
@@ -174,7 +185,7 @@ class Rows:
             [d.get(ORDER) for d in datas],
             [d.get(SCOPE) or "" for d in datas],
             sigs,
-            [_structure(d, u) for u, d in zip(ids, datas, strict=True)],
+            [structure_of(d, u) for u, d in zip(ids, datas, strict=True)],
             [bool(d.get(PINNED)) for d in datas],
             [row[u] for u, _, _ in edges],
             [row[v] for _, v, _ in edges],
@@ -203,8 +214,9 @@ class Rows:
         folding the one parameter of a 500k-op graph held its rows twice (issue 27).
         """
         kept = array("q", rows)
+        numbers = self.number_objects()[: len(kept)]
         new = [-1] * len(self.ids)
-        for i, r in enumerate(kept):
+        for i, r in zip(numbers, kept, strict=True):
             new[r] = i
         edges = array(
             "q",
@@ -228,6 +240,7 @@ class Rows:
             lambda e: old_edge_attrs(edges[e]),
             self.info.keep(kept) if self.info is not None else None,
             dict(self.graph),
+            numbers,
         )
 
     def edge_order(self) -> list[int]:
@@ -567,7 +580,7 @@ def collapse_rows(
     and a merged edge (`MERGED`) lists edge numbers (positions in `Rows.src`), not id
     pairs. When everything fits, it is the whole unit graph, with its own edges.
     """
-    units = [i for i, p in enumerate(rows.pinned) if not p]
+    units = [i for i, p in zip(rows.number_objects(), rows.pinned, strict=True) if not p]
     pinned = len(rows) - len(units)
     if len(rows) <= max_nodes:
         g = rows.to_graph()
@@ -687,13 +700,13 @@ def _leaf(root: _Scope, index: dict[str, _Scope], scope: str) -> _Scope:
     return node
 
 
-def _signature(d: Mapping[str, Any], u: str) -> Hashable:
+def signature_of(d: Mapping[str, Any], u: str) -> Hashable:
     """The signature of unit `u`, whose attributes are `d`."""
     sig = d.get(SIGNATURE)
     return sig if sig is not None else u
 
 
-def _structure(d: Mapping[str, Any], u: str) -> Hashable:
+def structure_of(d: Mapping[str, Any], u: str) -> Hashable:
     """The structure of unit `u`, whose attributes are `d`."""
     if d.get(STRUCTURE) is not None:
         found: Hashable = d[STRUCTURE]

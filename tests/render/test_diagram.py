@@ -283,3 +283,76 @@ def test_an_op_diagram_walked_ahead_is_the_one_walked_as_it_is_drawn(folder: str
     assert id(m.before_module) not in views._page_walk._kept
     assert ahead == now
     assert "went to kernel" in now
+
+
+def _unit_graph_as_rows(g: object) -> tuple[object, ...]:
+    """What a drawing reads of a unit graph, from networkx: nodes and their attributes,
+    then the edges in networkx's order and theirs."""
+    import networkx as nx
+
+    from hloscope.analysis.collapse import Rows
+
+    assert isinstance(g, nx.DiGraph)
+    rows = Rows.from_graph(g)
+    columns = (rows.ids, rows.orders, rows.scopes, rows.signatures, rows.structures, rows.pinned)
+    return (*columns, [dict(d) for _, d in g.nodes(data=True)], list(g.edges(data=True)))
+
+
+def _rows_as_rows(rows: object) -> tuple[object, ...]:
+    from hloscope.analysis.collapse import Rows
+
+    assert isinstance(rows, Rows)
+    columns = (rows.ids, rows.orders, rows.scopes, rows.signatures, rows.structures, rows.pinned)
+    ids = rows.ids
+    edges = [(ids[rows.src[e]], ids[rows.dst[e]], rows.edge_attrs(e)) for e in rows.edge_order()]
+    return (*columns, [rows.attrs(r) for r in range(len(rows))], edges)
+
+
+def _loop_report() -> ModuleReport:
+    module = parse_module(LOOP)
+    return replace(_report("tf_dense_relu"), after_module=module, after=analyze_module(module))
+
+
+@pytest.mark.parametrize(
+    "folder", ["tf_dense_relu", "tf_resnet50", "jax_transformer_block", "jax_scan_profile", "loop"]
+)
+def test_a_whole_module_walked_into_rows_is_its_unit_graph(folder: str) -> None:
+    """The kernel graph of a whole module is walked into rows, not networkx (its edges
+    held 90 MB at 44,640 kernels, issue 27), and the op graph too: the same nodes, the
+    same attributes, the same edges in the same order, a loop's back edges included,
+    added again after its body is walked."""
+    from hloscope.render.diagram.rows import described_rows, unit_rows
+    from hloscope.render.diagram.walk import AfterSide, BeforeSide, unit_graph
+
+    m = _loop_report() if folder == "loop" else _report(folder)
+    assert m.after_module is not None and m.after is not None
+    after = AfterSide(m.after_module, m.after, m.provenance)
+    g, _ = unit_graph(m.after_module, after, names=False)
+    assert _rows_as_rows(described_rows(m.after_module, after)) == _unit_graph_as_rows(g)
+    if folder == "loop":
+        assert any(d.get("back") for _, _, d in g.edges(data=True))
+    if m.before_module is not None:
+        g, _ = unit_graph(m.before_module, BeforeSide(m.before_module, {}, {}), names=False)
+        rows, _ = unit_rows(m.before_module, BeforeSide(m.before_module, {}, {}), names=False)
+        assert _rows_as_rows(rows) == _unit_graph_as_rows(g)
+
+
+def test_rows_kept_and_collapsed_share_one_number_object_per_row() -> None:
+    # a list of a big module's 536k row numbers made its own ints, 15 MB a list (issue 27)
+    from hloscope.analysis.collapse import collapse_rows
+    from hloscope.render.diagram.rows import unit_rows
+    from hloscope.render.diagram.walk import BeforeSide
+
+    m = _report("tf_resnet50")
+    assert m.before_module is not None
+    rows, _ = unit_rows(m.before_module, BeforeSide(m.before_module, {}, {}), names=False)
+    numbers = rows.number_objects()
+    assert all(o is None or o is numbers[r] for r, o in enumerate(rows.orders))
+    kept = rows.keep(range(1, len(rows)))
+    assert kept.number_objects() == list(range(len(kept)))
+    assert all(a is b for a, b in zip(kept.number_objects(), numbers, strict=False))
+    assert all(kept.src[e] is numbers[kept.src[e]] for e in range(len(kept.src)))
+    col = collapse_rows(kept, 20)
+    assert col.collapsed
+    members = [m for group in col.groups.values() for m in group.members]
+    assert members and all(m is numbers[m] for m in members)

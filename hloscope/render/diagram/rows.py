@@ -1,15 +1,19 @@
-"""The op graph before optimization as rows: the unit graph of a big module, cheaply.
+"""Unit graphs as rows: the unit graph of a big module, cheaply.
 
-`unit_rows` walks the module as `hloscope.render.diagram.walk.unit_graph` does, but
-puts the units in `hloscope.analysis.collapse.Rows` (lists, one entry per unit) instead
-of a networkx graph: `collapse_rows` then folds them to the node budget, and only what
-is drawn on its own gets an attribute dict (`RowInfo` is what a drawing reads of every
-row). A module of 500k ops drew in seconds less and a gigabyte less (issue 27).
-`rows_of` turns a (cut) networkx unit graph into rows.
+`unit_rows` walks the module before optimization as
+`hloscope.render.diagram.walk.unit_graph` does, but puts the units in
+`hloscope.analysis.collapse.Rows` (lists, one entry per unit) instead of a networkx
+graph: `collapse_rows` then folds them to the node budget, and only what is drawn on its
+own gets an attribute dict (`RowInfo` is what a drawing reads of every row). A module of
+500k ops drew in seconds less and a gigabyte less (issue 27). `described_rows` does the
+same for any side, each unit with its attribute dict (a kernel graph's units are tens of
+thousands, its edges hundreds of thousands). `rows_of` turns a (cut) networkx unit graph
+into rows.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +21,15 @@ from typing import Any
 import networkx as nx
 
 from hloscope.analysis import kernels as K
-from hloscope.analysis.collapse import OP_NAMES, ORDER, PINNED, SCOPE, Rows
+from hloscope.analysis.collapse import (
+    OP_NAMES,
+    ORDER,
+    PINNED,
+    SCOPE,
+    Rows,
+    signature_of,
+    structure_of,
+)
 from hloscope.hlo.model import Computation, HloModule, Instruction, Shape
 from hloscope.render.diagram.spec import CONTROL, OP
 from hloscope.render.diagram.walk import (
@@ -28,6 +40,7 @@ from hloscope.render.diagram.walk import (
     ROLE,
     BeforeSide,
     Named,
+    Side,
     Sink,
     walk,
 )
@@ -46,6 +59,15 @@ def unit_rows(
     sink = _RowSink(module.name, side)
     index = walk(module, side, sink, names=names)
     return sink.rows(), index
+
+
+def described_rows(module: HloModule, side: Side) -> Rows:
+    """`unit_graph` of any side, as rows: each row's attributes are the node's (the dict
+    `Side.describe` gives), its edges in columns (`_UnitRowSink`). No name index: for a
+    drawing of the whole module."""
+    sink = _UnitRowSink(module.name, side)
+    walk(module, side, sink, names=False)
+    return sink.rows()
 
 
 def rows_of(g: nx.DiGraph) -> Rows:
@@ -93,11 +115,11 @@ class RowInfo:
         )
 
 
-class _RowSink(Sink):
-    """Rows (`Rows`) of the ops before optimization: lists, one entry per unit."""
+class _Columns(Sink):
+    """Rows (`Rows`) of a walk's units, and its edges: lists, one entry per unit and per
+    edge. What a row holds of its unit is the subclass's."""
 
-    def __init__(self, name: str, side: BeforeSide) -> None:
-        self.side = side
+    def __init__(self, name: str) -> None:
         self.graph = {"name": name}
         self.row: dict[str, int] = {}
         self.ids: list[str] = []
@@ -106,7 +128,13 @@ class _RowSink(Sink):
         self.pinned: list[bool] = []
         self.info = RowInfo()
         self.fixed: dict[int, dict[str, Any]] = {}  # parameters, the output: as given
-        self.edge: dict[int, int] = {}  # (src row << 32 | dst row) -> edge number
+        # Edges are added a destination at a time (a unit's operands, then the next
+        # unit's): the edges into the destination now, by source row, find an edge
+        # added again. No dict of every edge: its keys and numbers were 57 MB of int
+        # objects at 893k edges, freed among objects kept (issue 27).
+        self.dst_now = -1
+        self.into_now: dict[int, int] = {}
+        self.first = array("q")  # by row: its first edge in, -1 while it has none
         self.src: list[int] = []
         self.dst: list[int] = []
         # Each edge's first (operand index, shape), in two lists (no tuple per edge); the
@@ -121,6 +149,7 @@ class _RowSink(Sink):
 
     def _new(self, node: str, scope: str, signature: Hashable, pinned: bool) -> int:
         r = self.row[node] = len(self.ids)
+        self.first.append(-1)
         self.ids.append(node)
         self.scopes.append(scope)
         self.signatures.append(signature)
@@ -133,26 +162,6 @@ class _RowSink(Sink):
         r = self._new(node, attrs.get(SCOPE) or "", node, bool(attrs.get(PINNED)))
         self.info.append(attrs.get(ITEM), attrs.get(ROLE), attrs.get(CLUSTER), ())
         self.fixed[r] = {ORDER: r, **attrs}
-
-    def unit(
-        self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
-    ) -> str:
-        role = CONTROL if K.classify(inst) == K.CONTROL else OP
-        row = self.row
-        if node in row:
-            return role
-        named = self.side.name_of(inst, scope)
-        row[node] = len(self.ids)
-        self.ids.append(node)
-        self.scopes.append(named[0])
-        self.signatures.append(self.side.signature(inst))
-        self.pinned.append(False)
-        info = self.info  # `RowInfo.append`, without a call per op
-        info.items.append(inst)
-        info.roles.append(role)
-        info.clusters.append(cluster)
-        info.names.append(named[1])
-        return role
 
     def _row(self, node: str) -> int:
         """A bare row for a node an edge names before it is added (as networkx adds it)."""
@@ -171,10 +180,13 @@ class _RowSink(Sink):
         v = row.get(dst)
         if v is None:
             v = self._row(dst)
-        key = u << 32 | v
-        e = self.edge.get(key)
+        if v != self.dst_now:
+            self._into(v)
+        e = self.into_now.get(u)
         if e is None:
-            self.edge[key] = len(self.src)
+            self.into_now[u] = e = len(self.src)
+            if self.first[v] < 0:
+                self.first[v] = e
             self.src.append(u)
             self.dst.append(v)
             self.index.append(index)
@@ -182,8 +194,21 @@ class _RowSink(Sink):
             return
         self.more.setdefault(e, []).append((index, shape))
 
+    def _into(self, v: int) -> None:
+        """Make `v` the destination now: its edges so far (a loop's, which its body's
+        results flow back into, once the body is walked)."""
+        self.dst_now, self.into_now = v, {}
+        first, dst, src = self.first[v], self.dst, self.src
+        if first >= 0:
+            for e in range(first, len(dst)):
+                if dst[e] == v:
+                    self.into_now.setdefault(src[e], e)
+
     def back(self, src: str, dst: str) -> None:
-        self.backs.add(self.edge[self.row[src] << 32 | self.row[dst]])
+        v = self.row[dst]
+        if v != self.dst_now:
+            self._into(v)
+        self.backs.add(self.into_now[self.row[src]])
 
     def rows(self) -> Rows:
         """The rows, scopes inherited (`inherit_scopes`).
@@ -192,10 +217,11 @@ class _RowSink(Sink):
         them (a big module's are folded into new rows: `Rows.keep`).
         """
         # each row's order is its number: the number objects the edges hold already
-        orders: list[int | None] = list(self.row.values())
-        self.edge, self.row = {}, {}  # the walk is done
-        self.side.walked()
+        numbers = list(self.row.values())
+        orders: list[int | None] = list(numbers)
+        self.row, self.into_now, self.first = {}, {}, array("q")  # the walk is done
         _inherit_row_scopes(self.scopes, self.pinned, self.src, self.dst)
+        self._walked()
         for r, attrs in self.fixed.items():
             if ORDER not in attrs:
                 orders[r] = None
@@ -204,7 +230,7 @@ class _RowSink(Sink):
             orders,
             self.scopes,
             self.signatures,
-            [sig[0] if isinstance(sig, tuple) and sig else sig for sig in self.signatures],
+            self._structures(),
             self.pinned,
             self.src,
             self.dst,
@@ -212,12 +238,63 @@ class _RowSink(Sink):
             self.edge_attrs,
             info=self.info,
             graph=self.graph,
+            numbers=numbers,
         )
         self.ids, self.pinned, self.src, self.dst = [], [], [], []
         return rows
 
+    def _walked(self) -> None:
+        """The walk is done, and the scopes inherited."""
+
+    def _structures(self) -> list[Hashable]:
+        """Each row's `STRUCTURE` (`collapse.structure_of`), from its signature."""
+        return [sig[0] if isinstance(sig, tuple) and sig else sig for sig in self.signatures]
+
     def attrs(self, r: int) -> dict[str, Any]:
         """Row `r`'s attributes, as `unit_graph` gives them."""
+        raise NotImplementedError
+
+    def edge_attrs(self, e: int) -> dict[str, Any]:
+        """Edge `e`'s attributes, as `unit_graph` gives them."""
+        out: dict[str, Any] = {OPERANDS: [(self.index[e], self.shape[e]), *self.more.get(e, ())]}
+        if e in self.backs:
+            out[BACK] = True
+        return out
+
+
+class _RowSink(_Columns):
+    """Rows of the ops before optimization: what a drawing reads of each op kept in
+    columns, its attributes made when it is drawn on its own (`attrs`)."""
+
+    def __init__(self, name: str, side: BeforeSide) -> None:
+        super().__init__(name)
+        self.side = side
+
+    def unit(
+        self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
+    ) -> str:
+        role = CONTROL if K.classify(inst) == K.CONTROL else OP
+        row = self.row
+        if node in row:
+            return role
+        named = self.side.name_of(inst, scope)
+        row[node] = len(self.ids)
+        self.first.append(-1)
+        self.ids.append(node)
+        self.scopes.append(named[0])
+        self.signatures.append(self.side.signature(inst))
+        self.pinned.append(False)
+        info = self.info  # `RowInfo.append`, without a call per op
+        info.items.append(inst)
+        info.roles.append(role)
+        info.clusters.append(cluster)
+        info.names.append(named[1])
+        return role
+
+    def _walked(self) -> None:
+        self.side.walked()
+
+    def attrs(self, r: int) -> dict[str, Any]:
         fixed = self.fixed.get(r)
         if fixed is not None:
             return dict(fixed)
@@ -229,12 +306,49 @@ class _RowSink(Sink):
         attrs = self.side.attrs(inst, named, self.scopes[r], self.signatures[r])  # type: ignore[arg-type]
         return {ORDER: r, **attrs, CLUSTER: cluster}
 
-    def edge_attrs(self, e: int) -> dict[str, Any]:
-        """Edge `e`'s attributes, as `unit_graph` gives them."""
-        out: dict[str, Any] = {OPERANDS: [(self.index[e], self.shape[e]), *self.more.get(e, ())]}
-        if e in self.backs:
-            out[BACK] = True
-        return out
+
+class _UnitRowSink(_Columns):
+    """Rows of any side's units, each with the attributes `Side.describe` gives it, as
+    `unit_graph`'s nodes have them, and its edges in columns: no networkx adjacency
+    dicts and no dict per edge. The 215k edges between the 44,640 kernels of a 153 MB
+    module held 90 MB that way (issue 27)."""
+
+    def __init__(self, name: str, side: Side) -> None:
+        super().__init__(name)
+        self.side = side
+
+    def add(self, node: str, attrs: Mapping[str, Any]) -> None:
+        if node in self.row:
+            return
+        r = self._new(
+            node, attrs.get(SCOPE) or "", signature_of(attrs, node), bool(attrs.get(PINNED))
+        )
+        self.info.append(
+            attrs.get(ITEM), attrs.get(ROLE), attrs.get(CLUSTER), attrs.get(OP_NAMES, ())
+        )
+        self.fixed[r] = {ORDER: r, **attrs}
+
+    def unit(
+        self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
+    ) -> str:
+        attrs = self.side.describe(comp, inst, scope)
+        attrs[CLUSTER] = cluster
+        self.add(node, attrs)
+        role: str = attrs[ROLE]
+        return role
+
+    def _walked(self) -> None:
+        # an inherited scope is the node's, as `inherit_scopes` sets it
+        for r, d in self.fixed.items():
+            if self.scopes[r] and not d.get(SCOPE) and ORDER in d:
+                d[SCOPE] = self.scopes[r]
+
+    def _structures(self) -> list[Hashable]:
+        fixed = self.fixed
+        return [structure_of(fixed[r], u) for r, u in enumerate(self.ids)]
+
+    def attrs(self, r: int) -> dict[str, Any]:
+        return dict(self.fixed[r])
 
 
 def _inherit_row_scopes(

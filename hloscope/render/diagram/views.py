@@ -39,7 +39,7 @@ from hloscope.render.diagram.nodes import (
     expansion,
     fit_clusters,
 )
-from hloscope.render.diagram.rows import rows_of, unit_rows
+from hloscope.render.diagram.rows import described_rows, rows_of, unit_rows
 from hloscope.render.diagram.spec import KERNEL, OP, Cluster, DiagramSpec, Edge, LegendEntry, Node
 from hloscope.render.diagram.style import (
     KERNEL_PALETTE,
@@ -61,6 +61,8 @@ from hloscope.render.format import counted, short_name
 from hloscope.status import step
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from hloscope.analysis.report import ModuleReport
 
 DEFAULT_MAX_NODES = 60
@@ -121,16 +123,25 @@ def kernel_graph(
         ['MatMul.2', 'broadcast_maximum_fusion']
     """
     step(f"drawing the kernels of {after.name} ({len(analysis.kernels):,})")
-    g, index = unit_graph(after, AfterSide(after, analysis, provenance), names=bool(around))
-    notes: list[str] = depth_note(g.graph)
-    g = cut(g, index, around, depth, scope, "kernel", notes)
-    opened = expanded(after, g, expand, max_nodes)
-    extra = sum(len(fused_body(after, g.nodes[n][ITEM])) - 1 for n in opened)
-    for n in opened:
-        g.nodes[n][PINNED] = True
-    fold_parameters(g, max_nodes - extra, notes, "kernels")
-    col = collapse(g, max(1, max_nodes - extra))
-    builder = Builder(col, g, "kernel", prefix="")
+    side = AfterSide(after, analysis, provenance)
+    units: nx.DiGraph | Rows
+    opened: list[str] = []
+    if around or scope or expand:
+        g, index = unit_graph(after, side, names=bool(around))
+        notes: list[str] = depth_note(g.graph)
+        units = g = cut(g, index, around, depth, scope, "kernel", notes)
+        opened = expanded(after, g, expand, max_nodes)
+        extra = sum(len(fused_body(after, g.nodes[n][ITEM])) - 1 for n in opened)
+        for n in opened:
+            g.nodes[n][PINNED] = True
+        fold_parameters(g, max_nodes - extra, notes, "kernels")
+        col = collapse(g, max(1, max_nodes - extra))
+    else:  # the whole module: rows, not a networkx graph of its kernels and their edges
+        rows = described_rows(after, side)
+        notes = depth_note(rows.graph)
+        units = rows = fold_parameter_rows(rows, max_nodes, notes, "kernels")
+        col = collapse_rows(rows, max(1, max_nodes))
+    builder = Builder(col, units, "kernel", prefix="")
     builder.timings(timings, total_us)
     spec_nodes, where = builder.nodes(lambda n, d: after_node(after, n, d, builder))
     clusters: list[Cluster] = []
@@ -143,12 +154,13 @@ def kernel_graph(
         inner_nodes.extend(nodes)
         inner_edges.extend(edges)
         where[kernel.name] = n
-    clusters = control_clusters(g, spec_nodes) + clusters
+    clusters = control_clusters(units, spec_nodes) + clusters
     spec_nodes, clusters = fit_clusters(
         [n for n in spec_nodes if n.id not in opened] + inner_nodes, clusters
     )
-    edges = builder.edges(lambda e, pairs: anchor(after, g, opened, e, pairs)) + inner_edges
-    kernels = count_role(g, KERNEL)
+    aim = partial(anchor, after, g, opened) if opened else None  # into expanded fusions
+    edges = builder.edges(aim) + inner_edges
+    kernels = count_role(units, KERNEL)
     if col.collapsed:
         repeats = sum(1 for gr in col.groups.values() if gr.repeat > 1)
         notes.append(
@@ -163,9 +175,7 @@ def kernel_graph(
         nodes=tuple(spec_nodes),
         edges=tuple(edges),
         clusters=tuple(clusters),
-        legend=kind_legend(
-            Counter(d[ITEM].kind for _, d in g.nodes(data=True) if d.get(ROLE) == KERNEL)
-        ),
+        legend=kind_legend(Counter(_kernel_kinds(units))),
         notes=(
             f"{counted(analysis.kernel_count, 'kernel')}, {counted(analysis.launches, 'launch')}",
             *notes,
@@ -176,6 +186,16 @@ def kernel_graph(
         where=where,
         node_kernels=_after_node_kernels(spec_nodes, names),
     )
+
+
+def _kernel_kinds(units: nx.DiGraph | Rows) -> Iterator[str]:
+    """The kind of each kernel of a unit graph, in order."""
+    if isinstance(units, Rows):
+        info = units.info
+        return (
+            item.kind for item, role in zip(info.items, info.roles, strict=True) if role == KERNEL
+        )
+    return (d[ITEM].kind for _, d in units.nodes(data=True) if d.get(ROLE) == KERNEL)
 
 
 def _after_node_kernels(
