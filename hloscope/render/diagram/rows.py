@@ -127,7 +127,9 @@ class _Columns(Sink):
         self.signatures: list[Hashable] = []
         self.pinned: list[bool] = []
         self.info = RowInfo()
-        self.fixed: dict[int, dict[str, Any]] = {}  # parameters, the output: as given
+        # the attributes of the rows that keep them as given: the op graph's parameters
+        # and output, every row of `_UnitRowSink`
+        self.fixed: dict[int, dict[str, Any]] = {}
         # Edges are added a destination at a time (a unit's operands, then the next
         # unit's): the edges into the destination now, by source row, find an edge
         # added again. No dict of every edge: its keys and numbers were 57 MB of int
@@ -338,7 +340,8 @@ class _UnitRowSink(_Columns):
         return role
 
     def _walked(self) -> None:
-        # an inherited scope is the node's, as `inherit_scopes` sets it
+        # an inherited scope is the node's, as `inherit_scopes` sets it (a bare row,
+        # with no attributes, has none to set)
         for r, d in self.fixed.items():
             if self.scopes[r] and not d.get(SCOPE) and ORDER in d:
                 d[SCOPE] = self.scopes[r]
