@@ -42,6 +42,7 @@ from hloscope.render.diagram.walk import (
     Named,
     Side,
     Sink,
+    add_described,
     walk,
 )
 
@@ -333,11 +334,7 @@ class _UnitRowSink(_Columns):
     def unit(
         self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
     ) -> str:
-        attrs = self.side.describe(comp, inst, scope)
-        attrs[CLUSTER] = cluster
-        self.add(node, attrs)
-        role: str = attrs[ROLE]
-        return role
+        return add_described(self, self.side, node, comp, inst, scope, cluster)
 
     def _walked(self) -> None:
         # an inherited scope is the node's, as `inherit_scopes` sets it (a bare row,

@@ -492,17 +492,31 @@ class _GraphSink(Sink):
     def unit(
         self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
     ) -> str:
-        attrs = self.side.describe(comp, inst, scope)
-        attrs[CLUSTER] = cluster
-        self.add(node, attrs)
-        role: str = attrs[ROLE]
-        return role
+        return add_described(self, self.side, node, comp, inst, scope, cluster)
 
     def flow(self, src: str, dst: str, index: int, shape: Shape) -> None:
         add_flow(self.g, src, dst, index, shape)
 
     def back(self, src: str, dst: str) -> None:
         self.g.edges[src, dst][BACK] = True
+
+
+def add_described(
+    sink: Sink,
+    side: Side,
+    node: str,
+    comp: Computation,
+    inst: Instruction,
+    scope: str,
+    cluster: str | None,
+) -> str:
+    """`Sink.unit` for a sink that keeps each unit's attributes as `side` describes them
+    (`Sink.add`, `CLUSTER` added); the unit's role."""
+    attrs = side.describe(comp, inst, scope)
+    attrs[CLUSTER] = cluster
+    sink.add(node, attrs)
+    role: str = attrs[ROLE]
+    return role
 
 
 class Flow:
