@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.analysis.collapse import Rows
 from hloscope.analysis.fusion import analyze_module
 from hloscope.analysis.report import ModuleReport, analyze_run
 from hloscope.hlo.parser import parse_module
@@ -285,26 +286,12 @@ def test_an_op_diagram_walked_ahead_is_the_one_walked_as_it_is_drawn(folder: str
     assert "went to kernel" in now
 
 
-def _unit_graph_as_rows(g: object) -> tuple[object, ...]:
-    """What a drawing reads of a unit graph, from networkx: nodes and their attributes,
-    then the edges in networkx's order and theirs."""
-    import networkx as nx
-
-    from hloscope.analysis.collapse import Rows
-
-    assert isinstance(g, nx.DiGraph)
-    rows = Rows.from_graph(g)
-    columns = (rows.ids, rows.orders, rows.scopes, rows.signatures, rows.structures, rows.pinned)
-    return (*columns, [dict(d) for _, d in g.nodes(data=True)], list(g.edges(data=True)))
-
-
-def _rows_as_rows(rows: object) -> tuple[object, ...]:
-    from hloscope.analysis.collapse import Rows
-
-    assert isinstance(rows, Rows)
-    columns = (rows.ids, rows.orders, rows.scopes, rows.signatures, rows.structures, rows.pinned)
+def _drawn(rows: Rows) -> tuple[object, ...]:
+    """What a drawing reads of a unit graph's rows: their columns, each row's attributes,
+    then the edges in networkx's order (`Rows.edge_order`) with theirs."""
     ids = rows.ids
     edges = [(ids[rows.src[e]], ids[rows.dst[e]], rows.edge_attrs(e)) for e in rows.edge_order()]
+    columns = (rows.ids, rows.orders, rows.scopes, rows.signatures, rows.structures, rows.pinned)
     return (*columns, [rows.attrs(r) for r in range(len(rows))], edges)
 
 
@@ -328,13 +315,13 @@ def test_a_whole_module_walked_into_rows_is_its_unit_graph(folder: str) -> None:
     assert m.after_module is not None and m.after is not None
     after = AfterSide(m.after_module, m.after, m.provenance)
     g, _ = unit_graph(m.after_module, after, names=False)
-    assert _rows_as_rows(described_rows(m.after_module, after)) == _unit_graph_as_rows(g)
+    assert _drawn(described_rows(m.after_module, after)) == _drawn(Rows.from_graph(g))
     if folder == "loop":
         assert any(d.get("back") for _, _, d in g.edges(data=True))
     if m.before_module is not None:
         g, _ = unit_graph(m.before_module, BeforeSide(m.before_module, {}, {}), names=False)
         rows, _ = unit_rows(m.before_module, BeforeSide(m.before_module, {}, {}), names=False)
-        assert _rows_as_rows(rows) == _unit_graph_as_rows(g)
+        assert _drawn(rows) == _drawn(Rows.from_graph(g))
 
 
 def test_rows_kept_and_collapsed_share_one_number_object_per_row() -> None:
