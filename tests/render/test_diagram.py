@@ -295,23 +295,58 @@ def _drawn(rows: Rows) -> tuple[object, ...]:
     return (*columns, [rows.attrs(r) for r in range(len(rows))], edges)
 
 
-def _loop_report() -> ModuleReport:
-    module = parse_module(LOOP)
-    return replace(_report("tf_dense_relu"), after_module=module, after=analyze_module(module))
+# A conditional that runs the same computation in both branches: the op graph walks it
+# twice in the same place, so edges into its ops come again after others.
+SAME_BRANCHES = """HloModule same_branches
+
+%branch (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %e = f32[4]{0} exponential(%p)
+  ROOT %n = f32[4]{0} add(%e, %p)
+}
+
+ENTRY %main (i: s32[], x: f32[4]) -> f32[4] {
+  %i = s32[] parameter(0)
+  %x = f32[4]{0} parameter(1)
+  %y = f32[4]{0} negate(%x)
+  ROOT %c = f32[4]{0} conditional(%i, %y, %y), branch_computations={%branch, %branch}
+}
+"""
+
+
+def _text_report(text: str) -> ModuleReport:
+    """A report whose both sides are the module `text`."""
+    module = parse_module(text)
+    return replace(
+        _report("tf_dense_relu"),
+        before_module=module,
+        after_module=module,
+        after=analyze_module(module),
+    )
 
 
 @pytest.mark.parametrize(
-    "folder", ["tf_dense_relu", "tf_resnet50", "jax_transformer_block", "jax_scan_profile", "loop"]
+    "folder",
+    [
+        "tf_dense_relu",
+        "tf_resnet50",
+        "jax_transformer_block",
+        "jax_scan_profile",
+        "loop",
+        "same branches",
+    ],
 )
 def test_a_whole_module_walked_into_rows_is_its_unit_graph(folder: str) -> None:
     """The kernel graph of a whole module is walked into rows, not networkx (its edges
     held 90 MB at 44,640 kernels, issue 27), and the op graph too: the same nodes, the
-    same attributes, the same edges in the same order, a loop's back edges included,
-    added again after its body is walked."""
+    same attributes, the same edges in the same order. A loop's back edges come after
+    its body is walked; an op walked again adds to the edges it has already (one edge,
+    both operands)."""
     from hloscope.render.diagram.rows import described_rows, unit_rows
     from hloscope.render.diagram.walk import AfterSide, BeforeSide, unit_graph
 
-    m = _loop_report() if folder == "loop" else _report(folder)
+    texts = {"loop": LOOP, "same branches": SAME_BRANCHES}
+    m = _text_report(texts[folder]) if folder in texts else _report(folder)
     assert m.after_module is not None and m.after is not None
     after = AfterSide(m.after_module, m.after, m.provenance)
     g, _ = unit_graph(m.after_module, after, names=False)
@@ -322,6 +357,8 @@ def test_a_whole_module_walked_into_rows_is_its_unit_graph(folder: str) -> None:
         g, _ = unit_graph(m.before_module, BeforeSide(m.before_module, {}, {}), names=False)
         rows, _ = unit_rows(m.before_module, BeforeSide(m.before_module, {}, {}), names=False)
         assert _drawn(rows) == _drawn(Rows.from_graph(g))
+        if folder == "same branches":  # walked twice: each edge into the branch's ops, once
+            assert len(g["b/c/c"]["b/c/e"]["operands"]) == 2
 
 
 def test_rows_kept_and_collapsed_share_one_number_object_per_row() -> None:
