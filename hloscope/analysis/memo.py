@@ -121,6 +121,9 @@ class Later(Mapping[K, V]):
     def _made(self) -> Mapping[K, V]:
         if self._make is not None:
             self._found, self._make = self._make(), None
+            # From now on `get` is the made mapping's own, an attribute of this object
+            # over the method: the op diagram of a big module reads a million keys.
+            self.get = self._found.get  # type: ignore[method-assign]
         return self._found
 
     def __getitem__(self, key: K) -> V:
