@@ -31,6 +31,9 @@ def test_words_for_one_op_one_scope_and_several() -> None:
     assert holds(gelu) == "Gelu/{mul,Erfc} +1"
     # nothing in common: the first op and how many more
     assert holds(["a/x", "b/y", "c/z"]) == "a/x +2"
+    # two scopes of as many ops: the first one's
+    assert holds(["b/y", "a/x", "a/w", "b/z"]) == "b/{y,z} +2"
+    assert holds(["x", "a/y", "a/z", "w"]) == "{x,w} +2"
     # long: the scope and a count
     many = [f"encoder/block/op_number_{i}" for i in range(9)]
     assert holds(many) == "encoder/block (9 ops)"
@@ -42,6 +45,8 @@ def test_words_for_one_op_one_scope_and_several() -> None:
     # the module's own scope is left out only where every op shares it
     assert module_root(["jit(f)/a", "jit(f)/b/c"]) == "jit(f)"
     assert module_root(["jit(f)/a", "other/b"]) == "" and module_root(["a"]) == ""
+    assert module_root(["jit(f)/a", "jit(f)"]) == "" and module_root([]) == ""
+    assert module_root(["jit(f)/a", "jit(f)x/b"]) == "" and module_root(["/a", "/b"]) == ""
 
 
 def test_labels_name_real_ops_of_each_kernel() -> None:
