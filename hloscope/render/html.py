@@ -849,13 +849,16 @@ def _escaped(text: str) -> str:
 def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
     """`embed_json(built(doc))` in pieces: a dict of string keys is written entry by
     entry, to `depth` levels, so that only one entry's text is held at a time (a
-    module's kernels' HLO is a hundred MB on a 100 MB module), and an `Items` array a
-    batch of items at a time, as they are made."""
+    module's kernels' HLO is a hundred MB on a 100 MB module), unless it maps them to
+    strings short in all (`_short_strings`), and an `Items` array a batch of items at a
+    time, as they are made."""
     kind = type(doc)
     if kind is Embedded:
         yield from doc.chunks()
     elif depth and isinstance(doc, Items):  # `Records` too
         yield from _embed_items(doc)
+    elif kind is dict and _short_strings(doc):  # each kernel's words: 44k entries at once
+        yield embed_json(doc)
     elif depth and (kind is dict or kind is Fields) and doc and all(type(k) is str for k in doc):
         opening = "{"
         for key, value in doc.items():
@@ -865,6 +868,20 @@ def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
         yield "}"
     else:
         yield embed_json(built(doc))
+
+
+def _short_strings(doc: dict[Any, Any], most: int = _SPILL_CHUNK) -> bool:
+    """Whether `doc` maps strings to strings of at most `most` characters in all: its
+    text is written whole (the same text as entry by entry), not in a piece per key and
+    value."""
+    size = 0
+    for key, value in doc.items():
+        if type(key) is not str or type(value) is not str:
+            return False
+        size += len(value)
+        if size > most:
+            return False
+    return True
 
 
 def _embed_items(items: Iterable[Any], batch: int = 4096) -> Iterator[str]:

@@ -276,6 +276,21 @@ def test_embed_chunks_join_to_embed_json() -> None:
             assert "".join(_embed_items(iter(items), batch)) == whole
 
 
+def test_a_dict_of_short_strings_is_one_piece_and_long_ones_are_not() -> None:
+    """Each kernel's words (44k on a 153 MB module) are written at once, not as a piece
+    per key and value; strings long in all (kernels' HLO) still go entry by entry."""
+    from hloscope.render.html import _SPILL_CHUNK
+
+    words = {f"fusion.{i}": f"layer{i % 7}/{{add,mul}} +{i % 3}</script>" for i in range(44_640)}
+    pieces = list(embed_chunks({"holds": words}))
+    assert "".join(pieces) == embed_json({"holds": words})
+    assert len(pieces) == 3  # `{"holds":`, the words, `}`
+    hlo = {"a": "x" * (_SPILL_CHUNK // 2), "b": "y" * (_SPILL_CHUNK // 2 + 1), "c": "z"}
+    pieces = list(embed_chunks({"hlo": hlo}))
+    assert "".join(pieces) == embed_json({"hlo": hlo}) and len(pieces) > 3
+    assert list(embed_chunks({"n": {"a": 1}})) != [embed_json({"n": {"a": 1}})]
+
+
 def _strict(doc: object) -> str:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
