@@ -560,8 +560,6 @@ def analyze_module(
         users = counts = _UserCounts(module)
     else:
         users = memo.users(module)
-    here: Computation | None = None  # where the last one-op kernel ran, and its counts
-    counted: dict[tuple[str, str], int] = {}
     # Each kernel, or what makes a kernel of one op (`_OneOp`), made when first read:
     # before optimization every op is one, and only a diagram reads them (the 536k of
     # the 107 MB module took 2 s of its 3 s analysis).
@@ -592,11 +590,9 @@ def analyze_module(
         if ex.cls == K.FREE or (ex.cls == K.CONTROL and not inst.called):
             continue
         if counts is not None and ex.cls == K.UNFUSED and not inst.called:
-            # one op, no library's: launched as often as its computation runs
-            if comp is not here:
-                here, counted = comp, counts.of(comp.name)
-            users_here = counted.get((comp.name, inst.name), 0)
-            kernels.append(_OneOp(inst, comp, ex.times, ex.branch, users_here))
+            # one op, no library's: launched as often as its computation runs (its
+            # users counted when its kernel is made)
+            kernels.append(_OneOp(inst, comp, ex.times, ex.branch, counts))
             kinds[K.unfused_kind(inst.opcode)] += 1
             one_ops += 1
             times = ex.times if ex.times is not None else 1
@@ -649,22 +645,26 @@ def analyze_module(
 
 
 class _OneOp(NamedTuple):
-    """What makes the kernel of one op that calls nothing and is no library's (`_made`)."""
+    """What makes the kernel of one op that calls nothing and is no library's (`_one_op`,
+    when `_Kernels` are first read)."""
 
     inst: Instruction
     comp: Computation
     times: int | None
     branch: str | None
-    users: int
+    users: _UserCounts  # the module's: counting the users of a big module's 536k ops
+    # took 0.5 s of its analysis, which no report reads unless a kernel is made
 
 
-def _made(one: _OneOp) -> Kernel:
-    """The kernel of `one`'s op."""
-    inst = one.inst
+def _one_op(
+    inst: Instruction, comp: Computation, times: int | None, branch: str | None, users: int
+) -> Kernel:
+    """The kernel of an op that calls nothing and is no library's, read by `users`
+    instructions of `comp`."""
     return Kernel(
-        inst.name, one.comp.name, K.UNFUSED, K.unfused_kind(inst.opcode), inst.opcode,
-        inst.shape, one.times, None, (inst,), inst.shape.byte_size, _bytes_in(inst, one.comp),
-        False, one.users, inst.is_root, one.branch,
+        inst.name, comp.name, K.UNFUSED, K.unfused_kind(inst.opcode), inst.opcode,
+        inst.shape, times, None, (inst,), inst.shape.byte_size, _bytes_in(inst, comp),
+        False, users, inst.is_root, branch,
     )  # fmt: skip
 
 
@@ -689,7 +689,17 @@ class _Kernels(LazyTuple[Kernel]):
     def _make(self) -> tuple[Kernel, ...]:
         found, self._found = self._found, None
         assert found is not None
-        return tuple([_made(k) if isinstance(k, _OneOp) else k for k in found])
+        made: list[Kernel] = []
+        here, counted = None, {}  # the computation of the last one-op kernel, its users
+        for k in found:
+            if not isinstance(k, _OneOp):
+                made.append(k)
+                continue
+            inst, comp, times, branch, users = k
+            if comp is not here:
+                here, counted = comp, users.of(comp.name)
+            made.append(_one_op(inst, comp, times, branch, counted.get((comp.name, inst.name), 0)))
+        return tuple(made)
 
 
 def reanalyze(
@@ -895,7 +905,7 @@ def _kernel(
 ) -> Kernel | None:
     if ex.cls == K.UNFUSED and not inst.called:
         # most kernels of a big module before optimization: one op, no library's
-        return _made(_OneOp(inst, comp, ex.times, ex.branch, users.get((comp.name, inst.name), 0)))
+        return _one_op(inst, comp, ex.times, ex.branch, users.get((comp.name, inst.name), 0))
     cls, kind = ex.cls, K.kernel_kind(inst, platform)
     library = cls != K.UNFUSED and K.is_library_kernel(inst)
     fused = inst.calls()[0] if inst.called else None

@@ -123,7 +123,7 @@ class Later(Mapping[K, V]):
             self._found, self._make = self._make(), None
             # From now on `get` is the made mapping's own, an attribute of this object
             # over the method: the op diagram of a big module reads a million keys.
-            self.get = self._found.get  # type: ignore[method-assign]
+            self.get = self._found.get  # type: ignore[method-assign,assignment]
         return self._found
 
     def __getitem__(self, key: K) -> V:

@@ -10,7 +10,7 @@ import pytest
 from hloscope.analysis import kernels as K
 from hloscope.analysis.fusion import analyze_module, entered, walk
 from hloscope.errors import HloscopeError
-from hloscope.hlo.model import HloModule
+from hloscope.hlo.model import Computation, HloModule
 from hloscope.hlo.parser import parse_file, parse_module
 from hloscope.hlo.text import split_modules
 from tests.conftest import CORPUS, DATA, dump_file
@@ -459,6 +459,32 @@ def test_kernels_of_one_op_are_made_when_first_read(sample: str) -> None:
     assert lazy
 
 
+def test_the_users_of_one_op_kernels_are_counted_when_they_are_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before optimization every op is a kernel of its own: the analysis counts no
+    users for them (0.5 s of a 536k-op module's), the kernels count them when made."""
+    from hloscope.analysis import fusion
+
+    counted: list[str] = []
+    real = fusion._computation_users
+
+    def counting(comp: Computation) -> dict[tuple[str, str], int]:
+        counted.append(comp.name)
+        return real(comp)
+
+    monkeypatch.setattr(fusion, "_computation_users", counting)
+    module = parse_module(
+        "HloModule m\n\nENTRY e {\n  p = f32[8] parameter(0)\n  a = f32[8] add(p, p)\n"
+        "  b = f32[8] multiply(a, a)\n  c = f32[8] subtract(a, b)\n  ROOT d = f32[8] negate(c)\n}\n"
+    )
+    found = analyze_module(module)
+    assert found.kernel_count == 4 and not counted
+    users = {k.name: k.users for k in found.kernels}
+    assert counted == ["e"] and users == {"a": 2, "b": 1, "c": 1, "d": 0}
+    assert tuple(found.kernels) == analyze_module(module, memo=fusion.KernelMemo()).kernels
+
+
 @pytest.mark.parametrize("sample", ["tf_resnet50", "jax_transformer_block", "torch_mlp"])
 def test_users_are_counted_only_where_kernels_run(
     sample: str, monkeypatch: pytest.MonkeyPatch
@@ -466,7 +492,8 @@ def test_users_are_counted_only_where_kernels_run(
     """Each kernel's `users` needs only the computation it runs in: an optimized
     module's fused computations (most of its instructions) are never counted, each
     other one once, and every kernel is the one a count of every computation gives (a
-    `KernelMemo`'s)."""
+    `KernelMemo`'s). The users of an op that is a kernel of its own (every op before
+    optimization) are counted only when its kernel is made: no report reads them."""
     from hloscope.analysis import fusion
     from hloscope.runs import load_run
 
@@ -485,8 +512,13 @@ def test_users_are_counted_only_where_kernels_run(
                 continue
             counted.clear()
             found = analyze_module(module)
+            early = set(counted)
+            ran = {k.computation for k in found.kernels}  # the one-op kernels made now
             assert len(counted) == len(set(counted)), dump.key
-            assert set(counted) == {k.computation for k in found.kernels}, dump.key
+            assert set(counted) == ran, dump.key
+            # what the analysis counted itself: none for a kernel of one op
+            whole = {k.computation for k in found.kernels if k.cls != K.UNFUSED or k.ops[0].called}
+            assert early == whole, dump.key
             fused = {k.fused_computation for k in found.kernels if k.fused_computation}
             assert not fused & set(counted)
             fused_seen += len(fused)
