@@ -42,7 +42,7 @@ from hloscope.render.diagram import PAGE_MAX_NODES, SIDES
 from hloscope.render.figures import figure_cells, module_figures
 from hloscope.render.holds import kernel_holds
 from hloscope.render.json import SCHEMA_VERSION, module_fields, roofline_keys, run_doc
-from hloscope.render.json_stream import Fields, Items, Records, built
+from hloscope.render.json_stream import Fields, Items, Records, Value, built
 from hloscope.render.passes import story_doc
 from hloscope.render.timing_json import timings_doc
 from hloscope.runs import ModuleDump, Run
@@ -386,14 +386,15 @@ def _module_extras(
         "diagrams": None,
     }
     if draws_after(m) and (draw is None or (draw is graphviz_diagrams and times is None)):
-        # the worker that analysed the after side found its part (`page_after`): the
-        # op diagram is drawn here meanwhile
+        # the worker that analysed the after side finds its part (`page_after`): the
+        # op diagram is drawn here meanwhile, and what the page holds before that part
+        # written while the worker ends it (`Value`s, waited for as they are reached)
         before = _diagrams_doc(draw, m, times, ("before",)) if draw is not None else None
-        found = cast("_Half | None", drawn_after(m))
-        after = found if found is not None else page_after(m)  # else it died
-        extras.update(after[0])
+        half = Value(partial(_after_half, m))
+        for key in ("fused", "hlo"):
+            extras[key] = Value(partial(_after_part, half, key, extras[key]))
         if before is not None:
-            extras["diagrams"] = _joined(after[1], before)
+            extras["diagrams"] = Value(partial(_after_diagrams, half, before))
     elif draw is None:
         extras.update(_after_extras(m))
     elif _apart(m):
@@ -404,6 +405,25 @@ def _module_extras(
         extras.update(_after_extras(m))
         extras["diagrams"] = _diagrams_doc(draw, m, times, SIDES)
     return extras
+
+
+def _after_half(m: ModuleReport) -> _Half:
+    """The after half of a module's page, as the worker that drew it sent it, else (it
+    died) found here."""
+    found = cast("_Half | None", drawn_after(m))
+    return found if found is not None else page_after(m)
+
+
+def _after_part(half: Value, key: str, default: Any) -> Any:
+    """Part `key` of an after half (`_after_half`), `default` where it has none."""
+    found: _Half = half.get()
+    return found[0].get(key, default)
+
+
+def _after_diagrams(half: Value, before: dict[str, Any]) -> dict[str, Any]:
+    """The diagrams doc of an after half (`_after_half`) and the `before` one."""
+    found: _Half = half.get()
+    return _joined(found[1], before)
 
 
 def page_after(m: ModuleReport, spill: Path | None = None) -> _Half:
@@ -855,6 +875,8 @@ def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
     kind = type(doc)
     if kind is Embedded:
         yield from doc.chunks()
+    elif kind is Value:  # found now, what comes before it written
+        yield from embed_chunks(doc.get(), depth)
     elif depth and isinstance(doc, Items):  # `Records` too
         yield from _embed_items(doc)
     elif kind is dict and _short_strings(doc):  # each kernel's words: 44k entries at once

@@ -1,10 +1,11 @@
 """JSON documents written as they are made, never held whole.
 
 The `report --json` document of a big run is hundreds of megabytes of text, and more as
-the dicts and lists it is made from. A streamed document is plain JSON values plus two
+the dicts and lists it is made from. A streamed document is plain JSON values plus three
 stand-ins: `Items`, an array whose items are made one at a time as it is written (and
 `Records`, one whose objects are written straight from the rows they are made from),
-and `Fields`, an object some of whose values are stand-ins. `chunks` yields the document's
+`Fields`, an object some of whose values are stand-ins, and `Value`, a value found
+only when it is reached (what another process is still making). `chunks` yields the document's
 text piece by piece, exactly the text `json.dumps(built(doc), indent=2,
 ensure_ascii=False)` gives (`render.json.dumps`); `built` makes every stand-in whole,
 for the callers that want the document itself (the HTML page, the notebook, tests).
@@ -21,7 +22,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Fields", "Items", "Records", "built", "chunks", "indented", "write_chunks"]
+__all__ = ["Fields", "Items", "Records", "Value", "built", "chunks", "indented", "write_chunks"]
 
 # What `render.json.dumps` uses; one encoder for every piece.
 _ENCODER = json.JSONEncoder(indent=2, ensure_ascii=False)
@@ -138,16 +139,44 @@ class Records(Items, Generic[Row]):
 
 
 class Fields(dict[str, Any]):
-    """A JSON object whose values may be stand-ins (`Items`, `Fields`); plain values
-    hold none."""
+    """A JSON object whose values may be stand-ins (`Items`, `Fields`, `Value`); plain
+    values hold none."""
+
+
+class Value:
+    """A JSON value (or a stand-in) found when the document is written or built there,
+    once: `find` is called the first time, and its result kept.
+
+    Args:
+        find: Gives the value (it may wait for it: another process's work, which the
+            document's earlier parts are written meanwhile).
+    """
+
+    __slots__ = ("_find", "_found")
+
+    def __init__(self, find: Callable[[], Any]) -> None:
+        self._find: Callable[[], Any] | None = find
+        self._found: Any = None
+
+    def get(self) -> Any:
+        """The value, found the first time."""
+        if self._find is not None:
+            self._found, self._find = self._find(), None
+        return self._found
+
+    def __repr__(self) -> str:
+        return f"Value({self._find if self._find is not None else self._found!r})"
 
 
 def built(doc: Any) -> Any:
-    """The document with every stand-in made whole: `Items` as lists, `Fields` as dicts."""
+    """The document with every stand-in made whole: `Items` as lists, `Fields` as dicts,
+    `Value` as its value."""
     if isinstance(doc, Items):
         return [built(item) for item in doc]
     if isinstance(doc, Fields):
         return {key: built(value) for key, value in doc.items()}
+    if isinstance(doc, Value):
+        return built(doc.get())
     return doc
 
 
@@ -164,6 +193,8 @@ def chunks(doc: Any, level: int = 0) -> Iterator[str]:
         yield from _array(doc, level)
     elif isinstance(doc, Fields):
         yield from _object(doc, level)
+    elif isinstance(doc, Value):
+        yield from chunks(doc.get(), level)
     else:
         yield indented(doc, "\n" + _INDENT * level)
 
@@ -178,7 +209,7 @@ def _array(items: Items, level: int) -> Iterator[str]:
             opening = "," + inner
     else:
         for item in items:
-            if isinstance(item, (Items, Fields)):
+            if isinstance(item, (Items, Fields, Value)):
                 yield opening
                 yield from chunks(item, level + 1)
             else:  # most items (a kernel): one piece, no generator

@@ -494,6 +494,35 @@ def test_a_page_finds_the_after_side_in_the_worker_that_analysed_it(
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+def test_a_page_is_written_up_to_the_worker_part_before_it_is_asked_for(
+    sides_split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page's text before a module's after half (its overview, the module's
+    placements and kernels) is made before the worker's part is asked for, so that it
+    is written while the worker ends that part; then the rest, the serial page."""
+    from hloscope.analysis.report import draws_after
+    from hloscope.inspection import inspect_run
+    from hloscope.render import html
+
+    inspection = inspect_run(DATA / "tf_dense_relu", draw_after=html.page_after)
+    split = [m for m in inspection.main if draws_after(m)]
+    assert split
+    pieces = html._report_chunks(inspection, html.graphviz_diagrams, None, True, None)
+    written = ""
+    for piece in pieces:
+        written += piece
+        if '"fused":' in piece:
+            break
+    assert '"provenance":' in written and '"kernels":' in written
+    assert all(draws_after(m) for m in split)  # the worker's part not asked for yet
+    written += "".join(pieces)
+    assert not any(draws_after(m) for m in split)
+    monkeypatch.setenv(pool.JOBS_VARIABLE, "1")
+    serial = inspect_run(DATA / "tf_dense_relu")
+    assert written == html.report_page(serial, diagrams=html.graphviz_diagrams)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
 @pytest.mark.parametrize("name", ["tf_dense_relu", "torch_transformer"])
 def test_a_page_spills_the_worker_part_to_files_it_copies_in(
     name: str, sides_split: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path

@@ -237,7 +237,7 @@ def test_embed_chunks_join_to_embed_json() -> None:
     from types import MappingProxyType
 
     from hloscope.render.html import _embed_items
-    from hloscope.render.json_stream import Fields, Items, Records, built
+    from hloscope.render.json_stream import Fields, Items, Records, Value, built
 
     rng = random.Random(27)
     leaves = [0, -1, 2.5, math.nan, math.inf, None, True, "", "</script>", "é\u2028&", "x"]
@@ -261,6 +261,9 @@ def test_embed_chunks_join_to_embed_json() -> None:
             return doc(depth)
         if roll < 0.7:
             return Fields({rng.choice(["a", "<k>", "ü"]): streamed(depth + 1) for _ in range(3)})
+        if roll < 0.75:  # found when it is reached
+            inner = streamed(depth + 1)
+            return Value(lambda: inner)
         listed = [streamed(depth + 1) for _ in range(rng.randrange(4))]
         if roll < 0.85:  # its compact text as `Records` says (NaN and other mappings fail)
             return Records(lambda: listed, built, lambda row, _: _strict(built(row)))

@@ -32,6 +32,7 @@ from hloscope.render.json_stream import (
     Fields,
     Items,
     Records,
+    Value,
     built,
     chunks,
     indented,
@@ -97,6 +98,9 @@ VALUES = [
     Records(list, str, lambda row, newline: "unreached"),
     Fields(rows=_records(lambda: [1, 2], lambda r: {"r": [r] * r})),
     Items(lambda: [Fields(deep=_records(lambda: "ab", lambda r: [r, {}]))]),
+    Value(lambda: Fields(a=1)),
+    Fields(late=Value(lambda: Items(lambda: [1, Fields(x=Value(lambda: "s"))])), after=[]),
+    Items(lambda: [Value(lambda: {"a": [1]}), Value(lambda: Items(list)), Value(dict)]),
 ]
 
 
@@ -142,6 +146,26 @@ def test_items_are_made_as_they_are_written() -> None:
     first = next(pieces) + next(pieces)
     assert made == [0] and '"items": ' in first  # one item made, not the list
     assert "".join([first, *pieces]) == dumps({"items": [{"i": i} for i in range(3)]})
+
+
+def test_a_value_is_found_once_when_it_is_reached() -> None:
+    """What another process is still making (`Value`) is asked for only once the
+    document before it is written, and once."""
+    found: list[int] = []
+
+    def find() -> object:
+        found.append(1)
+        return Items(lambda: [{"late": True}])
+
+    doc = Fields(first=Items(lambda: [1, 2]), late=Value(find), last="x")
+    pieces = chunks(doc)
+    written = ""
+    while '"late": ' not in written:
+        written += next(pieces)
+    assert not found and '"first": [' in written
+    written += "".join(pieces)
+    assert found == [1] and written == dumps(built(doc)) and found == [1]
+    assert written == dumps({"first": [1, 2], "late": [{"late": True}], "last": "x"})
 
 
 def test_writes_are_gathered() -> None:
