@@ -875,7 +875,7 @@ def embed_chunks(doc: Any, depth: int = 2) -> Iterator[str]:
     kind = type(doc)
     if kind is Embedded:
         yield from doc.chunks()
-    elif kind is Value:  # found now, what comes before it written
+    elif kind is Value:  # found only now: what comes before it is written
         yield from embed_chunks(doc.get(), depth)
     elif depth and isinstance(doc, Items):  # `Records` too
         yield from _embed_items(doc)

@@ -1,12 +1,12 @@
 """JSON documents written as they are made, never held whole.
 
 The `report --json` document of a big run is hundreds of megabytes of text, and more as
-the dicts and lists it is made from. A streamed document is plain JSON values plus three
+the dicts and lists it is made from. A streamed document is plain JSON values plus
 stand-ins: `Items`, an array whose items are made one at a time as it is written (and
 `Records`, one whose objects are written straight from the rows they are made from),
-`Fields`, an object some of whose values are stand-ins, and `Value`, a value found
-only when it is reached (what another process is still making). `chunks` yields the document's
-text piece by piece, exactly the text `json.dumps(built(doc), indent=2,
+`Fields`, an object some of whose values are stand-ins, and `Value`, a value found only
+when the writing reaches it (what another process is still making). `chunks` yields the
+document's text piece by piece, exactly the text `json.dumps(built(doc), indent=2,
 ensure_ascii=False)` gives (`render.json.dumps`); `built` makes every stand-in whole,
 for the callers that want the document itself (the HTML page, the notebook, tests).
 
@@ -144,8 +144,8 @@ class Fields(dict[str, Any]):
 
 
 class Value:
-    """A JSON value (or a stand-in) found when the document is written or built there,
-    once: `find` is called the first time, and its result kept.
+    """A JSON value (or a stand-in) found only when the document's writing, or `built`,
+    reaches it: `find` is called then, once, and its result kept.
 
     Args:
         find: Gives the value (it may wait for it: another process's work, which the
