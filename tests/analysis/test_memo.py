@@ -25,7 +25,7 @@ def test_a_later_mapping_reads_as_the_dict_it_makes_once() -> None:
     assert list(later) == ["a", "b"] and len(later) == 2 and later["b"] == 2
     assert later == plain and dict(later) == plain
     assert made == [1]  # made once
-    assert later.get.__self__ is later._made()  # read since as the made dict is
+    assert later.get.__self__ is later._made()  # once made, `get` is the dict's own
     assert pickle.loads(pickle.dumps(later)) == plain
 
 
