@@ -281,12 +281,7 @@ class _RowSink(_Columns):
         if node in row:
             return role
         named = self.side.name_of(inst, scope)
-        row[node] = len(self.ids)
-        self.first.append(-1)
-        self.ids.append(node)
-        self.scopes.append(named[0])
-        self.signatures.append(self.side.signature(inst))
-        self.pinned.append(False)
+        self._new(node, named[0], self.side.signature(inst), False)
         info = self.info  # `RowInfo.append`, without a call per op
         info.items.append(inst)
         info.roles.append(role)
