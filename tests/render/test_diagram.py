@@ -254,6 +254,37 @@ def test_the_op_graph_reads_each_ops_first_kernel_from_its_kernels() -> None:
     assert "b" in first and "c" not in first and len(first) == 2
 
 
+@pytest.mark.parametrize("folder", ["tf_resnet50", "jax_transformer_block"])
+def test_an_op_diagram_colours_its_ops_alike_from_any_mapping_of_their_kernels(
+    folder: str,
+) -> None:
+    """The page's op diagram reads each op's kernel from its kernels (`_FirstKernels` of
+    a `Later`); a caller may give its own mapping. Both draw the same."""
+    from hloscope.render.diagram import views
+
+    m = _report(folder)
+    assert m.before_module is not None
+    kernels_of = views._kernels_of(m)
+    plain = {op: kernels[0] for op, kernels in kernels_of.items()}
+    for max_nodes in (G.PAGE_MAX_NODES, 10_000):
+        ours = views._before(m, kernels_of, max_nodes=max_nodes)
+        theirs = G.op_graph(m.before_module, plain, kernels_of=kernels_of, max_nodes=max_nodes)
+        assert D.to_dot(ours) == D.to_dot(theirs)
+        assert ours.legend == theirs.legend and ours.where == theirs.where
+        assert len({n.fill for n in ours.nodes if n.kernel}) > 3  # coloured by kernel
+
+
+def test_kernel_colours_go_by_first_appearance_round_the_palette() -> None:
+    from hloscope.render.diagram.style import KERNEL_PALETTE, kernel_colors
+
+    n = len(KERNEL_PALETTE)
+    names = [f"k{i}" for i in range(n + 2)]
+    colors = kernel_colors(iter(["k1", "k0", "k1", *names]))
+    assert list(colors) == ["k1", "k0", *names[2:]]
+    assert colors["k1"] == KERNEL_PALETTE[0] and colors["k0"] == KERNEL_PALETTE[1]
+    assert colors[names[n]] == KERNEL_PALETTE[0] != colors[names[n + 1]]
+
+
 def test_the_op_graph_walk_leaves_its_names_with_the_rows_alone() -> None:
     # the walk's cache of names held a key per op of a big module (issue 27)
     from hloscope.hlo.parser import parse_file

@@ -72,11 +72,8 @@ def kind_color(kind: str) -> str:
 
 def kernel_colors(kernels: Iterable[str]) -> dict[str, str]:
     """Kernel name -> its palette colour, in the order the kernels first come."""
-    out: dict[str, str] = {}
-    for k in kernels:
-        if k not in out:
-            out[k] = KERNEL_PALETTE[len(out) % len(KERNEL_PALETTE)]
-    return out
+    distinct = dict.fromkeys(kernels)  # first come, first coloured
+    return {k: KERNEL_PALETTE[i % len(KERNEL_PALETTE)] for i, k in enumerate(distinct)}
 
 
 def kind_legend(kinds: Counter[str]) -> tuple[LegendEntry, ...]:
