@@ -5,22 +5,23 @@ fusion per 12 ops after), through the real CLI, each command in its own process.
 `parse` and `report` of one side read a folder holding that file only; `graph` of the
 before file reads the pair (a file is loaded with its partner, whose kernels colour the
 ops), `graph` of the after file reads that file only (the kernel graph needs nothing of
-the before side), and `report` of the folder reads both, as do `graph --side-by-side`
-of the before file and `ops`, `check` and `report --html` of the folder; `diff` of the
+the before side), and `report` of the folder reads both, as do `graph --side-by-side` of
+the before file and `ops`, `check` and `report --html` of the folder; `diff` of the
 folder with itself reads them once, and `diff` of the folder with its twin (another run
 folder of the same files, hard links) reads them twice. Every ratio is against the text
 that command reads (for `graph`, also against the one file it draws), and the size of
-what it writes against the same text. Prints, per command: wall seconds, the CPU
-seconds of its processes (and that over the machine's cores: the least wall time any
-split of that work across them could take), peak resident memory (`wait4`'s ru_maxrss), and the peak over the text it reads, raw
-and less the interpreter's baseline (Python with hloscope, networkx and rich imported,
-measured the same way), each against issue 27's goals: at most 15 s and at most 8x the
-text read. First it prints how fast the machine is now (it is shared, and its speed
-varies by half from day to day): the time XLA's own C++ parser (`jaxlib`) takes to read
-the before file, against its time in the run of the README's fast-day figures. A command
-that reads a big module in two processes (`hloscope.analysis.pool.beside`, `elsewhere`)
-is charged the most its processes held at once, their resident sizes summed (pages a
-forked worker still shares with its parent count twice).
+what it writes against the same text. Prints, per command: wall seconds, the CPU seconds
+of its processes (and that over the machine's cores: the least wall time any split of
+that work across them could take), peak resident memory (`wait4`'s ru_maxrss), and the
+peak over the text it reads, raw and less the interpreter's baseline (Python with
+hloscope, networkx and rich imported, measured the same way), each against issue 27's
+goals: at most 15 s and at most 8x the text read. First it prints how fast the machine
+is now (it is shared, and its speed varies by half from day to day): the time XLA's own
+C++ parser (`jaxlib`) takes to read the before file, against its time in the run of the
+README's fast-day figures. A command that reads a big module in two processes
+(`hloscope.analysis.pool.beside`, `elsewhere`) is charged the most its processes held at
+once, their resident sizes summed (pages a forked worker still shares with its parent
+count twice).
 
     python benchmarks/scale_bench.py [--mb 105] [--dir /tmp/hloscope-scale] [--only graph]
 
@@ -157,8 +158,13 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 def main() -> None:
     """Generate the pair (cached) and measure each command."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mb", type=float, default=105.0)
-    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "hloscope-scale")
+    ap.add_argument("--mb", type=float, default=105.0, help="each file's size, about")
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "hloscope-scale",
+        help="where the pair is generated and kept, in a folder of its size (DIR/105mb)",
+    )
     ap.add_argument("--only", default="", help="comma-separated parts of the labels to run")
     args = ap.parse_args()
     folder = args.dir.resolve() / f"{args.mb:g}mb"  # the CLI runs in this checkout
