@@ -160,10 +160,16 @@ class _Columns(Sink):
         return r
 
     def add(self, node: str, attrs: Mapping[str, Any]) -> None:
+        """A unit whose attributes the row keeps as given: the op graph's parameters and
+        output, every unit of `_UnitRowSink`."""
         if node in self.row:
             return
-        r = self._new(node, attrs.get(SCOPE) or "", node, bool(attrs.get(PINNED)))
-        self.info.append(attrs.get(ITEM), attrs.get(ROLE), attrs.get(CLUSTER), ())
+        r = self._new(
+            node, attrs.get(SCOPE) or "", signature_of(attrs, node), bool(attrs.get(PINNED))
+        )
+        self.info.append(
+            attrs.get(ITEM), attrs.get(ROLE), attrs.get(CLUSTER), attrs.get(OP_NAMES, ())
+        )
         self.fixed[r] = {ORDER: r, **attrs}
 
     def _row(self, node: str) -> int:
@@ -314,17 +320,6 @@ class _UnitRowSink(_Columns):
     def __init__(self, name: str, side: Side) -> None:
         super().__init__(name)
         self.side = side
-
-    def add(self, node: str, attrs: Mapping[str, Any]) -> None:
-        if node in self.row:
-            return
-        r = self._new(
-            node, attrs.get(SCOPE) or "", signature_of(attrs, node), bool(attrs.get(PINNED))
-        )
-        self.info.append(
-            attrs.get(ITEM), attrs.get(ROLE), attrs.get(CLUSTER), attrs.get(OP_NAMES, ())
-        )
-        self.fixed[r] = {ORDER: r, **attrs}
 
     def unit(
         self, node: str, comp: Computation, inst: Instruction, scope: str, cluster: str | None
